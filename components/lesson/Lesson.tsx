@@ -1,0 +1,63 @@
+"use client";
+/**
+ * Lesson text: Markdown (GitHub flavour: tables, task lists) rendered with react-markdown, which
+ * never renders raw HTML from the source. Fenced code blocks get a copy button; line breaks inside
+ * Japanese paragraphs do not become spaces (remark-cjk-breaks.ts).
+ */
+import Markdown, { type Components } from "react-markdown";
+import remarkGfm from "remark-gfm";
+import { CodeBlock } from "./CodeBlock";
+import { remarkCjkBreaks } from "./remark-cjk-breaks";
+
+const REMARK_PLUGINS = [remarkGfm, remarkCjkBreaks];
+
+const components: Components = {
+  h1: ({ node: _node, ...props }) => <h1 className="mt-2 mb-4 text-2xl font-bold" {...props} />,
+  h2: ({ node: _node, ...props }) => (
+    <h2 className="mt-8 mb-3 border-b border-slate-200 pb-1 text-xl font-semibold" {...props} />
+  ),
+  h3: ({ node: _node, ...props }) => <h3 className="mt-6 mb-2 text-lg font-semibold" {...props} />,
+  h4: ({ node: _node, ...props }) => <h4 className="mt-4 mb-2 font-semibold" {...props} />,
+  p: ({ node: _node, ...props }) => <p className="my-3" {...props} />,
+  ul: ({ node: _node, ...props }) => <ul className="my-3 list-disc space-y-1 pl-6" {...props} />,
+  ol: ({ node: _node, ...props }) => <ol className="my-3 list-decimal space-y-1 pl-6" {...props} />,
+  a: ({ node: _node, href, ...props }) => {
+    const external = href !== undefined && /^https?:\/\//.test(href);
+    return (
+      <a
+        href={href}
+        className="text-sky-700 underline underline-offset-2 hover:text-sky-900"
+        {...(external ? { target: "_blank", rel: "noopener noreferrer" } : {})}
+        {...props}
+      />
+    );
+  },
+  blockquote: ({ node: _node, ...props }) => (
+    <blockquote className="my-4 border-l-4 border-slate-300 pl-4 text-slate-600" {...props} />
+  ),
+  table: ({ node: _node, ...props }) => (
+    <div className="my-4 overflow-x-auto">
+      <table className="min-w-full border-collapse text-sm" {...props} />
+    </div>
+  ),
+  th: ({ node: _node, ...props }) => (
+    <th className="border border-slate-300 bg-slate-100 px-3 py-1.5 text-left font-semibold" {...props} />
+  ),
+  td: ({ node: _node, ...props }) => <td className="border border-slate-300 px-3 py-1.5 align-top" {...props} />,
+  hr: () => <hr className="my-6 border-slate-200" />,
+  pre: ({ node: _node, children }) => <CodeBlock>{children}</CodeBlock>,
+};
+
+export function Lesson({ markdown }: { markdown: string }) {
+  return (
+    <article
+      data-testid="lesson"
+      // Inline code only; code inside <pre> is styled by CodeBlock.
+      className="px-6 py-5 text-[15px] leading-7 text-slate-800 [&_:not(pre)>code]:rounded [&_:not(pre)>code]:bg-slate-100 [&_:not(pre)>code]:px-1 [&_:not(pre)>code]:py-0.5 [&_:not(pre)>code]:font-mono [&_:not(pre)>code]:text-[0.9em] [&_:not(pre)>code]:text-rose-800"
+    >
+      <Markdown remarkPlugins={REMARK_PLUGINS} components={components}>
+        {markdown}
+      </Markdown>
+    </article>
+  );
+}

@@ -1,0 +1,132 @@
+"use client";
+/**
+ * One machine's terminal: xterm.js on a TerminalConnection. Stays mounted while hidden (the tab
+ * bar hides inactive terminals) so its shell and scrollback live on. Exposes its state as
+ * `data-status` and its screen text through window.__labdeck (see terminal-registry.ts).
+ */
+import "@xterm/xterm/css/xterm.css";
+import { useEffect, useRef, useState } from "react";
+import { TerminalConnection, type ConnectionStatus } from "./connection";
+import { sessionTokens } from "./session-tokens";
+import { registerTerminal } from "./terminal-registry";
+
+/** Lines of scrollback xterm keeps in the browser. */
+const SCROLLBACK_LINES = 5_000;
+
+const STATUS_TEXT: Record<ConnectionStatus, string> = {
+  connecting: "接続中…",
+  connected: "接続済み",
+  reconnecting: "再接続中…",
+  unreachable: "マシンに接続できません",
+  refused: "接続を拒否しました",
+  failed: "接続できません",
+};
+
+export function Terminal(props: { slug: string; machine: string; active: boolean }) {
+  const { slug, machine, active } = props;
+  const hostRef = useRef<HTMLDivElement>(null);
+  const fitRef = useRef<(() => void) | null>(null);
+  const [status, setStatus] = useState<ConnectionStatus>("connecting");
+  const [message, setMessage] = useState<string | undefined>();
+
+  useEffect(() => {
+    const host = hostRef.current;
+    if (!host) return;
+    let disposed = false;
+    let cleanup = () => {};
+    void (async () => {
+      // xterm touches `window` at import time, so it loads in the browser only.
+      const [{ Terminal: XTerm }, { FitAddon }, { Unicode11Addon }] = await Promise.all([
+        import("@xterm/xterm"),
+        import("@xterm/addon-fit"),
+        import("@xterm/addon-unicode11"),
+      ]);
+      if (disposed) return;
+      const term = new XTerm({
+        scrollback: SCROLLBACK_LINES,
+        allowProposedApi: true, // for the unicode11 addon: East Asian wide characters take two cells
+        cursorBlink: true,
+        fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
+        fontSize: 14,
+        theme: { background: "#0b1020" },
+      });
+      term.loadAddon(new Unicode11Addon());
+      term.unicode.activeVersion = "11";
+      const fit = new FitAddon();
+      term.loadAddon(fit);
+      term.open(host);
+      const doFit = () => {
+        if (host.offsetWidth > 0 && host.offsetHeight > 0) fit.fit();
+      };
+      doFit();
+      fitRef.current = () => {
+        doFit();
+        connection.resize();
+      };
+      const connection = new TerminalConnection(
+        machine,
+        async (fresh) => {
+          const { tokens } = await sessionTokens(slug, fresh);
+          const token = tokens.get(machine);
+          if (!token) throw new Error(`このラボに ${machine} はありません`);
+          return token;
+        },
+        {
+          write: (data) => term.write(data),
+          reset: () => term.reset(),
+          size: () => ({ cols: Math.max(term.cols, 2), rows: Math.max(term.rows, 1) }),
+        },
+        {
+          onStatus: (s, m) => {
+            setStatus(s);
+            setMessage(m);
+          },
+        },
+      );
+      const onData = term.onData((data) => connection.input(data));
+      const observer = new ResizeObserver(() => fitRef.current?.());
+      observer.observe(host);
+      const unregister = registerTerminal(machine, {
+        text: () => {
+          const buffer = term.buffer.active;
+          const lines: string[] = [];
+          for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+          return lines.join("\n");
+        },
+        bytesReceived: () => connection.bytesReceived,
+        focus: () => term.focus(),
+      });
+      connection.start();
+      cleanup = () => {
+        unregister();
+        observer.disconnect();
+        onData.dispose();
+        connection.stop();
+        term.dispose();
+      };
+    })();
+    return () => {
+      disposed = true;
+      cleanup();
+    };
+  }, [slug, machine]);
+
+  useEffect(() => {
+    if (active) fitRef.current?.();
+  }, [active]);
+
+  const showBanner = status !== "connected";
+  return (
+    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${machine}`} data-machine={machine} data-status={status}>
+      {showBanner && (
+        <div
+          role="status"
+          className={`px-3 py-1 text-xs ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
+        >
+          {machine}: {message ?? STATUS_TEXT[status]}
+        </div>
+      )}
+      <div ref={hostRef} className="min-h-0 flex-1 bg-[#0b1020] p-1" />
+    </div>
+  );
+}

@@ -1,0 +1,206 @@
+/**
+ * Browser end of one terminal's WebSocket: hello, offset-checked output, input queued until the
+ * gateway is ready, resize, ping, and reconnect with backoff. Independent of React and of xterm:
+ * it talks to a TerminalScreen, so the resume logic reads in one place.
+ */
+import {
+  CloseCode,
+  decodeOutput,
+  FATAL_CLOSE_CODES,
+  parseServerMessage,
+  TERMINAL_WS_PATH,
+  type ClientMessage,
+  type MachineState,
+} from "@/server/terminal/protocol";
+
+/** What the page shows, and exposes as data-status for tests and assistive tech. */
+export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unreachable" | "refused" | "failed";
+
+export interface TerminalScreen {
+  write(data: Uint8Array): void;
+  /** Clears the screen and scrollback (the gateway no longer has what we missed). */
+  reset(): void;
+  size(): { cols: number; rows: number };
+}
+
+/** Reconnect backoff: first wait and cap, in ms; each wait gets up to 30 % jitter. */
+const RECONNECT_MIN_MS = 300;
+const RECONNECT_MAX_MS = 8_000;
+/** Application ping, which also keeps idle proxies from closing the socket. */
+const PING_INTERVAL_MS = 20_000;
+/** Keystrokes typed while disconnected are kept up to this many characters. */
+const QUEUED_INPUT_CHARS = 16 * 1024;
+
+export interface ConnectionEvents {
+  onStatus(status: ConnectionStatus, message?: string): void;
+}
+
+export class TerminalConnection {
+  private ws: WebSocket | null = null;
+  /** Bytes of output written to the screen so far: the resume point. */
+  private offset = 0;
+  private ready = false;
+  private queued: string[] = [];
+  private queuedChars = 0;
+  private attempt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private pingTimer: ReturnType<typeof setInterval> | null = null;
+  private stopped = false;
+  private triedFreshToken = false;
+  private machineState: MachineState = "connecting";
+  private lastSize = { cols: 0, rows: 0 };
+
+  constructor(
+    private readonly machine: string,
+    private readonly token: (fresh: boolean) => Promise<string>,
+    private readonly screen: TerminalScreen,
+    private readonly events: ConnectionEvents,
+  ) {}
+
+  get bytesReceived(): number {
+    return this.offset;
+  }
+
+  start(): void {
+    void this.connect(false);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.ws?.close(1000, "page closed");
+  }
+
+  input(data: string): void {
+    if (this.ready && this.ws?.readyState === WebSocket.OPEN) {
+      this.send({ type: "input", data });
+      return;
+    }
+    if (this.queuedChars + data.length > QUEUED_INPUT_CHARS) return;
+    this.queued.push(data);
+    this.queuedChars += data.length;
+  }
+
+  resize(): void {
+    const size = this.screen.size();
+    if (size.cols === this.lastSize.cols && size.rows === this.lastSize.rows) return;
+    if (!this.ready) return;
+    this.lastSize = size;
+    this.send({ type: "resize", ...size });
+  }
+
+  private async connect(freshToken: boolean): Promise<void> {
+    if (this.stopped) return;
+    let token: string;
+    try {
+      token = await this.token(freshToken);
+    } catch (error) {
+      this.events.onStatus("failed", (error as Error).message);
+      return;
+    }
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${scheme}//${location.host}${TERMINAL_WS_PATH}`);
+    ws.binaryType = "arraybuffer";
+    this.ws = ws;
+    ws.onopen = () => {
+      const size = this.screen.size();
+      this.lastSize = size;
+      this.send({ type: "hello", token, offset: this.offset, ...size });
+    };
+    ws.onmessage = (event) => {
+      if (typeof event.data === "string") this.control(event.data);
+      else this.output(new Uint8Array(event.data as ArrayBuffer));
+    };
+    ws.onclose = (event) => this.closed(ws, event.code, event.reason);
+  }
+
+  private control(text: string): void {
+    const message = parseServerMessage(text);
+    if (!message) return this.ws?.close(CloseCode.badMessage, "malformed server message");
+    switch (message.type) {
+      case "ready":
+        this.ready = true;
+        this.attempt = 0;
+        this.triedFreshToken = false;
+        for (const data of this.queued) this.send({ type: "input", data });
+        this.queued = [];
+        this.queuedChars = 0;
+        if (this.pingTimer) clearInterval(this.pingTimer);
+        this.pingTimer = setInterval(() => this.send({ type: "ping", t: Date.now() }), PING_INTERVAL_MS);
+        this.resize();
+        this.report();
+        return;
+      case "reset":
+        this.screen.reset();
+        this.offset = message.offset;
+        return;
+      case "status":
+        this.machineState = message.state;
+        this.report(message.message);
+        return;
+      case "pong":
+        return;
+    }
+  }
+
+  private output(frame: Uint8Array): void {
+    const decoded = decodeOutput(frame);
+    if (!decoded) return;
+    const end = decoded.offset + decoded.data.byteLength;
+    if (end <= this.offset) return; // already have it
+    if (decoded.offset > this.offset) {
+      // A gap would corrupt the screen; reconnect and let the gateway replay from our offset.
+      this.ws?.close(4000, "output gap");
+      return;
+    }
+    this.screen.write(decoded.data.subarray(this.offset - decoded.offset));
+    this.offset = end;
+  }
+
+  private closed(ws: WebSocket, code: number, reason: string): void {
+    if (this.ws !== ws) return;
+    this.ws = null;
+    this.ready = false;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    if (this.stopped) return;
+    if (code === CloseCode.unauthorized && !this.triedFreshToken) {
+      // The token may have expired: ask for fresh tokens once before giving up.
+      this.triedFreshToken = true;
+      this.events.onStatus("reconnecting");
+      void this.connect(true);
+      return;
+    }
+    if (FATAL_CLOSE_CODES.has(code)) {
+      this.events.onStatus("failed", describeClose(code, reason));
+      return;
+    }
+    this.events.onStatus("reconnecting", "接続が切れました。再接続しています…");
+    const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
+    this.retryTimer = setTimeout(() => void this.connect(false), base * (1 + Math.random() * 0.3));
+  }
+
+  private report(message?: string): void {
+    if (!this.ready) return;
+    const status: ConnectionStatus =
+      this.machineState === "connected" ? "connected" : this.machineState === "connecting" ? "connecting" : this.machineState;
+    this.events.onStatus(status, message);
+  }
+
+  private send(message: ClientMessage): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+}
+
+function describeClose(code: number, reason: string): string {
+  switch (code) {
+    case CloseCode.unauthorized:
+      return "認証に失敗しました。ページを再読み込みしてください。";
+    case CloseCode.forbidden:
+      return "このターミナルを開く権限がありません。";
+    case CloseCode.notFound:
+      return "このセッションは終了しています。ページを再読み込みしてください。";
+    default:
+      return `接続が閉じられました（${code} ${reason}）`;
+  }
+}

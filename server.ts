@@ -1,0 +1,84 @@
+/**
+ * The Labdeck process: Next.js pages and API, plus the terminal WebSocket gateway on
+ * TERMINAL_WS_PATH, in one HTTP server. Start-up: environment -> database (embedded PostgreSQL
+ * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
+ */
+import http from "node:http";
+import path from "node:path";
+import next from "next";
+import { parseEnv } from "./server/config";
+import { createDb } from "./server/db/client";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
+import { migrateDeploy } from "./server/db/migrate";
+import { log } from "./server/log";
+import { staticHostsProvider } from "./server/machines/static-hosts";
+import { loadSecret } from "./server/secret";
+import { setServices } from "./server/services";
+import { machineEndpoint, providerRefsInUse } from "./server/sessions/lab-sessions";
+import { TerminalRegistry } from "./server/terminal/registry";
+import { terminalUpgrade } from "./server/terminal/upgrade";
+
+async function main(): Promise<void> {
+  const env = parseEnv();
+  let embedded: EmbeddedDatabase | null = null;
+  let databaseUrl = env.DATABASE_URL;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
+    databaseUrl = embedded.url;
+  }
+  await migrateDeploy(databaseUrl);
+  const db = createDb(databaseUrl);
+  const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+  const hostsFile = env.LABDECK_HOSTS_FILE ?? path.join(env.LABDECK_DATA_DIR, "hosts.json");
+  const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
+  const terminals = new TerminalRegistry(
+    (sessionId, machine) => machineEndpoint(db, sessionId, machine),
+    (event) => log.info(event, "terminal state"),
+  );
+  setServices({ env, db, secret, provider, terminals });
+
+  const dev = env.NODE_ENV !== "production";
+  const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  const nextUpgrade = app.getUpgradeHandler();
+
+  const server = http.createServer((req, res) => void handle(req, res));
+  const gateway = terminalUpgrade({ secret, terminals, log });
+  server.on("upgrade", (req, socket, head) => {
+    if (gateway.handle(req, socket, head)) return;
+    // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
+    if (dev) return void nextUpgrade(req, socket, head);
+    socket.destroy();
+  });
+
+  await new Promise<void>((resolve) => server.listen(env.PORT, env.HOST, resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : env.PORT;
+  const url = env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
+  log.info({ url, hostsFile, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
+  // One plain line for people and scripts (e2e and bench read it to find the port).
+  process.stdout.write(`LABDECK_READY ${url}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down");
+    gateway.closeAll();
+    server.close();
+    await terminals.closeAll();
+    await db.$disconnect().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+process.on("unhandledRejection", (reason) => log.error({ err: String(reason) }, "unhandled rejection"));
+main().catch((error: Error) => {
+  log.fatal({ err: error.message }, "start-up failed");
+  process.stderr.write(`Labdeck could not start: ${error.message}\n`);
+  process.exit(1);
+});

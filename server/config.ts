@@ -1,0 +1,37 @@
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * Environment the server reads, parsed once at start. A bad value stops start-up with a message
+ * naming the variable; nothing else in the server reads process.env directly.
+ */
+const Env = z.object({
+  /** External PostgreSQL. Unset: the server starts an embedded PostgreSQL under LABDECK_DATA_DIR. */
+  DATABASE_URL: z.string().url().optional(),
+  /** Where embedded PostgreSQL, secrets and machine state live. */
+  LABDECK_DATA_DIR: z.string().min(1).default(path.resolve(".labdeck")),
+  /** TCP port of the embedded PostgreSQL (loopback only). */
+  LABDECK_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** JSON file listing static hosts (see server/machines/static-hosts.ts). */
+  LABDECK_HOSTS_FILE: z.string().min(1).optional(),
+  /** Where lab content lives. */
+  LABDECK_LABS_DIR: z.string().min(1).default(path.resolve("labs")),
+  /** Token signing secret shared by replicas; unset: generated into LABDECK_DATA_DIR. */
+  LABDECK_SECRET: z.string().min(32).optional(),
+  /** Public URL printed at start (behind a proxy); unset: http://HOST:PORT. */
+  LABDECK_PUBLIC_URL: z.string().url().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+});
+export type Env = z.infer<typeof Env>;
+
+export function parseEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const result = Env.safeParse(source);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  return result.data;
+}

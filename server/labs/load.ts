@@ -1,0 +1,182 @@
+/**
+ * Loads lab content from `labs/<slug>/`: parses lab.yaml with the LabManifest schema and reads
+ * the lesson it names. Every problem becomes a LabError whose message names the file and the
+ * field, e.g. `labs/x/lab.yaml: machines[1]: duplicate machine "node01"`, so a course author can
+ * fix it without reading code.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { LineCounter, parseDocument } from "yaml";
+import type { z } from "zod";
+import { LAB_SLUG_PATTERN, LabManifest } from "./schema";
+
+/**
+ * The lab content directory the Next.js pages read: LABDECK_LABS_DIR, else ./labs (the same
+ * default as server/config.ts). Pages call this instead of parseEnv() so that rendering a page
+ * does not depend on unrelated server variables being valid.
+ */
+export function labsDirFromEnv(): string {
+  return process.env.LABDECK_LABS_DIR ?? path.resolve("labs");
+}
+
+/** Manifest file name inside a lab directory. */
+export const MANIFEST_FILE = "lab.yaml";
+
+export type Lab = {
+  slug: string;
+  manifest: LabManifest;
+  lessonMarkdown: string;
+  /** Absolute path of the lab directory. */
+  dir: string;
+};
+
+/** One problem in lab content: where it is (file, then field inside it) and what is wrong. */
+export type LabIssue = {
+  /** File the problem is in, relative to the working directory when it lies beneath it. */
+  file?: string;
+  /** Field inside the file, e.g. `machines[1]`. */
+  field?: string;
+  message: string;
+};
+
+/** Lab content is missing or invalid. `message` has one line per issue. */
+export class LabError extends Error {
+  override readonly name = "LabError";
+
+  constructor(
+    /** Slug of the lab the problem belongs to, when known. */
+    readonly slug: string | undefined,
+    readonly issues: readonly LabIssue[],
+  ) {
+    super(issues.map(formatIssue).join("\n"));
+  }
+}
+
+function formatIssue(issue: LabIssue): string {
+  return [issue.file, issue.field, issue.message].filter((part) => part !== undefined && part !== "").join(": ");
+}
+
+/**
+ * Loads one lab; throws LabError when the slug is malformed (before any disk access), the lab
+ * does not exist, its manifest is invalid, or its lesson file is missing.
+ */
+export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
+  if (!LAB_SLUG_PATTERN.test(slug)) {
+    throw new LabError(undefined, [{ message: `invalid lab slug ${JSON.stringify(slug)}: must match ${LAB_SLUG_PATTERN}` }]);
+  }
+  const dir = path.resolve(labsDir, slug);
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  const manifestFile = displayPath(manifestPath);
+
+  const manifestText = await readTextFile(slug, manifestPath);
+  if (manifestText === undefined) {
+    throw new LabError(slug, [{ file: manifestFile, message: "file not found" }]);
+  }
+  const manifest = parseManifest(slug, manifestFile, manifestText);
+
+  const lessonPath = path.resolve(dir, manifest.lesson);
+  // The schema already refuses `..` and absolute paths; this guards the join itself.
+  if (!lessonPath.startsWith(dir + path.sep)) {
+    throw new LabError(slug, [{ file: manifestFile, field: "lesson", message: "must stay inside the lab directory" }]);
+  }
+  const lessonMarkdown = await readTextFile(slug, lessonPath);
+  if (lessonMarkdown === undefined) {
+    throw new LabError(slug, [
+      { file: manifestFile, field: "lesson", message: `lesson file not found: ${displayPath(lessonPath)}` },
+    ]);
+  }
+  return { slug, manifest, lessonMarkdown, dir };
+}
+
+/**
+ * Loads every lab directory under labsDir, sorted by slug. A broken lab never hides the others:
+ * its LabError goes to `errors` and the rest still load. Directories starting with "." or "_"
+ * are skipped (drafts, editor folders).
+ */
+export async function listLabs(labsDir: string): Promise<{ labs: Lab[]; errors: LabError[] }> {
+  let entries;
+  try {
+    entries = await readdir(labsDir, { withFileTypes: true });
+  } catch (err) {
+    return { labs: [], errors: [new LabError(undefined, [{ file: displayPath(labsDir), message: fsReason(err) }])] };
+  }
+  const slugs = entries
+    .filter((e) => e.isDirectory() && !e.name.startsWith(".") && !e.name.startsWith("_"))
+    .map((e) => e.name)
+    .sort();
+
+  const results = await Promise.allSettled(slugs.map((slug) => loadLab(labsDir, slug)));
+  const labs: Lab[] = [];
+  const errors: LabError[] = [];
+  results.forEach((result, i) => {
+    if (result.status === "fulfilled") labs.push(result.value);
+    else errors.push(asLabError(slugs[i], path.join(labsDir, slugs[i] ?? ""), result.reason));
+  });
+  return { labs, errors };
+}
+
+function parseManifest(slug: string, file: string, text: string): LabManifest {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new LabError(
+      slug,
+      doc.errors.map((e) => {
+        const { line, col } = lineCounter.linePos(e.pos[0]);
+        return { file: `${file}:${line}:${col}`, message: `invalid YAML: ${e.message}` };
+      }),
+    );
+  }
+  const result = LabManifest.safeParse(doc.toJS());
+  if (!result.success) {
+    throw new LabError(slug, result.error.issues.flatMap((issue) => zodIssueToLabIssues(file, issue)));
+  }
+  return result.data;
+}
+
+function zodIssueToLabIssues(file: string, issue: z.core.$ZodIssue): LabIssue[] {
+  if (issue.code === "unrecognized_keys") {
+    return issue.keys.map((key) => ({ file, field: formatField([...issue.path, key]), message: "unknown field" }));
+  }
+  return [{ file, field: formatField(issue.path) || "(top level)", message: issue.message }];
+}
+
+/** `["machines", 1, "name"]` -> `machines[1].name`. */
+function formatField(fieldPath: readonly PropertyKey[]): string {
+  return fieldPath
+    .map((part, i) => (typeof part === "number" ? `[${part}]` : `${i === 0 ? "" : "."}${String(part)}`))
+    .join("");
+}
+
+/** Reads a UTF-8 file; undefined when it does not exist, LabError for any other failure. */
+async function readTextFile(slug: string, file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (err) {
+    if (isErrnoCode(err, "ENOENT")) return undefined;
+    throw new LabError(slug, [{ file: displayPath(file), message: fsReason(err) }]);
+  }
+}
+
+function asLabError(slug: string | undefined, dir: string, err: unknown): LabError {
+  if (err instanceof LabError) return err.slug === slug ? err : new LabError(slug, err.issues);
+  return new LabError(slug, [{ file: displayPath(dir), message: err instanceof Error ? err.message : String(err) }]);
+}
+
+function isErrnoCode(err: unknown, code: string): boolean {
+  return err instanceof Error && (err as NodeJS.ErrnoException).code === code;
+}
+
+function fsReason(err: unknown): string {
+  if (isErrnoCode(err, "ENOENT")) return "not found";
+  if (isErrnoCode(err, "ENOTDIR")) return "not a directory";
+  if (isErrnoCode(err, "EISDIR")) return "is a directory, expected a file";
+  if (isErrnoCode(err, "EACCES")) return "permission denied";
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Paths in messages are relative to the working directory (`labs/x/lab.yaml`) when beneath it. */
+function displayPath(file: string): string {
+  const rel = path.relative(process.cwd(), file);
+  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : file;
+}

@@ -1,0 +1,72 @@
+/**
+ * The shape of lab content on disk: `labs/<slug>/lab.yaml`. Course authors edit these files in
+ * git; server/labs/load.ts parses them with the schemas below and reports every problem with the
+ * file and field it is in. Add new manifest fields here (with `.describe()`), never by reading
+ * raw YAML elsewhere.
+ */
+import { z } from "zod";
+
+/** A lab's slug is its directory name and URL segment; checked before any path is built from it. */
+export const LAB_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** A machine name is a hostname label the learner sees on a terminal tab (max 31 characters). */
+export const MACHINE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,30}$/;
+
+/** The machines a lab gets unless its manifest says otherwise: the course's three-node layout. */
+export const DEFAULT_MACHINES = ["controlplane", "node01", "node02"] as const;
+
+export const LabSlug = z
+  .string()
+  .regex(LAB_SLUG_PATTERN, `must match ${LAB_SLUG_PATTERN} (lowercase letters, digits, hyphens)`)
+  .describe("Directory name under labs/ and URL segment of the lab");
+
+export const MachineName = z
+  .string()
+  .regex(MACHINE_NAME_PATTERN, `must match ${MACHINE_NAME_PATTERN}`)
+  .describe("Hostname of one machine in the lab");
+
+/**
+ * A path inside the lab's directory, written with forward slashes. Absolute paths and `..`
+ * segments are refused so a manifest can never point the loader outside its own lab.
+ */
+export const LabRelativePath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith("/") && !p.includes("\\"), "must be a relative path with forward slashes")
+  .refine((p) => p.split("/").every((part) => part !== ".." && part !== ""), "must stay inside the lab directory");
+
+export const LabManifest = z
+  .strictObject({
+    title: z.string().trim().min(1).max(200).describe("Lab title shown in the catalog and the lab header"),
+    summary: z.string().trim().min(1).max(1000).describe("One or two sentences for the catalog card"),
+    durationMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(600)
+      .describe("Expected time to finish the lab, in minutes"),
+    image: z
+      .string()
+      .min(1)
+      .default("debian-base")
+      .describe("Machine image every machine of the lab boots from"),
+    machines: z
+      .array(MachineName)
+      .min(1)
+      .default([...DEFAULT_MACHINES])
+      .superRefine((names, ctx) => {
+        const seen = new Set<string>();
+        names.forEach((name, i) => {
+          if (seen.has(name)) {
+            ctx.addIssue({ code: "custom", path: [i], message: `duplicate machine "${name}"` });
+          }
+          seen.add(name);
+        });
+      })
+      .describe("Machines of the lab, in terminal tab order; names are unique"),
+    lesson: LabRelativePath.refine((p) => p.endsWith(".md"), "must be a Markdown file (.md)")
+      .default("lesson.md")
+      .describe("Lesson text in Markdown, relative to the lab directory"),
+  })
+  .describe("labs/<slug>/lab.yaml");
+export type LabManifest = z.infer<typeof LabManifest>;

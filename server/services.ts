@@ -1,0 +1,30 @@
+/**
+ * The process-wide services, built once by server.ts. Next.js compiles route handlers into its
+ * own module graph, so they reach these through globalThis (getServices) rather than by import.
+ */
+import type { Env } from "./config";
+import type { Db } from "./db/client";
+import type { MachineProvider } from "./machines/provider";
+import type { TerminalRegistry } from "./terminal/registry";
+
+export interface Services {
+  env: Env;
+  db: Db;
+  /** HMAC key for terminal tokens. */
+  secret: Buffer;
+  provider: MachineProvider;
+  terminals: TerminalRegistry;
+}
+
+const KEY = Symbol.for("labdeck.services");
+
+export function setServices(services: Services): void {
+  (globalThis as Record<symbol, unknown>)[KEY] = services;
+}
+
+/** Throws when called outside the Labdeck server process (e.g. `next dev` without server.ts). */
+export function getServicesOrThrow(): Services {
+  const services = (globalThis as Record<symbol, unknown>)[KEY] as Services | undefined;
+  if (!services) throw new Error("Labdeck services are not initialised: start the app with server.ts");
+  return services;
+}

@@ -1,0 +1,177 @@
+/**
+ * The terminal path against real sshd hosts (network namespaces), a real PostgreSQL and the real
+ * gateway over real WebSockets.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestStack, type TestStack } from "../testing/stack";
+import { TerminalTestClient } from "../testing/terminal-client";
+import { CloseCode, MAX_CLIENT_FRAME_BYTES } from "./protocol";
+import { REPLAY_BUFFER_BYTES } from "./session";
+
+let stack: TestStack;
+let sessionId: string;
+
+beforeAll(async () => {
+  stack = await startTestStack({ subnet: 41 });
+  sessionId = await stack.startSession("learner-a");
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** Connects as the session's learner to a machine and waits until the shell is live. */
+async function open(machine: string, extra: { offset?: number; cols?: number; rows?: number } = {}) {
+  const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, machine), ...extra });
+  await client.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+  return client;
+}
+
+describe("terminal gateway over real sshd", () => {
+  it("echoes a command round trip on the right machine, Japanese included", async () => {
+    const client = await open("node01");
+    client.input("hostname; echo こんにちは-$((40+2))\r");
+    await client.waitForText("こんにちは-42");
+    expect(client.text()).toMatch(/[\r\n]node01\r\n/);
+    expect(client.gaps).toEqual([]);
+    await client.close();
+  });
+
+  it("keeps input typed before the shell is ready", async () => {
+    const session = await stack.startSession("learner-early");
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node02") });
+    client.input("echo early-$((6*7))\r"); // sent right after hello, before the SSH shell exists
+    await client.waitForText("early-42", 20_000);
+    await client.close();
+  });
+
+  it("resumes after a disconnect mid-output with no byte lost or duplicated", async () => {
+    const first = await open("controlplane");
+    const lines = 30_000; // ~200 KB through the PTY: fits the replay buffer
+    expect(lines * 7).toBeLessThan(REPLAY_BUFFER_BYTES);
+    first.input(`echo START-OF-SEQ; seq 1 ${lines}; echo END-OF-$((6*7))\r`);
+    await first.waitFor((c) => c.text().includes("\n100\r"), 20_000, "output to start");
+    first.ws.terminate(); // abrupt, mid-output
+    const haveUpTo = first.offset;
+    const before = first.bytes();
+
+    const second = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "controlplane"), offset: haveUpTo });
+    await second.waitForText("END-OF-42\r\n", 30_000);
+    expect(second.messages.find((m) => m.type === "reset")).toBeUndefined();
+    expect(second.gaps).toEqual([]);
+    const all = Buffer.concat([before, second.bytes()]).toString("utf8");
+    const body = all.slice(all.lastIndexOf("START-OF-SEQ\r\n"), all.lastIndexOf("END-OF-42\r\n"));
+    const numbers = body
+      .split("\r\n")
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
+    expect(numbers.length).toBe(lines);
+    expect(numbers.every((n, i) => n === i + 1)).toBe(true);
+    await second.close();
+  });
+
+  it("sends reset when the client's offset has left the replay buffer", async () => {
+    const session = await stack.startSession("learner-reset");
+    const writer = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01") });
+    await writer.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000);
+    writer.input(`head -c ${REPLAY_BUFFER_BYTES * 2} /dev/zero | tr '\\0' x; echo; echo BIG-$((1+1))-DONE\r`);
+    await writer.waitForText("BIG-2-DONE\r\n", 30_000);
+    const late = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01"), offset: 0 });
+    await late.waitFor((c) => c.messages.some((m) => m.type === "reset"), 10_000, "reset");
+    const reset = late.messages.find((m) => m.type === "reset") as { offset: number };
+    expect(reset.offset).toBeGreaterThan(0);
+    await late.waitForText("BIG-2-DONE");
+    expect(late.gaps).toEqual([]);
+    await Promise.all([writer.close(), late.close()]);
+  });
+
+  it("delivers resizes to the PTY", async () => {
+    const client = await open("node02", { cols: 100, rows: 30 });
+    client.input("stty size\r");
+    await client.waitForText("30 100");
+    client.send({ type: "resize", cols: 132, rows: 43 });
+    client.input("stty size\r");
+    await client.waitForText("43 132");
+    await client.close();
+  });
+
+  it("lets a read-only viewer watch but not type", async () => {
+    const writer = await open("node02");
+    const watcher = await TerminalTestClient.connect(stack.wsUrl, {
+      token: stack.token(sessionId, "node02", "read", "instructor"),
+      offset: writer.offset,
+    });
+    await watcher.waitFor((c) => c.messages.some((m) => m.type === "ready" && m.mode === "read"));
+    watcher.input("echo SHOULD-NOT-RUN\r");
+    watcher.send({ type: "resize", cols: 20, rows: 5 });
+    writer.input("echo from-writer-$((1+1)); stty size\r");
+    await watcher.waitForText("from-writer-2");
+    await writer.waitForText(/\d+ \d+\r\n/);
+    expect(writer.text()).not.toContain("SHOULD-NOT-RUN");
+    expect(writer.text()).not.toContain("5 20");
+    await Promise.all([writer.close(), watcher.close()]);
+  });
+
+  it("refuses a machine whose host key is not the pinned one", async () => {
+    const session = await stack.startSession("learner-mitm");
+    const node02Key = stack.hosts.hosts.find((h) => h.name === "node02")!.hostKey;
+    await stack.db.machine.updateMany({ where: { sessionId: session, name: "node01" }, data: { hostKey: node02Key } });
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01") });
+    await client.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "refused"), 20_000, "refused");
+    const status = client.messages.find((m) => m.type === "status" && m.state === "refused") as { message?: string };
+    expect(status.message).toContain("ホスト鍵");
+    client.input("echo NO-SHELL\r");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(client.text()).not.toContain("NO-SHELL");
+    await client.close();
+  });
+
+  describe("bad clients are closed with a 44xx code and the server keeps serving", () => {
+    const cases: { name: string; act: (c: TerminalTestClient) => void; code: number }[] = [
+      { name: "input before hello", act: (c) => c.input("ls\r"), code: CloseCode.unauthorized },
+      { name: "garbage text", act: (c) => c.sendRaw("{not json"), code: CloseCode.badMessage },
+      { name: "unknown message type", act: (c) => c.sendRaw(JSON.stringify({ type: "exec", cmd: "id" })), code: CloseCode.badMessage },
+      { name: "binary frame", act: (c) => c.sendRaw(Buffer.from([1, 2, 3]), true), code: CloseCode.badMessage },
+      {
+        name: "forged token",
+        act: (c) => c.send({ type: "hello", token: stack.token(sessionId, "node01").replace(/.$/, "A"), offset: 0, cols: 80, rows: 24 }),
+        code: CloseCode.unauthorized,
+      },
+      {
+        name: "resize out of bounds in hello",
+        act: (c) => c.sendRaw(JSON.stringify({ type: "hello", token: stack.token(sessionId, "node01"), offset: 0, cols: 100000, rows: 24 })),
+        code: CloseCode.badMessage,
+      },
+      {
+        name: "token for a session that does not exist",
+        act: (c) => c.send({ type: "hello", token: stack.token("no-such-session", "node01"), offset: 0, cols: 80, rows: 24 }),
+        code: CloseCode.notFound,
+      },
+      { name: "oversized frame", act: (c) => c.sendRaw("x".repeat(MAX_CLIENT_FRAME_BYTES + 10)), code: 1009 },
+    ];
+
+    it.each(cases)("$name", async ({ act, code }) => {
+      const healthy = await open("node01");
+      const bad = await TerminalTestClient.connect(stack.wsUrl, null);
+      act(bad);
+      const closed = await bad.waitForClose();
+      expect(closed.code).toBe(code);
+      if (code !== 1009) expect(closed.reason.length).toBeGreaterThan(0);
+      healthy.input("echo still-alive-$((3*3))\r");
+      await healthy.waitForText("still-alive-9");
+      await healthy.close();
+    });
+
+    it("closes a socket that never says hello", async () => {
+      const bad = await TerminalTestClient.connect(stack.wsUrl, null);
+      const closed = await bad.waitForClose(10_000);
+      expect(closed).toEqual({ code: CloseCode.unauthorized, reason: "hello timeout" });
+    });
+
+    it("refuses a cross-origin browser socket", async () => {
+      await expect(
+        TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node01") }, { Origin: "http://evil.example" }),
+      ).rejects.toThrow("HTTP 403");
+    });
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * WebSocket adapter of the terminal sessions. Per socket: `hello` with a signed token must come
+ * first (within HELLO_TIMEOUT_MS); then input, resize and ping. Output goes out as binary frames
+ * numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
+ * with a 44xx code and a reason, and never affects other sockets.
+ */
+import type { IncomingMessage } from "node:http";
+import type { Logger } from "pino";
+import type { RawData, WebSocket } from "ws";
+import {
+  CloseCode,
+  encodeOutput,
+  HELLO_TIMEOUT_MS,
+  parseClientMessage,
+  type ClientMessage,
+  type MachineState,
+  type ServerMessage,
+} from "./protocol";
+import type { TerminalRegistry } from "./registry";
+import type { TerminalSession, Viewer } from "./session";
+import { verifyTerminalToken } from "./token";
+
+/** Bytes queued on one socket above which it counts as backed up... */
+export const SOCKET_HIGH_WATER_BYTES = 1024 * 1024;
+/** ...and below which it takes output again. */
+export const SOCKET_LOW_WATER_BYTES = 256 * 1024;
+/** Server-side WebSocket ping interval; a socket that misses one pong is dropped. */
+export const SOCKET_PING_INTERVAL_MS = 30_000;
+
+/** Messages a client may send between hello and ready (typing ahead); more is abuse. */
+const MAX_EARLY_MESSAGES = 256;
+
+export interface GatewayDeps {
+  secret: Buffer;
+  terminals: TerminalRegistry;
+  log: Logger;
+}
+
+/** WebSocket viewer of one terminal, with byte-counted send queue for backpressure. */
+class SocketViewer implements Viewer {
+  private queued = 0;
+  private blocked = false;
+  terminal: TerminalSession | null = null;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly mode: "write" | "read",
+  ) {}
+
+  sendOutput(offset: number, chunk: Uint8Array): boolean {
+    if (this.ws.readyState !== this.ws.OPEN) return true;
+    const frame = encodeOutput(offset, chunk);
+    this.queued += frame.byteLength;
+    this.ws.send(frame, { binary: true }, () => {
+      this.queued -= frame.byteLength;
+      if (this.blocked && this.queued <= SOCKET_LOW_WATER_BYTES) {
+        this.blocked = false;
+        this.terminal?.drained(this);
+      }
+    });
+    if (this.queued >= SOCKET_HIGH_WATER_BYTES) this.blocked = true;
+    return !this.blocked;
+  }
+
+  sendReset(offset: number): void {
+    this.send({ type: "reset", offset });
+  }
+
+  sendStatus(state: MachineState, message?: string): void {
+    this.send({ type: "status", state, message });
+  }
+
+  send(message: ServerMessage): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
+  }
+}
+
+export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, deps: GatewayDeps): void {
+  const { log } = deps;
+  const remote = request.socket.remoteAddress;
+  let viewer: SocketViewer | null = null;
+  let alive = true;
+
+  const close = (code: number, reason: string) => {
+    log.info({ remote, code, reason }, "terminal socket closed by gateway");
+    ws.close(code, reason);
+  };
+
+  const helloTimer = setTimeout(() => close(CloseCode.unauthorized, "hello timeout"), HELLO_TIMEOUT_MS);
+  const pingTimer = setInterval(() => {
+    if (!alive) return ws.terminate();
+    alive = false;
+    ws.ping();
+  }, SOCKET_PING_INTERVAL_MS);
+  ws.on("pong", () => (alive = true));
+
+  /** Messages that arrived while the terminal was being attached; applied in order after it. */
+  let early: ClientMessage[] | null = null;
+
+  const apply = (message: ClientMessage) => {
+    if (!viewer?.terminal) return;
+    switch (message.type) {
+      case "hello":
+        return close(CloseCode.badMessage, "hello sent twice");
+      case "input":
+        viewer.terminal.input(viewer, message.data);
+        return;
+      case "resize":
+        viewer.terminal.resize(viewer, { cols: message.cols, rows: message.rows });
+        return;
+      case "ping":
+        viewer.send({ type: "pong", t: message.t });
+        return;
+    }
+  };
+
+  ws.on("message", (data: RawData, isBinary: boolean) => {
+    if (isBinary) return close(CloseCode.badMessage, "binary frames are not accepted from clients");
+    const parsed = parseClientMessage(rawToString(data));
+    if (!parsed.success) return close(CloseCode.badMessage, "malformed message");
+    const message = parsed.data!;
+    if (viewer) return apply(message);
+    if (early) {
+      if (message.type === "hello") return close(CloseCode.badMessage, "hello sent twice");
+      if (early.length >= MAX_EARLY_MESSAGES) return close(CloseCode.badMessage, "too many messages before ready");
+      early.push(message);
+      return;
+    }
+    if (message.type !== "hello") return close(CloseCode.unauthorized, "hello must come first");
+    clearTimeout(helloTimer);
+    const claims = verifyTerminalToken(deps.secret, message.token);
+    if (!claims) return close(CloseCode.unauthorized, "invalid or expired token");
+    early = [];
+    deps.terminals
+      .get(claims.sid, claims.m)
+      .then((terminal) => {
+        if (ws.readyState !== ws.OPEN) return;
+        if (!terminal) return close(CloseCode.notFound, "no such session or machine");
+        const v = new SocketViewer(ws, claims.mode);
+        v.terminal = terminal;
+        viewer = v;
+        v.send({ type: "ready", machine: terminal.machine, mode: claims.mode, offset: message.offset });
+        terminal.attach(v, message.offset, { cols: message.cols, rows: message.rows });
+        for (const m of early ?? []) apply(m);
+        early = null;
+      })
+      .catch((error: Error) => {
+        log.error({ err: error.message, sid: claims.sid }, "terminal attach failed");
+        close(CloseCode.internal, "could not open the terminal");
+      });
+  });
+
+  ws.on("close", () => {
+    clearTimeout(helloTimer);
+    clearInterval(pingTimer);
+    if (viewer) viewer.terminal?.detach(viewer);
+  });
+  ws.on("error", (error) => log.warn({ remote, err: error.message }, "terminal socket error"));
+}
+
+function rawToString(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.from(data as ArrayBuffer).toString("utf8");
+}

@@ -1,0 +1,146 @@
+/**
+ * The terminal wire protocol, shared by the browser (components/terminal) and the gateway
+ * (server/terminal). Names follow the direction of travel: ClientMessage goes browser -> server,
+ * ServerMessage server -> browser. Control messages are JSON text frames parsed with zod at the
+ * edge; terminal output travels as binary frames (see encodeOutput) so multi-byte characters are
+ * never split by a decode on the way.
+ */
+import { z } from "zod";
+
+/** WebSocket path the gateway answers on; everything else is Next.js. */
+export const TERMINAL_WS_PATH = "/ws/terminal";
+
+/** Bounds on a terminal's size; a resize outside them is a protocol error. */
+export const MIN_COLS = 2;
+export const MAX_COLS = 500;
+export const MIN_ROWS = 1;
+export const MAX_ROWS = 200;
+
+/** Largest input message in characters: a generous paste, small enough to bound one frame. */
+export const MAX_INPUT_CHARS = 64 * 1024;
+
+/** Largest text frame the server accepts, in bytes (input plus JSON framing). */
+export const MAX_CLIENT_FRAME_BYTES = 4 * MAX_INPUT_CHARS + 1024;
+
+/** The client must send `hello` within this many milliseconds of opening the socket. */
+export const HELLO_TIMEOUT_MS = 5_000;
+
+const Cols = z.number().int().min(MIN_COLS).max(MAX_COLS);
+const Rows = z.number().int().min(MIN_ROWS).max(MAX_ROWS);
+
+export const ClientMessage = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("hello"),
+    /** Signed terminal token from the lab session API: names session, machine and mode. */
+    token: z.string().min(1).max(4096),
+    /** Byte offset of the first output byte the client does not have yet (0 for a fresh view). */
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    cols: Cols,
+    rows: Rows,
+  }),
+  z.object({ type: z.literal("input"), data: z.string().min(1).max(MAX_INPUT_CHARS) }),
+  z.object({ type: z.literal("resize"), cols: Cols, rows: Rows }),
+  z.object({ type: z.literal("ping"), t: z.number() }),
+]);
+export type ClientMessage = z.infer<typeof ClientMessage>;
+
+/** Connection state of the machine behind a terminal, as the gateway sees it. */
+export const MachineState = z.enum([
+  /** Opening SSH and the shell. */
+  "connecting",
+  /** The shell is live. */
+  "connected",
+  /** The machine does not answer (down, rebooting); the gateway keeps retrying with backoff. */
+  "unreachable",
+  /** The machine answered with a host key other than the pinned one; the gateway refused it. */
+  "refused",
+]);
+export type MachineState = z.infer<typeof MachineState>;
+
+export const ServerMessage = z.discriminatedUnion("type", [
+  /** Answer to hello: output frames that follow start at `offset`. */
+  z.object({
+    type: z.literal("ready"),
+    machine: z.string(),
+    mode: z.enum(["write", "read"]),
+    offset: z.number().int().min(0),
+  }),
+  /**
+   * The client's offset is no longer in the replay buffer (or lies in the future): it must clear
+   * its screen; output continues from `offset`.
+   */
+  z.object({ type: z.literal("reset"), offset: z.number().int().min(0) }),
+  /** The machine's SSH state changed; `message` is shown to the learner. */
+  z.object({ type: z.literal("status"), state: MachineState, message: z.string().optional() }),
+  z.object({ type: z.literal("pong"), t: z.number() }),
+]);
+export type ServerMessage = z.infer<typeof ServerMessage>;
+
+/** Application close codes; each carries a reason string too. */
+export const CloseCode = {
+  /** Malformed or out-of-order frame. */
+  badMessage: 4400,
+  /** No hello in time, or the token does not verify. */
+  unauthorized: 4401,
+  /** Token valid but not for this (e.g. expired session). */
+  forbidden: 4403,
+  /** The session or machine does not exist (any more). */
+  notFound: 4404,
+  /** The gateway failed; the client should reconnect. */
+  internal: 4500,
+  /** The server is shutting down; the client should reconnect. */
+  goingAway: 1001,
+} as const;
+
+/** Close codes after which reconnecting cannot help. */
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCode.badMessage,
+  CloseCode.unauthorized,
+  CloseCode.forbidden,
+  CloseCode.notFound,
+]);
+
+/** First byte of a binary frame: what it carries. */
+export const FrameKind = { output: 1 } as const;
+
+/** Binary output frame header: kind (1 byte) + offset of the payload's first byte (float64 BE). */
+export const OUTPUT_HEADER_BYTES = 9;
+
+export function encodeOutput(offset: number, data: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(OUTPUT_HEADER_BYTES + data.byteLength);
+  const view = new DataView(frame.buffer);
+  view.setUint8(0, FrameKind.output);
+  view.setFloat64(1, offset);
+  frame.set(data, OUTPUT_HEADER_BYTES);
+  return frame;
+}
+
+export function decodeOutput(frame: Uint8Array): { offset: number; data: Uint8Array } | null {
+  if (frame.byteLength < OUTPUT_HEADER_BYTES) return null;
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  if (view.getUint8(0) !== FrameKind.output) return null;
+  const offset = view.getFloat64(1);
+  if (!Number.isSafeInteger(offset) || offset < 0) return null;
+  return { offset, data: frame.subarray(OUTPUT_HEADER_BYTES) };
+}
+
+/** Parses one text frame from a client; never throws. */
+export function parseClientMessage(text: string): ReturnType<typeof ClientMessage.safeParse> | { success: false; error: Error } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { success: false, error: new Error("frame is not JSON") };
+  }
+  return ClientMessage.safeParse(raw);
+}
+
+/** Parses one text frame from the server; never throws. */
+export function parseServerMessage(text: string): ServerMessage | null {
+  try {
+    const m = ServerMessage.safeParse(JSON.parse(text));
+    return m.success ? m.data : null;
+  } catch {
+    return null;
+  }
+}

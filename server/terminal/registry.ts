@@ -1,0 +1,60 @@
+/**
+ * The live terminals of this process, one per (lab session, machine), created on first attach
+ * and kept while the lab session lives so that shells outlive their WebSockets.
+ */
+import type { MachineState } from "./protocol";
+import { TerminalSession } from "./session";
+import { sshConnector, type SshEndpoint } from "./ssh";
+
+/** Finds a machine's SSH endpoint; null when the session or machine does not exist or has ended. */
+export type EndpointLookup = (sessionId: string, machine: string) => Promise<SshEndpoint | null>;
+
+export class TerminalRegistry {
+  private readonly terminals = new Map<string, Promise<TerminalSession | null>>();
+
+  constructor(
+    private readonly lookup: EndpointLookup,
+    private readonly onEvent?: (event: { sessionId: string; machine: string; state: MachineState; message?: string }) => void,
+  ) {}
+
+  /** The terminal for a machine, created on first use; null when there is no such machine. */
+  get(sessionId: string, machine: string): Promise<TerminalSession | null> {
+    const key = `${sessionId}/${machine}`;
+    let entry = this.terminals.get(key);
+    if (!entry) {
+      entry = this.lookup(sessionId, machine).then((endpoint) =>
+        endpoint
+          ? new TerminalSession(sshConnector(endpoint), {
+              onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
+            })
+          : null,
+      );
+      // A failed or empty lookup is not cached: the machine may exist on the next attempt.
+      entry.then(
+        (t) => t ?? this.terminals.delete(key),
+        () => this.terminals.delete(key),
+      );
+      this.terminals.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** Closes every terminal of a lab session (when it ends). */
+  async closeSession(sessionId: string): Promise<void> {
+    for (const [key, entry] of this.terminals) {
+      if (!key.startsWith(`${sessionId}/`)) continue;
+      this.terminals.delete(key);
+      (await entry.catch(() => null))?.close();
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    const entries = [...this.terminals.values()];
+    this.terminals.clear();
+    for (const entry of entries) (await entry.catch(() => null))?.close();
+  }
+
+  get size(): number {
+    return this.terminals.size;
+  }
+}

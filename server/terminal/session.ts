@@ -1,0 +1,299 @@
+/**
+ * Core logic of one terminal (one shell on one machine), independent of message transport: it
+ * imports neither `ws` nor `ssh2`. A PtyConnector (server/terminal/ssh.ts) opens the shell; any
+ * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
+ * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
+ * viewer that comes back resumes where it left off, or is told to reset.
+ */
+import type { MachineState } from "./protocol";
+import { ReplayBuffer } from "./replay-buffer";
+
+/** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
+export const REPLAY_BUFFER_BYTES = 256 * 1024;
+
+/** Input typed before the shell is ready is queued up to this many bytes; beyond, it is dropped. */
+export const PENDING_INPUT_BYTES = 64 * 1024;
+
+/** Reconnect backoff after the machine fails to answer: first and longest wait, in ms. */
+export const RECONNECT_MIN_MS = 500;
+export const RECONNECT_MAX_MS = 10_000;
+
+export interface PtySize {
+  cols: number;
+  rows: number;
+}
+
+/** A live shell with a PTY. */
+export interface PtyChannel {
+  write(data: string): void;
+  resize(size: PtySize): void;
+  /** Stop reading output (backpressure reaches the remote program); resume() undoes it. */
+  pause(): void;
+  resume(): void;
+  close(): void;
+}
+
+export interface PtyHandlers {
+  onData(chunk: Uint8Array): void;
+  /** The shell or the connection ended; `error` is set when it was not a normal exit. */
+  onClose(error?: Error): void;
+}
+
+/** Error from a connector that says the machine presented the wrong host key. */
+export class HostKeyMismatchError extends Error {
+  readonly hostKeyMismatch = true;
+}
+
+/** Opens shells on one machine. */
+export interface PtyConnector {
+  readonly machine: string;
+  open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel>;
+}
+
+/** One watcher of a terminal; the transport adapter implements it. */
+export interface Viewer {
+  readonly mode: "write" | "read";
+  /** Sends output starting at `offset`. Returns false when the transport is backed up. */
+  sendOutput(offset: number, chunk: Uint8Array): boolean;
+  sendReset(offset: number): void;
+  sendStatus(state: MachineState, message?: string): void;
+}
+
+interface ViewerState {
+  /** Offset of the next byte this viewer needs. */
+  next: number;
+  /** True while the transport is backed up; output is held back (it stays in the buffer). */
+  blocked: boolean;
+}
+
+export interface TerminalSessionOptions {
+  replayBufferBytes?: number;
+  /** Called when a state change is worth logging (never with terminal content). */
+  onEvent?: (event: { machine: string; state: MachineState; message?: string }) => void;
+}
+
+/**
+ * A terminal's shell lifecycle: connecting -> connected -> (unreachable|refused -> connecting)*,
+ * until close(), which is final.
+ */
+export class TerminalSession {
+  private readonly buffer: ReplayBuffer;
+  private readonly viewers = new Map<Viewer, ViewerState>();
+  private channel: PtyChannel | null = null;
+  private state: MachineState = "connecting";
+  private message: string | undefined;
+  private size: PtySize = { cols: 80, rows: 24 };
+  private pendingInput: string[] = [];
+  private pendingBytes = 0;
+  private paused = false;
+  private closed = false;
+  private connecting = false;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  /** Whether a shell has ever been connected (a later connect is a re-attach). */
+  private everConnected = false;
+
+  constructor(
+    private readonly connector: PtyConnector,
+    private readonly options: TerminalSessionOptions = {},
+  ) {
+    this.buffer = new ReplayBuffer(options.replayBufferBytes ?? REPLAY_BUFFER_BYTES);
+  }
+
+  get machine(): string {
+    return this.connector.machine;
+  }
+
+  get currentState(): MachineState {
+    return this.state;
+  }
+
+  get viewerCount(): number {
+    return this.viewers.size;
+  }
+
+  get outputEnd(): number {
+    return this.buffer.end;
+  }
+
+  /**
+   * Adds a viewer that already has output up to `offset`. Returns the offset its output starts
+   * at; when that differs from `offset` the viewer has been sent a reset first.
+   */
+  attach(viewer: Viewer, offset: number, size?: PtySize): number {
+    if (this.closed) throw new Error("terminal is closed");
+    let start = offset;
+    if (this.buffer.since(offset) === null) {
+      start = this.buffer.start;
+      viewer.sendReset(start);
+    }
+    const state: ViewerState = { next: start, blocked: false };
+    this.viewers.set(viewer, state);
+    viewer.sendStatus(this.state, this.message);
+    if (viewer.mode === "write" && size) this.resize(viewer, size);
+    this.flush(viewer, state);
+    this.updateFlow();
+    if (!this.channel && !this.connecting && !this.retryTimer) void this.connect();
+    return start;
+  }
+
+  detach(viewer: Viewer): void {
+    this.viewers.delete(viewer);
+    this.updateFlow();
+  }
+
+  /** Called by a viewer's transport when it can take output again. */
+  drained(viewer: Viewer): void {
+    const state = this.viewers.get(viewer);
+    if (!state || !state.blocked) return;
+    state.blocked = false;
+    this.flush(viewer, state);
+    this.updateFlow();
+  }
+
+  /** Keystrokes from a viewer; read-only viewers are ignored (returns false). */
+  input(viewer: Viewer, data: string): boolean {
+    if (viewer.mode !== "write" || !this.viewers.has(viewer) || this.closed) return false;
+    if (this.channel) {
+      this.channel.write(data);
+      return true;
+    }
+    const bytes = Buffer.byteLength(data);
+    if (this.pendingBytes + bytes > PENDING_INPUT_BYTES) return false;
+    this.pendingInput.push(data);
+    this.pendingBytes += bytes;
+    return true;
+  }
+
+  resize(viewer: Viewer, size: PtySize): boolean {
+    if (viewer.mode !== "write" || this.closed) return false;
+    this.size = size;
+    this.channel?.resize(size);
+    return true;
+  }
+
+  /** Ends the terminal for good: closes the shell and forgets the viewers. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.channel?.close();
+    this.channel = null;
+    this.viewers.clear();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed || this.connecting) return;
+    this.connecting = true;
+    this.retryTimer = null;
+    this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
+    try {
+      const channel = await this.connector.open(this.size, {
+        onData: (chunk) => this.output(chunk),
+        onClose: (error) => this.channelClosed(channel, error),
+      });
+      if (this.closed) {
+        channel.close();
+        return;
+      }
+      this.channel = channel;
+      this.attempt = 0;
+      if (this.everConnected) this.output(Buffer.from(`\r\n[${this.machine} に再接続しました]\r\n`));
+      this.everConnected = true;
+      this.setState("connected");
+      for (const data of this.pendingInput) channel.write(data);
+      this.pendingInput = [];
+      this.pendingBytes = 0;
+      if (this.paused) channel.pause();
+    } catch (error) {
+      this.scheduleRetry(error as Error);
+    } finally {
+      this.connecting = false;
+    }
+  }
+
+  private channelClosed(channel: PtyChannel, error?: Error): void {
+    if (this.channel !== channel) return;
+    this.channel = null;
+    if (this.closed) return;
+    if (error) {
+      this.scheduleRetry(error);
+    } else {
+      // The shell exited (the learner typed `exit`): open a fresh one so the tab keeps working.
+      this.output(Buffer.from(`\r\n[シェルが終了しました。新しいシェルを開きます]\r\n`));
+      this.scheduleRetry(undefined, RECONNECT_MIN_MS);
+    }
+  }
+
+  private scheduleRetry(error: Error | undefined, delayMs?: number): void {
+    if (this.closed) return;
+    if (error) {
+      const refused = (error as Partial<HostKeyMismatchError>).hostKeyMismatch === true;
+      this.setState(
+        refused ? "refused" : "unreachable",
+        refused
+          ? `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`
+          : `${this.machine} に接続できません（再起動中または停止中の可能性があります）。自動で再接続します…`,
+      );
+    }
+    const wait = delayMs ?? Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
+    this.retryTimer = setTimeout(() => void this.connect(), wait);
+    this.retryTimer.unref?.();
+  }
+
+  private setState(state: MachineState, message?: string): void {
+    if (this.state === state && this.message === message) return;
+    this.state = state;
+    this.message = message;
+    this.options.onEvent?.({ machine: this.machine, state, message });
+    for (const viewer of this.viewers.keys()) viewer.sendStatus(state, message);
+  }
+
+  private output(chunk: Uint8Array): void {
+    const offset = this.buffer.append(chunk);
+    for (const [viewer, state] of this.viewers) {
+      if (state.blocked || state.next !== offset) continue;
+      state.next = offset + chunk.byteLength;
+      if (!viewer.sendOutput(offset, chunk)) state.blocked = true;
+    }
+    this.updateFlow();
+  }
+
+  /** Sends a viewer everything it is missing, or a reset when that has left the buffer. */
+  private flush(viewer: Viewer, state: ViewerState): void {
+    let chunks = this.buffer.since(state.next);
+    if (chunks === null) {
+      state.next = this.buffer.start;
+      viewer.sendReset(state.next);
+      chunks = this.buffer.since(state.next)!;
+    }
+    for (const chunk of chunks) {
+      const offset = state.next;
+      state.next += chunk.byteLength;
+      if (!viewer.sendOutput(offset, chunk)) {
+        state.blocked = true;
+        return;
+      }
+    }
+  }
+
+  /**
+   * Pauses the shell's output while every viewer is backed up, so a slow browser slows the
+   * remote program instead of growing memory. With no viewer at all the shell keeps running and
+   * the replay buffer keeps only its newest bytes.
+   */
+  private updateFlow(): void {
+    let anyViewer = false;
+    let allBlocked = true;
+    for (const state of this.viewers.values()) {
+      anyViewer = true;
+      if (!state.blocked) allBlocked = false;
+    }
+    const shouldPause = anyViewer && allBlocked;
+    if (shouldPause === this.paused) return;
+    this.paused = shouldPause;
+    if (shouldPause) this.channel?.pause();
+    else this.channel?.resume();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * SSH adapter: opens shells (for terminals) and exec channels (for the grader) on a machine with
+ * ssh2, key authentication and a pinned host key. A machine whose host key differs from the
+ * pinned one is refused before authentication.
+ */
+import { Client, type ClientChannel, type ConnectConfig } from "ssh2";
+import { HostKeyMismatchError, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./session";
+
+export interface SshEndpoint {
+  /** Machine name in the lab, for messages. */
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+  /** OpenSSH private key text. */
+  privateKey: string;
+  /** Pinned host public key, OpenSSH one-line format ("ssh-ed25519 AAAA..."). */
+  hostKey: string;
+}
+
+/** How long the TCP connect plus SSH handshake may take before the machine counts as unreachable. */
+export const SSH_READY_TIMEOUT_MS = 15_000;
+/** Keepalive: a dead machine is noticed after interval x count (30 s). */
+export const SSH_KEEPALIVE_INTERVAL_MS = 10_000;
+export const SSH_KEEPALIVE_COUNT_MAX = 3;
+
+/** Terminal type announced to the remote PTY; xterm.js implements it. */
+const TERM = "xterm-256color";
+
+/** Decodes the key blob of an OpenSSH one-line public key; throws on anything else. */
+export function hostKeyBlob(openSshPublicKey: string): Buffer {
+  const blob = openSshPublicKey.trim().split(/\s+/)[1];
+  if (!blob || !/^[A-Za-z0-9+/]+=*$/.test(blob)) {
+    throw new Error("pinned host key is not an OpenSSH public key line");
+  }
+  return Buffer.from(blob, "base64");
+}
+
+/** Connects and authenticates; rejects with HostKeyMismatchError when the host key is not the pinned one. */
+export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
+  const pinned = hostKeyBlob(endpoint.hostKey);
+  return new Promise((resolve, reject) => {
+    const client = new Client();
+    let mismatch = false;
+    const config: ConnectConfig = {
+      host: endpoint.host,
+      port: endpoint.port,
+      username: endpoint.user,
+      privateKey: endpoint.privateKey,
+      readyTimeout: SSH_READY_TIMEOUT_MS,
+      keepaliveInterval: SSH_KEEPALIVE_INTERVAL_MS,
+      keepaliveCountMax: SSH_KEEPALIVE_COUNT_MAX,
+      hostVerifier: (key: Buffer) => {
+        mismatch = !key.equals(pinned);
+        return !mismatch;
+      },
+    };
+    const onError = (error: Error) => {
+      client.end();
+      reject(
+        mismatch
+          ? new HostKeyMismatchError(`${endpoint.name}: host key does not match the pinned key; connection refused`)
+          : new Error(`${endpoint.name}: ${error.message}`),
+      );
+    };
+    client.once("error", onError);
+    client.once("ready", () => {
+      client.off("error", onError);
+      resolve(client);
+    });
+    client.connect(config);
+  });
+}
+
+/** Opens one connection per shell, so that one terminal's reconnect never disturbs another. */
+export function sshConnector(endpoint: SshEndpoint): PtyConnector {
+  return {
+    machine: endpoint.name,
+    async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+      const client = await connectSsh(endpoint);
+      const stream = await new Promise<ClientChannel>((resolve, reject) => {
+        // The locale (UTF-8 for Japanese) is the machine's own setting, not sent from here:
+        // sshd drops client environment unless AcceptEnv allows it.
+        client.shell({ term: TERM, cols: size.cols, rows: size.rows }, (error, channel) =>
+          error ? reject(error) : resolve(channel),
+        );
+      }).catch((error: Error) => {
+        client.end();
+        throw new Error(`${endpoint.name}: could not open a shell: ${error.message}`);
+      });
+      let done = false;
+      const finish = (error?: Error) => {
+        if (done) return;
+        done = true;
+        client.end();
+        handlers.onClose(error);
+      };
+      stream.on("data", (chunk: Buffer) => handlers.onData(chunk));
+      stream.stderr.on("data", (chunk: Buffer) => handlers.onData(chunk));
+      // "exit" comes before "close" when the shell itself ended; a close without it means the
+      // connection went away (reboot, network), which the session answers with reconnects.
+      let exited = false;
+      stream.on("exit", () => (exited = true));
+      stream.on("close", () => finish(exited ? undefined : new Error(`${endpoint.name}: connection lost`)));
+      client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
+      client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
+      return {
+        write: (data) => void stream.write(data),
+        resize: ({ cols, rows }) => stream.setWindow(rows, cols, 0, 0),
+        pause: () => stream.pause(),
+        resume: () => stream.resume(),
+        close: () => finish(),
+      };
+    },
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * Test stack: real sshd hosts in network namespaces, a real embedded PostgreSQL with the
+ * committed migrations, the static-hosts provider over them, and the terminal gateway on an
+ * HTTP server on a free loopback port. Used by integration tests and the benchmark.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createDb, type Db } from "../db/client";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
+import { migrateDeploy } from "../db/migrate";
+import { log } from "../log";
+import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../machines/netns-hosts";
+import { staticHostsProvider } from "../machines/static-hosts";
+import type { MachineProvider } from "../machines/provider";
+import { machineEndpoint, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
+import { TerminalRegistry } from "../terminal/registry";
+import { signTerminalToken } from "../terminal/token";
+import { terminalUpgrade } from "../terminal/upgrade";
+
+export const LAB_MACHINES = ["controlplane", "node01", "node02"] as const;
+
+export interface TestStack {
+  /** ws://127.0.0.1:PORT/ws/terminal */
+  wsUrl: string;
+  db: Db;
+  secret: Buffer;
+  hosts: NetnsHostSet;
+  provider: MachineProvider;
+  terminals: TerminalRegistry;
+  /** Starts (or resumes) a session of lab `slug` for `learnerId`. */
+  startSession(learnerId: string, slug?: string): Promise<string>;
+  token(sessionId: string, machine: string, mode?: "write" | "read", sub?: string): string;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
+export async function startTestStack(options: { subnet: number }): Promise<TestStack> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
+  await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
+  // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
+  const id = `s${options.subnet}`;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch((e: Error) => log.warn({ err: e.message }, "test stack cleanup"));
+    await fs.rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const hosts = await createNetnsHosts({ id, names: [...LAB_MACHINES], subnet: options.subnet, dir: path.join(dir, "hosts") });
+    cleanups.push(() => hosts.destroy());
+    const hostsFile = path.join(dir, "hosts.json");
+    await writeStaticHostsFile(hosts, hostsFile, "shared");
+
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
+    cleanups.push(() => embedded.stop());
+    await migrateDeploy(embedded.url);
+    const db = createDb(embedded.url);
+    cleanups.push(() => db.$disconnect());
+
+    const secret = randomBytes(32);
+    const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
+    const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
+    cleanups.push(() => terminals.closeAll());
+    const gateway = terminalUpgrade({ secret, terminals, log });
+    const server = http.createServer((_req, res) => res.writeHead(404).end());
+    server.on("upgrade", (req, socket, head) => {
+      if (!gateway.handle(req, socket, head)) socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          gateway.closeAll();
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const port = (server.address() as net.AddressInfo).port;
+    return {
+      wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
+      db,
+      secret,
+      hosts,
+      provider,
+      terminals,
+      async startSession(learnerId, slug = "test-lab") {
+        const session = await startOrResumeSession(db, provider, { learnerId, labSlug: slug, machines: LAB_MACHINES });
+        return session.id;
+      },
+      token: (sessionId, machine, mode = "write", sub = "tester") => signTerminalToken(secret, { sid: sessionId, m: machine, mode, sub }),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
