@@ -8,8 +8,15 @@ import { z } from "zod";
 const Env = z.object({
   /** External PostgreSQL. Unset: the server starts an embedded PostgreSQL under LABDECK_DATA_DIR. */
   DATABASE_URL: z.string().url().optional(),
-  /** Where embedded PostgreSQL, secrets and machine state live. */
-  LABDECK_DATA_DIR: z.string().min(1).default(path.resolve(".labdeck")),
+  /**
+   * Where embedded PostgreSQL, secrets and machine state live. As root the default is
+   * /var/lib/labdeck: embedded PostgreSQL then runs as user "postgres", which cannot enter
+   * a project under /root.
+   */
+  LABDECK_DATA_DIR: z
+    .string()
+    .min(1)
+    .default(process.getuid?.() === 0 ? "/var/lib/labdeck" : path.resolve(".labdeck")),
   /** TCP port of the embedded PostgreSQL (loopback only). */
   LABDECK_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   HOST: z.string().min(1).default("127.0.0.1"),

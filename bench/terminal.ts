@@ -1,0 +1,248 @@
+/**
+ * Terminal benchmark: keystroke echo latency and output throughput of one shell on node01, raw
+ * (ssh2 straight to the host) against the WebSocket gateway (TerminalTestClient -> gateway ->
+ * ssh2), in one run against one test stack. Everything but sshd runs in this process: the
+ * gateway, its ssh2 client, the WebSocket client and the raw ssh2 client share one event loop.
+ *
+ *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--json out.json]
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import { parseArgs } from "node:util";
+import type { ClientChannel } from "ssh2";
+import type { TerminalTestClient as Client } from "../server/testing/terminal-client";
+import { z } from "zod";
+
+const SUBNET = 77; // third octet of the hosts' 10.213.S.0/24
+const MACHINE = "node01";
+const COLS = 120; // PTY width, characters
+const ROWS = 40; // PTY height, lines
+const LINE_CHARS = 50; // keystrokes per line before "\r" submits it to cat (keeps lines short)
+const SETTLE_MS = 150; // quiet time after submitting a line, before the next keystroke, ms
+const ECHO_TIMEOUT_MS = 5_000; // longest wait for one keystroke's echo, ms
+const COMMAND_TIMEOUT_MS = 30_000; // longest wait for a short command's marker (new shells are slow), ms
+const THROUGHPUT_TIMEOUT_MS = 600_000; // longest wait for a throughput run's marker, ms
+const WARMUP_KEYSTROKES = 20; // keystrokes per path before measuring
+const WARMUP_MIB = 2; // MiB per path printed before the measured throughput run
+const MIB = 1024 * 1024; // bytes
+
+const Flags = z.object({
+  keystrokes: z.coerce.number().int().min(1).max(100_000).default(500),
+  "gap-ms": z.coerce.number().min(0).max(10_000).default(20),
+  mib: z.coerce.number().positive().max(4096).default(50),
+  json: z.string().min(1).optional(),
+});
+
+function flags(): z.infer<typeof Flags> {
+  const usage = "usage: npx tsx bench/terminal.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--json FILE]";
+  try {
+    const { values } = parseArgs({
+      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, json: { type: "string" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    const parsed = Flags.safeParse(values);
+    if (parsed.success) return parsed.data;
+    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${usage}`);
+  }
+  process.exit(2);
+}
+
+const opts = flags();
+process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
+const { startTestStack } = await import("../server/testing/stack");
+const { TerminalTestClient } = await import("../server/testing/terminal-client");
+const { connectSsh } = await import("../server/terminal/ssh");
+const { machineEndpoint } = await import("../server/sessions/lab-sessions");
+const { decodeOutput } = await import("../server/terminal/protocol");
+
+/** One terminal; `sink` gets every output chunk while a measurement listens. */
+interface Term {
+  name: "raw" | "gateway";
+  write(data: string): void;
+  sink: ((chunk: Buffer) => void) | null;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => process.hrtime.bigint();
+const msSince = (t: bigint) => Number(now() - t) / 1e6;
+
+async function rawTerm(endpoint: Parameters<typeof connectSsh>[0]): Promise<Term> {
+  const client = await connectSsh(endpoint);
+  const stream = await new Promise<ClientChannel>((resolve, reject) =>
+    client.shell({ term: "xterm-256color", cols: COLS, rows: ROWS }, (e, s) => (e ? reject(e) : resolve(s))),
+  );
+  const term: Term = { name: "raw", sink: null, write: (d) => void stream.write(d), close: async () => void client.end() };
+  stream.on("data", (c: Buffer) => term.sink?.(c));
+  stream.stderr.on("data", (c: Buffer) => term.sink?.(c));
+  return term;
+}
+
+async function gatewayTerm(client: Client): Promise<Term> {
+  const term: Term = { name: "gateway", sink: null, write: (d) => client.input(d), close: () => client.close() };
+  // Runs after the client's own listener: the client keeps every chunk, which we drop at once so
+  // 50 MiB is never retained (nor concatenated) here; offsets are still checked by the client.
+  client.ws.on("message", (data: Buffer, isBinary: boolean) => {
+    if (!isBinary) return;
+    const frame = decodeOutput(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    client.chunks.length = 0;
+    if (frame) term.sink?.(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength));
+  });
+  return term;
+}
+
+/** Runs `command` and waits for a marker that only the shell's output (not the echo) contains. */
+async function run(term: Term, command: string, timeoutMs = COMMAND_TIMEOUT_MS) {
+  const tag = randomBytes(4).toString("hex");
+  const needle = Buffer.from(`END${tag}-42`);
+  let bytes = 0;
+  let chunks = 0;
+  let tail = Buffer.alloc(0);
+  const started = now();
+  const done = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      term.sink = null;
+      reject(new Error(`${term.name}: no ${needle} within ${timeoutMs} ms; last output ${JSON.stringify(tail.toString())}`));
+    }, timeoutMs);
+    term.sink = (chunk) => {
+      bytes += chunk.byteLength;
+      chunks++;
+      // Search the chunk, plus the seam with the previous one; never the whole output.
+      const seam = Buffer.concat([tail, chunk.subarray(0, needle.length)]);
+      tail = Buffer.from(chunk.subarray(-needle.length));
+      if (chunk.includes(needle) || seam.includes(needle)) {
+        clearTimeout(timer);
+        term.sink = null;
+        resolve(msSince(started));
+      }
+    };
+  });
+  term.write(`${command}; echo END${tag}-$((6*7))\r`);
+  const ms = await done;
+  return { ms, bytes, chunks };
+}
+
+/** Types `n` printable characters `gapMs` apart (start to start); pushes each echo latency in ms. */
+async function type(term: Term, n: number, gapMs: number, out: number[]): Promise<void> {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz";
+  for (let i = 0; i < n; i++) {
+    const ch = alphabet[i % alphabet.length]!;
+    const code = ch.charCodeAt(0);
+    let started = 0n;
+    const echoed = new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${term.name}: no echo of ${ch} in ${ECHO_TIMEOUT_MS} ms`)), ECHO_TIMEOUT_MS);
+      term.sink = (chunk) => {
+        if (!chunk.includes(code)) return;
+        const ms = msSince(started); // taken in the data callback, not after a promise hop
+        clearTimeout(timer);
+        term.sink = null;
+        resolve(ms);
+      };
+    });
+    started = now();
+    term.write(ch);
+    const ms = await echoed;
+    out.push(ms);
+    await sleep(Math.max(0, gapMs - ms));
+  }
+  term.write("\r"); // cat prints the line back; let that pass before the next line
+  await sleep(SETTLE_MS);
+}
+
+function stats(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  return { n: s.length, p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1]!) };
+}
+
+/** Prints `mib` MiB of base64 lines in the PTY (head + base64 on the host); MiB/s from bytes received. */
+async function throughput(term: Term, mib: number) {
+  const rssBefore = process.memoryUsage().rss;
+  const cpu = process.cpuUsage();
+  const r = await run(term, `head -c ${Math.round((mib * MIB * 3) / 4)} /dev/urandom | base64`, THROUGHPUT_TIMEOUT_MS);
+  const used = process.cpuUsage(cpu);
+  const rssAfter = process.memoryUsage().rss;
+  return {
+    mibPerS: Math.round((r.bytes / MIB / (r.ms / 1000)) * 10) / 10,
+    seconds: Math.round(r.ms) / 1000,
+    mib: Math.round((r.bytes / MIB) * 100) / 100,
+    chunks: r.chunks,
+    avgChunkBytes: Math.round(r.bytes / r.chunks),
+    cpuPctOfOneCore: Math.round(((used.user + used.system) / 1000 / r.ms) * 100),
+    rssBeforeMiB: Math.round(rssBefore / MIB),
+    rssAfterMiB: Math.round(rssAfter / MIB),
+  };
+}
+
+let stack: Awaited<ReturnType<typeof startTestStack>> | undefined;
+const stopOnSignal = () => void (stack?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+process.once("SIGINT", stopOnSignal);
+process.once("SIGTERM", stopOnSignal);
+let exitCode = 0;
+try {
+  const t0 = Date.now();
+  stack = await startTestStack({ subnet: SUBNET });
+  const sid = await stack.startSession("bench");
+  const endpoint = await machineEndpoint(stack.db, sid, MACHINE);
+  if (!endpoint) throw new Error(`no endpoint for ${MACHINE}`);
+  const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sid, MACHINE), cols: COLS, rows: ROWS });
+  const terms = [await rawTerm(endpoint), await gatewayTerm(client)] as const;
+  console.error(`stack up in ${Date.now() - t0} ms; ${MACHINE} at ${endpoint.host}:${endpoint.port}`);
+
+  // Throughput first, at the bash prompt (waits out the slow .bashrc too).
+  const tp: Record<string, Awaited<ReturnType<typeof throughput>>> = {};
+  for (const term of terms) {
+    await run(term, "stty -echoctl; hostname");
+    await throughput(term, WARMUP_MIB);
+    tp[term.name] = await throughput(term, opts.mib);
+    console.error(`${term.name}: ${tp[term.name]!.mibPerS} MiB/s`);
+  }
+
+  // Latency: `cat` in cooked mode, so the PTY line discipline echoes each keystroke.
+  for (const term of terms) await run(term, "echo cat-starts");
+  for (const term of terms) term.write("cat\r");
+  await sleep(SETTLE_MS * 4);
+  const lat: Record<string, number[]> = { raw: [], gateway: [] };
+  for (const term of terms) await type(term, WARMUP_KEYSTROKES, opts["gap-ms"], []);
+  for (let done = 0, line = 0; done < opts.keystrokes; done += LINE_CHARS, line++) {
+    const n = Math.min(LINE_CHARS, opts.keystrokes - done);
+    for (const term of line % 2 ? [...terms].reverse() : terms) await type(term, n, opts["gap-ms"], lat[term.name]!);
+  }
+  const raw = stats(lat.raw!);
+  const gw = stats(lat.gateway!);
+  const result = {
+    machine: MACHINE,
+    flags: opts,
+    echoMs: { raw, gateway: gw, p50DiffMs: Math.round((gw.p50 - raw.p50) * 1000) / 1000, p50Ratio: Math.round((gw.p50 / raw.p50) * 100) / 100 },
+    throughput: { raw: tp.raw!, gateway: tp.gateway!, ratio: Math.round((tp.gateway!.mibPerS / tp.raw!.mibPerS) * 100) / 100 },
+    gatewayGaps: client.gaps.length,
+  };
+
+  const row = (label: string, a: string | number, b: string | number, c = "") =>
+    console.log(`${label.padEnd(26)}${String(a).padStart(12)}${String(b).padStart(12)}  ${c}`);
+  console.log(`\nTerminal benchmark, ${MACHINE}: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of base64`);
+  row("", "raw", "gateway", "gateway vs raw");
+  for (const k of ["p50", "p90", "p99", "max"] as const) {
+    row(`echo ${k} (ms)`, raw[k].toFixed(3), gw[k].toFixed(3), k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms, ${result.echoMs.p50Ratio}x` : "");
+  }
+  const [a, b] = [tp.raw!, tp.gateway!];
+  row("throughput (MiB/s)", a.mibPerS, b.mibPerS, `${result.throughput.ratio}x`);
+  row("time (s) / MiB received", `${a.seconds}/${a.mib}`, `${b.seconds}/${b.mib}`);
+  row("chunks (avg bytes)", `${a.chunks} (${a.avgChunkBytes})`, `${b.chunks} (${b.avgChunkBytes})`);
+  row("process CPU (% one core)", a.cpuPctOfOneCore, b.cpuPctOfOneCore);
+  row("process RSS before→after", `${a.rssBeforeMiB}→${a.rssAfterMiB}`, `${b.rssBeforeMiB}→${b.rssAfterMiB}`, "MiB");
+  if (client.gaps.length) console.log(`WARNING: ${client.gaps.length} offset gaps in gateway output`);
+  console.log(JSON.stringify(result));
+  if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");
+  for (const term of terms) await term.close();
+} catch (error) {
+  console.error(`bench failed: ${(error as Error).stack ?? error}`);
+  exitCode = 1;
+} finally {
+  await stack?.stop();
+}
+process.exit(exitCode);

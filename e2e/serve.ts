@@ -1,0 +1,53 @@
+/**
+ * Serves the app for the e2e run: three real sshd hosts in network namespaces, a throw-away data
+ * directory (embedded PostgreSQL), and server.ts in production mode (run `next build` first).
+ * On SIGTERM/SIGINT it stops the server and removes the hosts.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { createNetnsHosts, writeStaticHostsFile } from "../server/machines/netns-hosts";
+
+const Args = z.object({ port: z.coerce.number().int().min(1).max(65535) });
+const args = Args.parse(parseArgs({ options: { port: { type: "string" } } }).values);
+
+/** Subnet of the e2e hosts (10.213.<n>.0/24); the unit tests use others. */
+const E2E_SUBNET = 60;
+
+const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-e2e-"));
+await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
+const hosts = await createNetnsHosts({ id: "e2e", names: ["controlplane", "node01", "node02"], subnet: E2E_SUBNET, dir: path.join(dir, "hosts") });
+const hostsFile = path.join(dir, "hosts.json");
+await writeStaticHostsFile(hosts, hostsFile, "shared");
+
+const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+  env: {
+    ...process.env,
+    NODE_ENV: "production",
+    PORT: String(args.port),
+    HOST: "127.0.0.1",
+    LABDECK_DATA_DIR: path.join(dir, "data"),
+    LABDECK_PG_PORT: String(args.port + 1),
+    LABDECK_HOSTS_FILE: hostsFile,
+  },
+  stdio: "inherit",
+});
+
+let stopping = false;
+async function stop(code: number) {
+  if (stopping) return;
+  stopping = true;
+  if (server.exitCode === null) {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+  }
+  await hosts.destroy();
+  await fs.rm(dir, { recursive: true, force: true });
+  process.exit(code);
+}
+server.on("exit", (code) => void stop(code ?? 1));
+process.on("SIGTERM", () => void stop(0));
+process.on("SIGINT", () => void stop(0));
