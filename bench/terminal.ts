@@ -4,7 +4,7 @@
  * ssh2), in one run against one test stack. Everything but sshd runs in this process: the
  * gateway, its ssh2 client, the WebSocket client and the raw ssh2 client share one event loop.
  *
- *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--json out.json]
+ *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--payload x|base64] [--json out.json]
  */
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
@@ -30,14 +30,16 @@ const Flags = z.object({
   keystrokes: z.coerce.number().int().min(1).max(100_000).default(500),
   "gap-ms": z.coerce.number().min(0).max(10_000).default(20),
   mib: z.coerce.number().positive().max(4096).default(50),
+  /** x: `tr` of /dev/zero, one long line (PTY-cheap); base64: 76-column lines of random data. */
+  payload: z.enum(["x", "base64"]).default("x"),
   json: z.string().min(1).optional(),
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/terminal.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--json FILE]";
+  const usage = "usage: npx tsx bench/terminal.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--payload x|base64] [--json FILE]";
   try {
     const { values } = parseArgs({
-      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, json: { type: "string" } },
+      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, payload: { type: "string" }, json: { type: "string" } },
       strict: true,
       allowPositionals: false,
     });
@@ -159,11 +161,13 @@ function stats(samples: number[]) {
   return { n: s.length, p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1]!) };
 }
 
-/** Prints `mib` MiB of base64 lines in the PTY (head + base64 on the host); MiB/s from bytes received. */
+/** Prints about `mib` MiB in the PTY (generated on the host); MiB/s from the bytes received. */
 async function throughput(term: Term, mib: number) {
   const rssBefore = process.memoryUsage().rss;
   const cpu = process.cpuUsage();
-  const r = await run(term, `head -c ${Math.round((mib * MIB * 3) / 4)} /dev/urandom | base64`, THROUGHPUT_TIMEOUT_MS);
+  const command =
+    opts.payload === "x" ? `head -c ${Math.round(mib * MIB)} /dev/zero | tr '\\0' x` : `head -c ${Math.round((mib * MIB * 3) / 4)} /dev/urandom | base64`;
+  const r = await run(term, command, THROUGHPUT_TIMEOUT_MS);
   const used = process.cpuUsage(cpu);
   const rssAfter = process.memoryUsage().rss;
   return {
@@ -224,7 +228,7 @@ try {
 
   const row = (label: string, a: string | number, b: string | number, c = "") =>
     console.log(`${label.padEnd(26)}${String(a).padStart(12)}${String(b).padStart(12)}  ${c}`);
-  console.log(`\nTerminal benchmark, ${MACHINE}: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of base64`);
+  console.log(`\nTerminal benchmark, ${MACHINE}: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of ${opts.payload}`);
   row("", "raw", "gateway", "gateway vs raw");
   for (const k of ["p50", "p90", "p99", "max"] as const) {
     row(`echo ${k} (ms)`, raw[k].toFixed(3), gw[k].toFixed(3), k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms, ${result.echoMs.p50Ratio}x` : "");

@@ -5,7 +5,7 @@ import { z } from "zod";
  * Environment the server reads, parsed once at start. A bad value stops start-up with a message
  * naming the variable; nothing else in the server reads process.env directly.
  */
-const Env = z.object({
+export const Env = z.object({
   /** External PostgreSQL. Unset: the server starts an embedded PostgreSQL under LABDECK_DATA_DIR. */
   DATABASE_URL: z.string().url().optional(),
   /**

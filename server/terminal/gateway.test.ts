@@ -134,7 +134,11 @@ describe("terminal gateway over real sshd", () => {
       { name: "binary frame", act: (c) => c.sendRaw(Buffer.from([1, 2, 3]), true), code: CloseCode.badMessage },
       {
         name: "forged token",
-        act: (c) => c.send({ type: "hello", token: stack.token(sessionId, "node01").replace(/.$/, "A"), offset: 0, cols: 80, rows: 24 }),
+        act: (c) => {
+          const token = stack.token(sessionId, "node01");
+          const forged = token.slice(0, -1) + (token.endsWith("A") ? "B" : "A");
+          c.send({ type: "hello", token: forged, offset: 0, cols: 80, rows: 24 });
+        },
         code: CloseCode.unauthorized,
       },
       {

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# README command 2 (`npm test`): the whole suite against real parts — typecheck, integration
+# tests (real sshd hosts in network namespaces, embedded PostgreSQL, the gateway), a production
+# build, and e2e in Debian's Chromium. Each suite starts the services it needs. Needs root.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .test-reports  # not test-results/: Playwright empties that folder when it starts
+status=0
+
+echo "==> typecheck"
+npx tsc --noEmit || status=1
+
+echo "==> integration tests (vitest)"
+npx vitest run --reporter=default --reporter=json --outputFile.json=.test-reports/vitest.json || status=1
+
+echo "==> next build"
+npx next build >.test-reports/next-build.log 2>&1 || { cat .test-reports/next-build.log; status=1; }
+
+echo "==> e2e (Playwright, Debian Chromium)"
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME=.test-reports/playwright.json \
+  npx playwright test --reporter=list,json || status=1
+
+# One plain closing line over both runners.
+node -e '
+const fs = require("fs");
+const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch { return null; } };
+const v = read(".test-reports/vitest.json"), p = read(".test-reports/playwright.json");
+let passed = 0, failed = 0, skipped = 0;
+if (v) { passed += v.numPassedTests; failed += v.numFailedTests; skipped += v.numPendingTests + v.numTodoTests; } else failed++;
+if (p) { passed += p.stats.expected; failed += p.stats.unexpected + p.stats.flaky; skipped += p.stats.skipped; } else failed++;
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+'
+exit $status

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# README command 1: install, build and start Labdeck on its embedded defaults — embedded
+# PostgreSQL and local lab machines — then print the URL to open. Ctrl-C stops it and removes
+# the local machines. Needs root (system packages, network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ $(id -u) -ne 0 ]]; then
+  echo "labdeck: scripts/up.sh needs root (apt packages and network namespaces for the local machines)" >&2
+  exit 1
+fi
+
+bash scripts/install-deps.sh
+echo "==> next build"
+npx next build >/dev/null
+
+export LABDECK_DATA_DIR=${LABDECK_DATA_DIR:-/var/lib/labdeck}
+export HOST=${HOST:-127.0.0.1} PORT=${PORT:-3000}
+mkdir -p "$LABDECK_DATA_DIR" && chmod 711 "$LABDECK_DATA_DIR"
+
+# Local machines for now: three sshd hosts (controlplane, node01, node02) in network namespaces,
+# each with its own address, hostname and pinned host key. The QEMU provider will replace them.
+if [[ -z ${LABDECK_HOSTS_FILE:-} ]]; then
+  echo "==> starting local machines (controlplane, node01, node02)"
+  export LABDECK_HOSTS_FILE=$LABDECK_DATA_DIR/hosts.json
+  npx tsx server/machines/netns-hosts-cli.ts up --id dev --subnet 10 \
+    --dir "$LABDECK_DATA_DIR/dev-hosts" --out "$LABDECK_HOSTS_FILE" --allocation shared >/dev/null
+  trap 'npx tsx server/machines/netns-hosts-cli.ts down --id dev --dir "$LABDECK_DATA_DIR/dev-hosts" >/dev/null' EXIT
+fi
+
+echo "==> starting Labdeck (Ctrl-C to stop)"
+NODE_ENV=production node --import tsx server.ts | while IFS= read -r line; do
+  if [[ $line == LABDECK_READY* ]]; then
+    url=${line#LABDECK_READY }
+    printf '\n  Labdeck is running: %s\n  Open it, pick a lab, and type in the terminals.\n  (No login yet: accounts and the first admin arrive with the People issue.)\n\n' "$url"
+  else
+    printf '%s\n' "$line"
+  fi
+done

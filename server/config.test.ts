@@ -1,0 +1,44 @@
+import fs from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { Env, parseEnv } from "./config";
+
+describe("environment", () => {
+  it("applies defaults", () => {
+    const env = parseEnv({});
+    expect(env.PORT).toBe(3000);
+    expect(env.HOST).toBe("127.0.0.1");
+    expect(env.DATABASE_URL).toBeUndefined();
+  });
+
+  it.each([
+    [{ PORT: "99999" }, "PORT"],
+    [{ PORT: "abc" }, "PORT"],
+    [{ DATABASE_URL: "not a url" }, "DATABASE_URL"],
+    [{ LABDECK_SECRET: "short" }, "LABDECK_SECRET"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+  ])("rejects %o naming the variable", (source, name) => {
+    expect(() => parseEnv(source as NodeJS.ProcessEnv)).toThrow(new RegExp(`invalid environment:[\\s\\S]*${name}`));
+  });
+});
+
+describe("docker-compose.yml", () => {
+  const compose = parse(fs.readFileSync("docker-compose.yml", "utf8")) as {
+    services: Record<string, { environment?: Record<string, string>; depends_on?: Record<string, unknown>; build?: string; image?: string }>;
+  };
+
+  it("runs PostgreSQL and the app, the app after the database is healthy", () => {
+    expect(Object.keys(compose.services).sort()).toEqual(["app", "db"]);
+    expect(compose.services.db!.image).toMatch(/^postgres:/);
+    expect(compose.services.app!.build).toBe(".");
+    expect(compose.services.app!.depends_on).toEqual({ db: { condition: "service_healthy" } });
+    expect(fs.existsSync("Dockerfile")).toBe(true);
+  });
+
+  it("gives the app only variables the server knows, including an external DATABASE_URL", () => {
+    const env = compose.services.app!.environment!;
+    const known = Object.keys(Env.shape);
+    expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
+    expect(env.DATABASE_URL).toMatch(/^postgresql:\/\/labdeck:.*@db:5432\/labdeck$/);
+  });
+});
