@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# README command 2 (`npm test`): the whole suite against real parts — typecheck, integration
-# tests (real sshd hosts in network namespaces, embedded PostgreSQL, the gateway), a production
-# build, and e2e in Debian's Chromium. Each suite starts the services it needs. Needs root.
+# README command 2 (`npm test`): the whole suite against real parts — a production build,
+# typecheck, integration tests (real sshd hosts in network namespaces, embedded PostgreSQL, the
+# gateway), and e2e in Debian's Chromium. Each suite starts the services it needs. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .test-reports  # not test-results/: Playwright empties that folder when it starts
 status=0
 
+echo "==> next build"
+npx next build >.test-reports/next-build.log 2>&1 || { cat .test-reports/next-build.log; status=1; }
+
+# After the build: it writes next-env.d.ts and .next/types, which the typecheck includes.
 echo "==> typecheck"
 npx tsc --noEmit || status=1
 
 echo "==> integration tests (vitest)"
 npx vitest run --reporter=default --reporter=json --outputFile.json=.test-reports/vitest.json || status=1
-
-echo "==> next build"
-npx next build >.test-reports/next-build.log 2>&1 || { cat .test-reports/next-build.log; status=1; }
 
 echo "==> e2e (Playwright, Debian Chromium)"
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME=.test-reports/playwright.json \

@@ -7,7 +7,9 @@ import { log } from "../log";
 
 /**
  * Test/dev harness: N real OpenSSH servers, each in its own Linux network namespace (own IPv4
- * address) and UTS namespace (own hostname), with its own ed25519 host key. Needs root,
+ * address), UTS namespace (own hostname) and mount namespace (own /root on tmpfs), with its own
+ * ed25519 host key. They share the rest of this machine's filesystem and its kernel: nothing run
+ * on them may change /etc, swap, modules or global sysctls (real lab work needs QEMU VMs). Needs root,
  * iproute2, util-linux `unshare` and openssh-server.
  *
  * Layout for set `id`, host index i (0-based), subnet S:
@@ -332,7 +334,25 @@ async function startHost(p: {
   try {
     child = spawn(
       "ip",
-      ["netns", "exec", ns, "unshare", "--uts", "sh", "-c", 'hostname "$1" && exec "$2" -D -e -f "$3"', "sh", p.name, SSHD, configPath],
+      [
+        "netns",
+        "exec",
+        ns,
+        "unshare",
+        "--uts",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        // A private /root per host (tmpfs, seeded from /etc/skel): what a learner or a check
+        // writes in one host's home is not seen by the others, nor by this machine's /root.
+        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && exec "$2" -D -e -f "$3"',
+        "sh",
+        p.name,
+        SSHD,
+        configPath,
+      ],
       { detached: true, stdio: ["ignore", logFd, logFd] },
     );
   } finally {

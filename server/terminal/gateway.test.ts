@@ -85,6 +85,31 @@ describe("terminal gateway over real sshd", () => {
     await Promise.all([writer.close(), late.close()]);
   });
 
+  it("pauses the shell instead of buffering without bound when the only viewer stops reading", async () => {
+    const session = await stack.startSession("learner-slow");
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01") });
+    await client.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000);
+    const terminal = (await stack.terminals.get(session, "node01"))!;
+    client.input("yes labdeck-backpressure-line\r");
+    await client.waitFor((c) => c.offset > 1024 * 1024, 20_000, "1 MiB of output");
+    const socket = (client.ws as unknown as { _socket: import("node:net").Socket })._socket;
+    socket.pause(); // a browser that stops reading
+    await new Promise((r) => setTimeout(r, 3000)); // let every buffer on the way fill up
+    const stalledAt = terminal.outputEnd;
+    const rss = process.memoryUsage().rss;
+    await new Promise((r) => setTimeout(r, 3000));
+    // The SSH channel is paused: the remote `yes` is blocked, so output no longer grows.
+    expect(terminal.outputEnd - stalledAt).toBeLessThan(256 * 1024);
+    expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 1024 * 1024);
+    socket.resume();
+    client.input("\x03");
+    client.input("echo RESUMED-$((4*4))\r");
+    await client.waitForText("RESUMED-16\r\n", 30_000);
+    expect(client.gaps).toEqual([]);
+    expect(client.messages.find((m) => m.type === "reset")).toBeUndefined();
+    await client.close();
+  });
+
   it("delivers resizes to the PTY", async () => {
     const client = await open("node02", { cols: 100, rows: 30 });
     client.input("stty size\r");

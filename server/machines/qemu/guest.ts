@@ -1,0 +1,152 @@
+/**
+ * Files the image builder writes into the lab image: how the guest boots fast under TCG, gets
+ * eth0 by DHCP from QEMU's user-mode NAT, and applies its per-VM seed (seed.ts) before sshd.
+ */
+import { SEED_FORMAT_VERSION, SEED_FW_CFG_NAME } from "./seed";
+
+/** Where the guest finds its seed (the qemu_fw_cfg module exposes fw_cfg items here). */
+const GUEST_SEED_PATH = `/sys/firmware/qemu_fw_cfg/by_name/${SEED_FW_CFG_NAME}/raw`;
+/** Directory of per-user authorized_keys files the platform manages; sshd reads both it and ~/.ssh. */
+export const GUEST_PLATFORM_KEYS_DIR = "/etc/ssh/labdeck/authorized_keys";
+
+/** QEMU user-mode networking's built-in DNS forwarder (slirp: 10.0.2.3). */
+const SLIRP_DNS = "10.0.2.3";
+
+/**
+ * Modules the small initrd holds (initramfs MODULES=list): the root disk and its filesystem.
+ * Everything else (virtio_net, br_netfilter, ...) loads from the root filesystem after boot.
+ */
+export const INITRD_MODULES = ["virtio_pci", "virtio_blk", "ext4"] as const;
+
+/** The seed script: POSIX sh (dash); parses the seed with sed, never sources it. */
+const SEED_SCRIPT = `#!/bin/sh
+# Installed by Labdeck (server/machines/qemu/guest.ts). Applies this VM's settings, handed over by
+# QEMU through fw_cfg, before networkd and sshd start.
+#  - every boot: the SSH host key and the platform's authorized key (so the platform keeps access)
+#  - when the seed's identity changed (first boot): hostname, /etc/hosts, eth1 address; later
+#    changes a learner makes to these survive reboots
+set -eu
+SEED=${GUEST_SEED_PATH}
+STATE=/var/lib/labdeck
+modprobe qemu_fw_cfg 2>/dev/null || true
+if [ ! -r "$SEED" ]; then
+  echo "labdeck-seed: no seed at $SEED; keeping the settings of the last boot"
+  [ -s /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+  exit 0
+fi
+mkdir -p "$STATE"
+umask 077
+cat "$SEED" > "$STATE/seed"
+field() { sed -n "s/^$1=//p" "$STATE/seed" | head -n 1; }
+decode() { field "$1" | base64 -d; }
+version=$(field LABDECK_SEED)
+if [ "$version" != "${SEED_FORMAT_VERSION}" ]; then
+  echo "labdeck-seed: seed format '$version' is not ${SEED_FORMAT_VERSION}" >&2
+  exit 1
+fi
+
+decode HOST_KEY_B64 > /etc/ssh/ssh_host_ed25519_key.new
+ssh-keygen -y -f /etc/ssh/ssh_host_ed25519_key.new > /etc/ssh/ssh_host_ed25519_key.pub.new
+mv /etc/ssh/ssh_host_ed25519_key.new /etc/ssh/ssh_host_ed25519_key
+chmod 644 /etc/ssh/ssh_host_ed25519_key.pub.new
+mv /etc/ssh/ssh_host_ed25519_key.pub.new /etc/ssh/ssh_host_ed25519_key.pub
+mkdir -p ${GUEST_PLATFORM_KEYS_DIR}
+decode AUTHORIZED_KEYS_B64 > ${GUEST_PLATFORM_KEYS_DIR}/root.new
+chmod 644 ${GUEST_PLATFORM_KEYS_DIR}/root.new
+mv ${GUEST_PLATFORM_KEYS_DIR}/root.new ${GUEST_PLATFORM_KEYS_DIR}/root
+
+identity=$(grep -E '^(HOSTNAME|ETH1_ADDRESS|HOSTS_B64)=' "$STATE/seed" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STATE/identity" 2>/dev/null || true)" != "$identity" ]; then
+  umask 022
+  field HOSTNAME > /etc/hostname
+  decode HOSTS_B64 > /etc/hosts
+  cat > /etc/systemd/network/20-eth1.network <<EOF
+# Written by labdeck-seed at first boot: the session's private L2 network.
+[Match]
+Name=eth1
+
+[Network]
+Address=$(field ETH1_ADDRESS)
+LinkLocalAddressing=no
+IPv6AcceptRA=no
+EOF
+  echo "$identity" > "$STATE/identity"
+  echo "labdeck-seed: applied identity $(cat /etc/hostname) $(field ETH1_ADDRESS)"
+fi
+# systemd set the hostname from /etc/hostname before this ran.
+cat /etc/hostname > /proc/sys/kernel/hostname
+rm -f "$STATE/seed"
+`;
+
+const SEED_UNIT = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+[Unit]
+Description=Labdeck: apply this VM's settings from QEMU fw_cfg
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target ssh.service systemd-networkd.service network-pre.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/labdeck-seed
+
+[Install]
+WantedBy=sysinit.target
+`;
+
+/** Files written into the root filesystem, by path; mode 0644 unless given. */
+export function guestFiles(): { path: string; content: string; mode?: number }[] {
+  return [
+    { path: "/usr/local/sbin/labdeck-seed", content: SEED_SCRIPT, mode: 0o755 },
+    { path: "/etc/systemd/system/labdeck-seed.service", content: SEED_UNIT },
+    {
+      path: "/etc/systemd/network/10-eth0.network",
+      content: [
+        "# Installed by Labdeck: QEMU user-mode NAT; every VM gets 10.0.2.15.",
+        "[Match]",
+        "Name=eth0",
+        "",
+        "[Network]",
+        "DHCP=ipv4",
+        "LinkLocalAddressing=no",
+        "IPv6AcceptRA=no",
+        "",
+        "[DHCPv4]",
+        "UseDNS=no",
+        "",
+      ].join("\n"),
+    },
+    // No systemd-resolved in the image: a static resolver, the one slirp provides.
+    { path: "/etc/resolv.conf", content: `nameserver ${SLIRP_DNS}\n` },
+    { path: "/etc/fstab", content: "# <file system> <mount point> <type> <options> <dump> <pass>\n/dev/vda / ext4 defaults,errors=remount-ro 0 1\n" },
+    { path: "/etc/default/locale", content: "LANG=C.UTF-8\n" },
+    { path: "/etc/hostname", content: "labdeck\n" },
+    { path: "/etc/hosts", content: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" },
+    { path: "/etc/motd", content: "" },
+    {
+      path: "/etc/ssh/sshd_config.d/labdeck.conf",
+      content: [
+        "# Installed by Labdeck (server/machines/qemu/guest.ts). First value wins: this file is",
+        "# included at the top of sshd_config.",
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "HostKey /etc/ssh/ssh_host_ed25519_key",
+        // The platform's key lives outside ~/.ssh so that nothing a learner does to
+        // authorized_keys (labs hand keys around for ansible) locks the platform out.
+        `AuthorizedKeysFile .ssh/authorized_keys ${GUEST_PLATFORM_KEYS_DIR}/%u`,
+        "UseDNS no",
+        "",
+      ].join("\n"),
+    },
+    { path: "/etc/initramfs-tools/conf.d/labdeck.conf", content: "# Installed by Labdeck: a small initrd boots faster.\nMODULES=list\n" },
+    { path: "/etc/initramfs-tools/modules", content: `# Installed by Labdeck: what finds and mounts /dev/vda.\n${INITRD_MODULES.join("\n")}\n` },
+  ];
+}
+
+/** Units disabled in the image: timers that would wake up in every VM and compete for the CPU. */
+export const DISABLED_UNITS = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "e2scrub_reap.service"];
+/** Units enabled in the image. */
+export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service"];

@@ -1,0 +1,392 @@
+/**
+ * Builds a lab image from Debian packages: debootstrap (minbase) into a directory, the guest
+ * files and units of guest.ts, a small initrd, then `mkfs.ext4 -d` into a sparse raw disk and
+ * `qemu-img convert` to the read-only base every VM's overlay sits on.
+ *
+ *   <dataDir>/images/<recipeHash>/base.qcow2     root filesystem (/dev/vda), mode 0444
+ *                                /vmlinuz        kernel for direct boot
+ *                                /initrd.img
+ *                                /manifest.json  written last: its presence marks a complete build
+ *
+ * A build happens in `<dataDir>/images/.build-<hash>-<pid>/` and is renamed into place only when
+ * complete, so a crash never leaves a half image under the final name. Needs root (debootstrap,
+ * chroot, mount).
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { requireTools, run } from "./command";
+import { DISABLED_UNITS, ENABLED_UNITS, guestFiles } from "./guest";
+import { debianMirror } from "./mirror";
+import { isAlive } from "./processes";
+import { ImageRecipe, LAB_BASE_RECIPE, recipeHash, recipePackages } from "./recipe";
+
+/** Longest a debootstrap may take (downloads ~200 packages, unpacks, configures), in ms. */
+const DEBOOTSTRAP_TIMEOUT_MS = 30 * 60_000;
+/** Longest the in-chroot set-up (unit enabling, recipe lines, initramfs) may take, in ms. */
+const SETUP_TIMEOUT_MS = 15 * 60_000;
+/** Longest mkfs.ext4 -d or qemu-img convert may take, in ms. */
+const DISK_TIMEOUT_MS = 15 * 60_000;
+/** How long a second builder of the same image waits for the first one, in ms. */
+const CONCURRENT_BUILD_WAIT_MS = 45 * 60_000;
+/** Polling interval while waiting for a concurrent build, in ms. */
+const CONCURRENT_BUILD_POLL_MS = 1_000;
+/**
+ * Packages a minbase debootstrap of LAB_BASE_RECIPE retrieves (measured: ~200); only used to
+ * turn "Retrieving <pkg>" lines into a percentage before the real count is known.
+ */
+const EXPECTED_PACKAGE_COUNT = 200;
+
+const MANIFEST = "manifest.json";
+const BASE = "base.qcow2";
+const KERNEL = "vmlinuz";
+const INITRD = "initrd.img";
+
+export const ImageManifest = z.object({
+  hash: z.string(),
+  recipe: ImageRecipe,
+  packages: z.array(z.string()),
+  mirror: z.string(),
+  kernelVersion: z.string(),
+  builtAt: z.string(),
+  /** Wall-clock seconds per build phase. */
+  seconds: z.record(z.string(), z.number()),
+  /** Size of base.qcow2 on disk, bytes. */
+  baseBytes: z.number(),
+});
+export type ImageManifest = z.infer<typeof ImageManifest>;
+
+/** A complete image on disk: what vm.ts boots. */
+export interface BuiltImage {
+  hash: string;
+  dir: string;
+  base: string;
+  kernel: string;
+  initrd: string;
+  manifest: ImageManifest;
+}
+
+export type BuildPhase = "prepare" | "debootstrap" | "configure" | "filesystem" | "convert" | "done";
+
+export interface BuildProgress {
+  phase: BuildPhase;
+  /** Whole build, 0..100. */
+  percent: number;
+  /** The line or step this update is about. */
+  message: string;
+}
+
+/** Share of the build (percent) each phase ends at; measured durations, rounded. */
+const PHASE_END_PERCENT: Record<BuildPhase, number> = {
+  prepare: 1,
+  debootstrap: 80,
+  configure: 90,
+  filesystem: 96,
+  convert: 100,
+  done: 100,
+};
+
+export function imagesDir(dataDir: string): string {
+  return path.join(path.resolve(dataDir), "images");
+}
+
+/** The complete image for `recipe` under `dataDir`, or null when there is none. */
+export async function findImage(dataDir: string, recipe: ImageRecipe = LAB_BASE_RECIPE): Promise<BuiltImage | null> {
+  return readImage(path.join(imagesDir(dataDir), recipeHash(ImageRecipe.parse(recipe))));
+}
+
+/** Every complete image under `dataDir`. */
+export async function listImages(dataDir: string): Promise<BuiltImage[]> {
+  const entries = await fs.readdir(imagesDir(dataDir)).catch(() => [] as string[]);
+  const images = await Promise.all(entries.filter((e) => !e.startsWith(".")).map((e) => readImage(path.join(imagesDir(dataDir), e))));
+  return images.filter((i): i is BuiltImage => i !== null);
+}
+
+async function readImage(dir: string): Promise<BuiltImage | null> {
+  const text = await fs.readFile(path.join(dir, MANIFEST), "utf8").catch(() => null);
+  if (text === null) return null;
+  const manifest = ImageManifest.safeParse(JSON.parse(text));
+  if (!manifest.success) return null;
+  const image = {
+    hash: manifest.data.hash,
+    dir,
+    base: path.join(dir, BASE),
+    kernel: path.join(dir, KERNEL),
+    initrd: path.join(dir, INITRD),
+    manifest: manifest.data,
+  };
+  for (const file of [image.base, image.kernel, image.initrd]) {
+    if (!(await fs.stat(file).catch(() => null))?.isFile()) return null;
+  }
+  return image;
+}
+
+export interface BuildOptions {
+  dataDir: string;
+  recipe?: ImageRecipe;
+  /** Debian mirror URL; default: the host's own apt sources (mirror.ts). */
+  mirror?: string;
+  onProgress?: (progress: BuildProgress) => void;
+}
+
+/**
+ * Returns the complete image for the recipe, building it first when there is none. Concurrent
+ * calls for the same image (in this or another process) build it once.
+ */
+export async function buildImage(options: BuildOptions): Promise<BuiltImage> {
+  const recipe = ImageRecipe.parse(options.recipe ?? LAB_BASE_RECIPE);
+  const hash = recipeHash(recipe);
+  const root = imagesDir(options.dataDir);
+  const finalDir = path.join(root, hash);
+  const progress = options.onProgress ?? (() => undefined);
+
+  const existing = await readImage(finalDir);
+  if (existing) {
+    progress({ phase: "done", percent: 100, message: `image ${recipe.name} ${hash} already built` });
+    return existing;
+  }
+  const tools = await requireTools(["debootstrap", "qemu-img", "mkfs.ext4", "chroot"]);
+  if (process.getuid?.() !== 0) throw new Error("building a lab image needs root (debootstrap, chroot, mount)");
+  const mirror = await debianMirror(recipe.suite, options.mirror);
+  await fs.mkdir(root, { recursive: true });
+
+  const release = await takeBuildLock(root, hash, finalDir);
+  if (release === "built-by-other") {
+    const built = await readImage(finalDir);
+    if (built) return built;
+    throw new Error(`image ${hash}: a concurrent build finished but left no complete image in ${finalDir}`);
+  }
+  try {
+    // The lock may have been released by a builder that just finished this very image.
+    const done = await readImage(finalDir);
+    if (done) return done;
+    await removeStaleBuilds(root);
+    // A half-built directory under the final name (from a builder before this one) is not reused.
+    if (await fs.stat(finalDir).catch(() => null)) await removeBuildDir(finalDir);
+    const work = path.join(root, `.build-${hash}-${process.pid}`);
+    await removeBuildDir(work);
+    await fs.mkdir(work, { recursive: true });
+    try {
+      await buildInto(work, { recipe, hash, mirror, tools, progress });
+      await fs.rename(work, finalDir);
+    } catch (error) {
+      await removeBuildDir(work).catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    await release();
+  }
+  const built = await readImage(finalDir);
+  if (!built) throw new Error(`image ${hash}: build finished but ${finalDir} is not a complete image`);
+  progress({ phase: "done", percent: 100, message: `image ${recipe.name} ${hash} ready in ${finalDir}` });
+  return built;
+}
+
+async function buildInto(
+  work: string,
+  p: {
+    recipe: ImageRecipe;
+    hash: string;
+    mirror: string;
+    tools: Record<"debootstrap" | "qemu-img" | "mkfs.ext4" | "chroot", string>;
+    progress: (progress: BuildProgress) => void;
+  },
+): Promise<void> {
+  const rootfs = path.join(work, "rootfs");
+  const seconds: Record<string, number> = {};
+  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    try {
+      return await fn();
+    } finally {
+      seconds[phase] = Math.round((Date.now() - started) / 100) / 10;
+    }
+  };
+  const packages = recipePackages(p.recipe);
+  p.progress({ phase: "prepare", percent: 0, message: `building ${p.recipe.name} (${p.hash}) from ${p.mirror}` });
+
+  // 1. debootstrap
+  await timed("debootstrap", () =>
+    run(
+      p.tools.debootstrap,
+      ["--variant=minbase", `--include=${packages.join(",")}`, "--components=main", p.recipe.suite, rootfs, p.mirror],
+      { timeoutMs: DEBOOTSTRAP_TIMEOUT_MS, onLine: debootstrapProgress(p.progress) },
+    ),
+  );
+
+  // 2. guest files, units, recipe lines, small initrd
+  p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap, message: "configuring the image" });
+  await timed("configure", async () => {
+    for (const file of guestFiles()) {
+      const target = path.join(rootfs, file.path);
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.rm(target, { force: true }); // resolv.conf and others may be symlinks
+      await fs.writeFile(target, file.content, { mode: file.mode ?? 0o644 });
+      await fs.chmod(target, file.mode ?? 0o644);
+    }
+    const script = "/root/labdeck-setup.sh";
+    await fs.writeFile(path.join(rootfs, script), setupScript(p.recipe), { mode: 0o700 });
+    await withProc(rootfs, () =>
+      run(p.tools.chroot, [rootfs, "/bin/sh", "-eu", script], {
+        timeoutMs: SETUP_TIMEOUT_MS,
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C.UTF-8", DEBIAN_FRONTEND: "noninteractive", HOME: "/root" },
+        onLine: (line) => p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap + 5, message: line }),
+      }),
+    );
+    await fs.rm(path.join(rootfs, script));
+  });
+
+  // 3. kernel + initrd for direct boot
+  const boot = path.join(rootfs, "boot");
+  const kernels = (await fs.readdir(boot)).filter((f) => f.startsWith("vmlinuz-")).sort();
+  if (kernels.length !== 1) throw new Error(`expected one kernel in ${boot}, found: ${kernels.join(", ") || "none"}`);
+  const kernelVersion = kernels[0]!.slice("vmlinuz-".length);
+  await fs.copyFile(path.join(boot, `vmlinuz-${kernelVersion}`), path.join(work, KERNEL));
+  await fs.copyFile(path.join(boot, `initrd.img-${kernelVersion}`), path.join(work, INITRD));
+
+  // 4. ext4 filesystem from the directory, into a sparse raw disk
+  p.progress({ phase: "filesystem", percent: PHASE_END_PERCENT.configure, message: "mkfs.ext4 -d rootfs" });
+  const raw = path.join(work, "root.raw");
+  await timed("filesystem", async () => {
+    await fs.writeFile(raw, "");
+    await fs.truncate(raw, p.recipe.diskGiB * 1024 ** 3);
+    await run(p.tools["mkfs.ext4"], ["-q", "-F", "-L", "labdeck-root", "-d", rootfs, raw], { timeoutMs: DISK_TIMEOUT_MS });
+  });
+  await removeBuildDir(rootfs);
+
+  // 5. qcow2 base (only used blocks), read-only
+  p.progress({ phase: "convert", percent: PHASE_END_PERCENT.filesystem, message: "qemu-img convert to qcow2" });
+  const base = path.join(work, BASE);
+  await timed("convert", () => run(p.tools["qemu-img"], ["convert", "-f", "raw", "-O", "qcow2", raw, base], { timeoutMs: DISK_TIMEOUT_MS }));
+  await fs.rm(raw);
+  await fs.chmod(base, 0o444);
+
+  const manifest: ImageManifest = {
+    hash: p.hash,
+    recipe: p.recipe,
+    packages,
+    mirror: p.mirror,
+    kernelVersion,
+    builtAt: new Date().toISOString(),
+    seconds,
+    baseBytes: (await fs.stat(base)).blocks * 512,
+  };
+  await fs.writeFile(path.join(work, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+}
+
+/** The script run in the chroot: enable/disable units, the recipe's own lines, small initrd, clean-up. */
+function setupScript(recipe: ImageRecipe): string {
+  return [
+    "# Written by server/machines/qemu/image.ts; runs once inside the image's chroot.",
+    "export DEBIAN_FRONTEND=noninteractive",
+    // Persistent journal: `journalctl -b -1` after a reboot is part of the labs.
+    "mkdir -p /var/log/journal",
+    ...DISABLED_UNITS.map((u) => `systemctl disable --quiet ${u} 2>/dev/null || true`),
+    `systemctl enable --quiet ${ENABLED_UNITS.join(" ")}`,
+    // Each VM gets its host key from its seed; the image carries none.
+    "rm -f /etc/ssh/ssh_host_*",
+    "# recipe setup",
+    ...recipe.setup,
+    "# small initrd (MODULES=list, guest.ts)",
+    "update-initramfs -u -k all",
+    "apt-get clean",
+    "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/lib/dpkg/*-old",
+    "",
+  ].join("\n");
+}
+
+/** Turns debootstrap's "I: ..." lines into progress within the debootstrap phase. */
+function debootstrapProgress(progress: (p: BuildProgress) => void): (line: string) => void {
+  let retrieved = 0;
+  let total = EXPECTED_PACKAGE_COUNT;
+  let unpacked = 0;
+  let configured = 0;
+  const start = PHASE_END_PERCENT.prepare;
+  const span = PHASE_END_PERCENT.debootstrap - start;
+  // Within debootstrap: downloading is ~35% of the time, unpacking ~25%, configuring ~40% (measured).
+  return (line) => {
+    const message = line.replace(/^I: /, "");
+    let fraction: number;
+    if (/^I: Retrieving /.test(line) && !/Retrieving (In)?Release|Retrieving Packages/.test(line)) {
+      retrieved++;
+      total = Math.max(total, retrieved);
+    } else if (/^I: Unpacking (?!required|the base)/.test(line)) {
+      unpacked++;
+    } else if (/^I: Configuring (?!required|the base)/.test(line)) {
+      configured++;
+    }
+    if (configured > 0) fraction = 0.6 + 0.4 * Math.min(1, configured / total);
+    else if (unpacked > 0) fraction = 0.35 + 0.25 * Math.min(1, unpacked / total);
+    else fraction = 0.35 * Math.min(1, retrieved / total);
+    if (/^[IWE]: /.test(line)) progress({ phase: "debootstrap", percent: Math.floor(start + span * fraction), message });
+  };
+}
+
+/** Runs `fn` with a fresh proc filesystem mounted in the chroot, always unmounting it. */
+async function withProc<T>(rootfs: string, fn: () => Promise<T>): Promise<T> {
+  const proc = path.join(rootfs, "proc");
+  await fs.mkdir(proc, { recursive: true });
+  await run("mount", ["-t", "proc", "proc", proc]);
+  try {
+    return await fn();
+  } finally {
+    await run("umount", [proc]);
+  }
+}
+
+/** Mount points at or below `dir`, deepest first (from /proc/self/mountinfo). */
+async function mountsBelow(dir: string): Promise<string[]> {
+  const info = await fs.readFile("/proc/self/mountinfo", "utf8");
+  const prefix = path.resolve(dir);
+  return info
+    .split("\n")
+    .map((l) => l.split(" ")[4])
+    .filter((m): m is string => m !== undefined && (m === prefix || m.startsWith(prefix + "/")))
+    .sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Deletes a build directory. Anything still mounted inside (proc of an interrupted chroot step)
+ * is unmounted first; if that fails the directory is left alone rather than recursing into a
+ * mounted filesystem.
+ */
+async function removeBuildDir(dir: string): Promise<void> {
+  for (const mount of await mountsBelow(dir)) await run("umount", ["-l", mount]).catch(() => undefined);
+  const left = await mountsBelow(dir);
+  if (left.length > 0) throw new Error(`cannot remove ${dir}: still mounted: ${left.join(", ")}`);
+  await fs.rm(dir, { recursive: true, force: true });
+}
+
+/** Removes `.build-*` directories whose builder process is gone. */
+async function removeStaleBuilds(root: string): Promise<void> {
+  for (const entry of await fs.readdir(root).catch(() => [] as string[])) {
+    const match = /^\.build-[0-9a-f]+-(\d+)$/.exec(entry);
+    if (match && !(await isAlive(Number(match[1])))) await removeBuildDir(path.join(root, entry));
+  }
+}
+
+/**
+ * One builder per image: an exclusive lock file holding the builder's pid. A lock whose pid is
+ * gone is taken over. Returns the release function, or "built-by-other" when another builder
+ * finished the image while we waited.
+ */
+async function takeBuildLock(root: string, hash: string, finalDir: string): Promise<(() => Promise<void>) | "built-by-other"> {
+  const lock = path.join(root, `.build-${hash}.lock`);
+  const deadline = Date.now() + CONCURRENT_BUILD_WAIT_MS;
+  for (;;) {
+    try {
+      await fs.writeFile(lock, String(process.pid), { flag: "wx" });
+      return () => fs.rm(lock, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const holder = Number((await fs.readFile(lock, "utf8").catch(() => "")).trim());
+    if (!Number.isInteger(holder) || holder <= 0 || !(await isAlive(holder))) {
+      await fs.rm(lock, { force: true });
+      continue;
+    }
+    if (await readImage(finalDir)) return "built-by-other";
+    if (Date.now() > deadline) throw new Error(`image ${hash}: still being built by process ${holder} after ${CONCURRENT_BUILD_WAIT_MS / 60_000} min`);
+    await new Promise((r) => setTimeout(r, CONCURRENT_BUILD_POLL_MS));
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * TerminalSession core with an in-memory PTY (the far edge faked; the real SSH path is covered
+ * by gateway.test.ts): attach/resume/reset, read-only viewers, backpressure, early input.
+ */
+import { describe, expect, it } from "vitest";
+import type { MachineState } from "./protocol";
+import { TerminalSession, type PtyChannel, type PtyConnector, type PtyHandlers, type Viewer } from "./session";
+
+class InMemoryPty implements PtyConnector {
+  readonly machine = "node01";
+  handlers: PtyHandlers | null = null;
+  written: string[] = [];
+  paused = false;
+  opens = 0;
+  open(_size: unknown, handlers: PtyHandlers): Promise<PtyChannel> {
+    this.opens++;
+    this.handlers = handlers;
+    return Promise.resolve({
+      write: (d) => void this.written.push(d),
+      resize: () => {},
+      pause: () => void (this.paused = true),
+      resume: () => void (this.paused = false),
+      close: () => {},
+    });
+  }
+  emit(text: string) {
+    this.handlers!.onData(Buffer.from(text));
+  }
+}
+
+class RecordingViewer implements Viewer {
+  out: { offset: number; text: string }[] = [];
+  resets: number[] = [];
+  states: MachineState[] = [];
+  accept = true;
+  constructor(readonly mode: "write" | "read" = "write") {}
+  sendOutput(offset: number, chunk: Uint8Array) {
+    this.out.push({ offset, text: Buffer.from(chunk).toString() });
+    return this.accept;
+  }
+  sendReset(offset: number) {
+    this.resets.push(offset);
+  }
+  sendStatus(state: MachineState) {
+    this.states.push(state);
+  }
+  text() {
+    return this.out.map((o) => o.text).join("");
+  }
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe("TerminalSession (in-memory PTY)", () => {
+  it("queues input typed before the shell is open and sends it once open", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const viewer = new RecordingViewer();
+    session.attach(viewer, 0);
+    session.input(viewer, "echo hi\r");
+    await tick();
+    expect(pty.written).toEqual(["echo hi\r"]);
+    expect(viewer.states.at(-1)).toBe("connected");
+  });
+
+  it("resumes a viewer from its offset and resets one whose offset is gone", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty, { replayBufferBytes: 10 });
+    const first = new RecordingViewer();
+    session.attach(first, 0);
+    await tick();
+    pty.emit("abcd");
+    pty.emit("efgh");
+    session.detach(first);
+    pty.emit("ijkl"); // buffer now holds efgh ijkl (abcd trimmed)
+    const back = new RecordingViewer();
+    expect(session.attach(back, 8)).toBe(8);
+    expect(back.text()).toBe("ijkl");
+    expect(back.resets).toEqual([]);
+    const stale = new RecordingViewer();
+    expect(session.attach(stale, 2)).toBe(4);
+    expect(stale.resets).toEqual([4]);
+    expect(stale.text()).toBe("efghijkl");
+  });
+
+  it("ignores input and resize from read-only viewers", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const watcher = new RecordingViewer("read");
+    session.attach(watcher, 0);
+    await tick();
+    expect(session.input(watcher, "rm -rf /\r")).toBe(false);
+    expect(session.resize(watcher, { cols: 10, rows: 5 })).toBe(false);
+    expect(pty.written).toEqual([]);
+  });
+
+  it("pauses the shell only while every viewer is backed up, then catches the slow one up", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const fast = new RecordingViewer();
+    const slow = new RecordingViewer();
+    session.attach(fast, 0);
+    session.attach(slow, 0);
+    await tick();
+    slow.accept = false;
+    pty.emit("one");
+    expect(pty.paused).toBe(false); // fast still reads
+    fast.accept = false;
+    pty.emit("two");
+    expect(pty.paused).toBe(true);
+    pty.emit("three"); // bytes already in flight from the SSH side still land in the buffer
+    slow.accept = true;
+    session.drained(slow);
+    expect(pty.paused).toBe(false);
+    expect(slow.text()).toBe("onetwothree");
+    fast.accept = true;
+    session.drained(fast);
+    expect(fast.text()).toBe("onetwothree");
+  });
+
+  it("re-opens the shell after the connection drops and says so in the output", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const viewer = new RecordingViewer();
+    session.attach(viewer, 0);
+    await tick();
+    pty.handlers!.onClose(new Error("connection lost"));
+    expect(viewer.states.at(-1)).toBe("unreachable");
+    await new Promise((r) => setTimeout(r, 700));
+    expect(pty.opens).toBe(2);
+    expect(viewer.states.at(-1)).toBe("connected");
+    expect(viewer.text()).toContain("再接続しました");
+    session.close();
+  });
+});
