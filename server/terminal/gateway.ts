@@ -24,6 +24,8 @@ import { verifyTerminalToken } from "./token";
 export const SOCKET_HIGH_WATER_BYTES = 1024 * 1024;
 /** ...and below which it takes output again. */
 export const SOCKET_LOW_WATER_BYTES = 256 * 1024;
+/** Largest output frame; chunks are coalesced up to this size. */
+export const MAX_FRAME_BYTES = 64 * 1024;
 /** Server-side WebSocket ping interval; a socket that misses one pong is dropped. */
 export const SOCKET_PING_INTERVAL_MS = 30_000;
 
@@ -36,10 +38,19 @@ export interface GatewayDeps {
   log: Logger;
 }
 
-/** WebSocket viewer of one terminal, with byte-counted send queue for backpressure. */
+/**
+ * WebSocket viewer of one terminal. Output chunks that arrive in the same event-loop turn are
+ * sent as one frame (sshd hands over ~4 KB per read; one frame each costs a syscall and an
+ * allocation apiece), and bytes queued on the socket are counted for backpressure.
+ */
 class SocketViewer implements Viewer {
   private queued = 0;
   private blocked = false;
+  /** Contiguous output not yet framed: first offset and chunks. */
+  private pendingOffset = 0;
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private flushScheduled = false;
   terminal: TerminalSession | null = null;
 
   constructor(
@@ -49,15 +60,15 @@ class SocketViewer implements Viewer {
 
   sendOutput(offset: number, chunk: Uint8Array): boolean {
     if (this.ws.readyState !== this.ws.OPEN) return true;
-    const frame = encodeOutput(offset, chunk);
-    this.queued += frame.byteLength;
-    this.ws.send(frame, { binary: true }, () => {
-      this.queued -= frame.byteLength;
-      if (this.blocked && this.queued <= SOCKET_LOW_WATER_BYTES) {
-        this.blocked = false;
-        this.terminal?.drained(this);
-      }
-    });
+    if (this.pending.length === 0) this.pendingOffset = offset;
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.byteLength;
+    this.queued += chunk.byteLength;
+    if (this.pendingBytes >= MAX_FRAME_BYTES) this.flush();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
     if (this.queued >= SOCKET_HIGH_WATER_BYTES) this.blocked = true;
     return !this.blocked;
   }
@@ -71,7 +82,29 @@ class SocketViewer implements Viewer {
   }
 
   send(message: ServerMessage): void {
+    this.flush(); // control messages keep their place after the output before them
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.pending.length === 0) return;
+    const chunks = this.pending;
+    const bytes = this.pendingBytes;
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (this.ws.readyState !== this.ws.OPEN) {
+      this.queued -= bytes;
+      return;
+    }
+    const frame = encodeOutput(this.pendingOffset, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    this.ws.send(frame, { binary: true }, () => {
+      this.queued -= bytes;
+      if (this.blocked && this.queued <= SOCKET_LOW_WATER_BYTES) {
+        this.blocked = false;
+        this.terminal?.drained(this);
+      }
+    });
   }
 }
 

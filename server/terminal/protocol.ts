@@ -107,8 +107,9 @@ export const FrameKind = { output: 1 } as const;
 export const OUTPUT_HEADER_BYTES = 9;
 
 export function encodeOutput(offset: number, data: Uint8Array): Uint8Array {
-  const frame = new Uint8Array(OUTPUT_HEADER_BYTES + data.byteLength);
-  const view = new DataView(frame.buffer);
+  // Every byte is written below, so the frame need not be zero-filled first.
+  const frame = typeof Buffer === "undefined" ? new Uint8Array(OUTPUT_HEADER_BYTES + data.byteLength) : Buffer.allocUnsafe(OUTPUT_HEADER_BYTES + data.byteLength);
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
   view.setUint8(0, FrameKind.output);
   view.setFloat64(1, offset);
   frame.set(data, OUTPUT_HEADER_BYTES);

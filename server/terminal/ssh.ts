@@ -66,6 +66,7 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
     client.once("error", onError);
     client.once("ready", () => {
       client.off("error", onError);
+      client.setNoDelay(true); // keystrokes go out at once, not after Nagle's delay
       resolve(client);
     });
     client.connect(config);

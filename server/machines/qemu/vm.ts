@@ -1,0 +1,344 @@
+/**
+ * One lab VM: a QEMU process booting the image's kernel directly, its disk a qcow2 overlay on the
+ * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port), eth1 on the
+ * session's vde_switch, its identity in a fw_cfg seed. The QEMU process outlives the Node process
+ * that started it (the platform adopts it after a restart); a reboot inside the guest keeps the
+ * same process, a poweroff ends it.
+ *
+ * Per-VM directory:
+ *   overlay.qcow2  the VM's disk (writes), backed by the image's base.qcow2
+ *   seed           fw_cfg seed (seed.ts); holds the VM's private host key, mode 0600
+ *   qmp.sock       QMP monitor
+ *   serial.log     the guest's console (kernel, systemd)
+ *   qemu.log       QEMU's own stdout/stderr
+ *   qemu.pid       written by QEMU; its path in QEMU's argv marks the process as this VM's
+ */
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import fs from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import type { Client } from "ssh2";
+import { HostKeyMismatchError } from "../../terminal/session";
+import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
+import { requireTools, run } from "./command";
+import type { BuiltImage } from "./image";
+import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
+import { qmpCommand } from "./qmp";
+import { SEED_FW_CFG_NAME } from "./seed";
+
+export type Accel = "tcg" | "kvm";
+
+/**
+ * eth0's MAC, the same on every VM: QEMU's slirp DHCP then hands each VM 10.0.2.15 (the course
+ * shows every first NIC with the same address), and again after a reboot, where the hostfwd
+ * rule's default guest address keeps matching.
+ */
+export const ETH0_MAC = "52:54:00:12:34:56";
+/** Translation-block cache under TCG, MiB: QEMU's default (1 GiB) inflates RSS for no speed gain on a small guest. */
+const TCG_TB_SIZE_MIB = 128;
+/** Unix socket paths longer than this (sun_path is 108 bytes with its NUL) are refused by the kernel. */
+const MAX_SOCKET_PATH = 107;
+/** How long QEMU gets from spawn to answering on its monitor, in ms. */
+const MONITOR_READY_TIMEOUT_MS = 10_000;
+/** Polling interval while waiting for the monitor or a process, in ms. */
+const POLL_INTERVAL_MS = 100;
+/** Pause between SSH readiness probes, in ms. */
+const SSH_PROBE_INTERVAL_MS = 500;
+/**
+ * One banner probe, in ms: while the guest boots, slirp accepts the TCP connection on the host
+ * and holds it; a short probe moves on instead of waiting for ssh2's 15 s handshake timeout.
+ */
+const SSH_BANNER_PROBE_MS = 2_000;
+/** How long QEMU gets to exit after SIGTERM (after a guest shutdown that timed out), in ms. */
+const SIGTERM_GRACE_MS = 3_000;
+/** Interval of the exit watch on a QEMU process this Node process did not spawn, in ms. */
+const ADOPTED_EXIT_POLL_MS = 1_000;
+/** How much of a log goes into an error message, in characters. */
+const LOG_TAIL_CHARS = 2_000;
+
+export interface VmPaths {
+  dir: string;
+  overlay: string;
+  seed: string;
+  qmp: string;
+  serialLog: string;
+  qemuLog: string;
+  pidFile: string;
+}
+
+export function vmPaths(dir: string): VmPaths {
+  const d = path.resolve(dir);
+  return {
+    dir: d,
+    overlay: path.join(d, "overlay.qcow2"),
+    seed: path.join(d, "seed"),
+    qmp: path.join(d, "qmp.sock"),
+    serialLog: path.join(d, "serial.log"),
+    qemuLog: path.join(d, "qemu.log"),
+    pidFile: path.join(d, "qemu.pid"),
+  };
+}
+
+export interface VmConfig {
+  /** Machine name, for messages and QEMU's process name. */
+  name: string;
+  dir: string;
+  image: Pick<BuiltImage, "base" | "kernel" | "initrd">;
+  memoryMiB: number;
+  accel: Accel;
+  /** Loopback port forwarded to the guest's port 22. */
+  sshPort: number;
+  /** eth1's MAC, unique within the session. */
+  eth1Mac: string;
+  /** vde_switch control directory of the session. */
+  switchSocket: string;
+  /** 32 hex digits: systemd's machine-id (the base image's own would be shared by every VM). */
+  machineId: string;
+  /** SMBIOS product UUID (kubeadm checks it is unique per node). */
+  uuid: string;
+}
+
+export interface VmExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A running (or exited) QEMU process of one VM. */
+export interface VmProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly paths: VmPaths;
+  /** Settles when the process has exited: crash, guest poweroff, stop or kill. */
+  readonly exited: Promise<VmExit>;
+  hasExited(): boolean;
+}
+
+/** Creates the VM's overlay on the base unless it exists (a restarted VM keeps its disk). */
+export async function ensureOverlay(base: string, overlay: string): Promise<void> {
+  if (await fs.stat(overlay).catch(() => null)) return;
+  const tools = await requireTools(["qemu-img"]);
+  const temp = `${overlay}.tmp`;
+  await run(tools["qemu-img"], ["create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", path.resolve(base), temp]);
+  await fs.rename(temp, overlay);
+}
+
+/** Kernel command line of every lab VM. */
+function kernelCommandLine(config: VmConfig): string {
+  return [
+    "root=/dev/vda",
+    "rw",
+    "console=ttyS0",
+    // eth0/eth1 as the course names them, not ens3/ens4.
+    "net.ifnames=0",
+    "quiet",
+    `systemd.machine_id=${config.machineId}`,
+  ].join(" ");
+}
+
+/** QEMU's argv (without the binary). */
+export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
+  const accel = config.accel === "kvm" ? ["-accel", "kvm", "-cpu", "host"] : ["-accel", `tcg,tb-size=${TCG_TB_SIZE_MIB}`, "-cpu", "max"];
+  return [
+    "-name",
+    `${config.name},process=labdeck-${config.name}`,
+    "-no-user-config",
+    "-nodefaults",
+    "-display",
+    "none",
+    "-machine",
+    "pc",
+    ...accel,
+    "-smp",
+    "1",
+    "-m",
+    String(config.memoryMiB),
+    "-uuid",
+    config.uuid,
+    "-rtc",
+    "base=utc",
+    "-kernel",
+    config.image.kernel,
+    "-initrd",
+    config.image.initrd,
+    "-append",
+    kernelCommandLine(config),
+    "-drive",
+    `file=${paths.overlay},if=none,id=disk0,format=qcow2,discard=unmap`,
+    "-device",
+    "virtio-blk-pci,drive=disk0",
+    "-netdev",
+    `user,id=n0,hostfwd=tcp:127.0.0.1:${config.sshPort}-:22`,
+    // romfile= : no iPXE option ROM; direct kernel boot never network-boots.
+    "-device",
+    `virtio-net-pci,netdev=n0,mac=${ETH0_MAC},romfile=`,
+    "-netdev",
+    `vde,id=n1,sock=${config.switchSocket}`,
+    "-device",
+    `virtio-net-pci,netdev=n1,mac=${config.eth1Mac},romfile=`,
+    // Entropy from the host: sshd and the kernel do not wait for a TCG guest's slow jitter source.
+    "-device",
+    "virtio-rng-pci",
+    "-chardev",
+    `file,id=console,path=${paths.serialLog}`,
+    "-serial",
+    "chardev:console",
+    "-qmp",
+    `unix:${paths.qmp},server=on,wait=off`,
+    "-fw_cfg",
+    `name=${SEED_FW_CFG_NAME},file=${paths.seed}`,
+    "-pidfile",
+    paths.pidFile,
+  ];
+}
+
+/**
+ * Starts QEMU for a prepared VM directory (overlay and seed written) and resolves once its
+ * monitor answers. Rejects with QEMU's own error text when it exits first (a taken port, a
+ * missing file). The process is detached: it keeps running if this Node process ends.
+ */
+export async function startVm(config: VmConfig): Promise<VmProcess> {
+  const tools = await requireTools(["qemu-system-x86_64"]);
+  const paths = vmPaths(config.dir);
+  for (const socket of [paths.qmp, config.switchSocket]) {
+    if (socket.length > MAX_SOCKET_PATH) {
+      throw new Error(`${config.name}: socket path ${socket} is ${socket.length} characters; the limit is ${MAX_SOCKET_PATH} (use a shorter data directory)`);
+    }
+  }
+  await fs.rm(paths.qmp, { force: true });
+  await fs.rm(paths.pidFile, { force: true });
+  const logFd = openSync(paths.qemuLog, "a", 0o600);
+  let child;
+  try {
+    child = spawn(tools["qemu-system-x86_64"], qemuArgs(config, paths), { detached: true, stdio: ["ignore", logFd, logFd] });
+  } finally {
+    closeSync(logFd);
+  }
+  let exitInfo: VmExit | undefined;
+  const exited = new Promise<VmExit>((resolve) => {
+    child.once("error", () => resolve((exitInfo = { code: null, signal: null })));
+    child.once("exit", (code, sig) => resolve((exitInfo = { code, signal: sig })));
+  });
+  child.unref();
+  if (child.pid === undefined) {
+    await exited;
+    throw new Error(`${config.name}: could not start ${tools["qemu-system-x86_64"]}: ${await logTail(paths.qemuLog)}`);
+  }
+  const vm: VmProcess = { name: config.name, pid: child.pid, paths, exited, hasExited: () => exitInfo !== undefined };
+  const deadline = Date.now() + MONITOR_READY_TIMEOUT_MS;
+  for (;;) {
+    if (vm.hasExited()) {
+      throw new Error(`${config.name}: QEMU exited (${describeExit(exitInfo!)}) while starting: ${await logTail(paths.qemuLog)}`);
+    }
+    if (await qmpCommand(paths.qmp, "query-status").then(() => true, () => false)) return vm;
+    if (Date.now() > deadline) {
+      await killVm(vm);
+      throw new Error(`${config.name}: QEMU monitor did not answer within ${MONITOR_READY_TIMEOUT_MS} ms: ${await logTail(paths.qemuLog)}`);
+    }
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+/**
+ * A handle on a QEMU process started earlier (by this or an earlier platform process), or null
+ * when `pid` is no longer that VM's QEMU.
+ */
+export async function adoptVm(name: string, dir: string, pid: number): Promise<VmProcess | null> {
+  const paths = vmPaths(dir);
+  if (!(await isOurProcess(pid, paths.pidFile))) return null;
+  let gone = false;
+  const exited = (async (): Promise<VmExit> => {
+    while (await isAlive(pid)) await sleep(ADOPTED_EXIT_POLL_MS);
+    gone = true;
+    // Not our child: its exit status went to whoever reaped it.
+    return { code: null, signal: null };
+  })();
+  return { name, pid, paths, exited, hasExited: () => gone };
+}
+
+/**
+ * Waits until the guest's sshd answers on the forwarded port and a login with the pinned host key
+ * and the session key succeeds. Rejects at once on a host key mismatch or when QEMU exits, and
+ * after `timeoutMs` otherwise (naming the last error and the end of the serial console).
+ */
+export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = "no attempt yet";
+  while (Date.now() < deadline) {
+    if (vm.hasExited()) {
+      throw new Error(`${vm.name}: QEMU exited while waiting for SSH: ${await logTail(vm.paths.qemuLog)}\nconsole:\n${await logTail(vm.paths.serialLog)}`);
+    }
+    try {
+      await probeBanner(endpoint.host, endpoint.port, SSH_BANNER_PROBE_MS);
+      const client: Client = await connectSsh(endpoint);
+      client.end();
+      return;
+    } catch (error) {
+      if (error instanceof HostKeyMismatchError) throw error;
+      lastError = (error as Error).message;
+    }
+    await sleep(SSH_PROBE_INTERVAL_MS);
+  }
+  throw new Error(
+    `${vm.name}: SSH on ${endpoint.host}:${endpoint.port} not ready within ${Math.round(timeoutMs / 1000)} s (last error: ${lastError})\n` +
+      `console:\n${await logTail(vm.paths.serialLog)}`,
+  );
+}
+
+/**
+ * Stops a VM: ACPI power button (the guest shuts down cleanly), then SIGTERM, then SIGKILL.
+ * Resolves when the process is gone; harmless when it already is.
+ */
+export async function stopVm(vm: VmProcess, shutdownTimeoutMs: number): Promise<void> {
+  if (vm.hasExited() || !(await isOurProcess(vm.pid, vm.paths.pidFile))) return;
+  const asked = await qmpCommand(vm.paths.qmp, "system_powerdown").then(() => true, () => false);
+  if (asked && (await waitGone(vm.pid, shutdownTimeoutMs))) return;
+  await terminate(vm.pid, vm.paths.pidFile, SIGTERM_GRACE_MS);
+}
+
+/** Ends QEMU at once (SIGKILL); the guest gets no shutdown. */
+export async function killVm(vm: VmProcess): Promise<void> {
+  if (!(await isOurProcess(vm.pid, vm.paths.pidFile))) return;
+  signal(vm.pid, "SIGKILL");
+  await waitGone(vm.pid, SIGTERM_GRACE_MS);
+}
+
+/** Hard reset, like the reset button: the guest reboots without shutting down; QEMU stays. */
+export async function resetVm(vm: VmProcess): Promise<void> {
+  await qmpCommand(vm.paths.qmp, "system_reset");
+}
+
+/** Resolves once something at host:port sends an SSH banner line. */
+export function probeBanner(host: string, port: number, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port });
+    let received = "";
+    const finish = (error?: Error) => {
+      socket.destroy();
+      if (error) reject(error);
+      else resolve();
+    };
+    socket.setTimeout(timeoutMs, () => finish(new Error(`no SSH banner within ${timeoutMs} ms`)));
+    socket.on("error", (error) => finish(error));
+    socket.on("data", (chunk) => {
+      received += chunk.toString("latin1");
+      const newline = received.indexOf("\n");
+      if (newline < 0) return;
+      const line = received.slice(0, newline);
+      finish(line.startsWith("SSH-") ? undefined : new Error(`unexpected banner ${JSON.stringify(line.slice(0, 80))}`));
+    });
+    socket.on("end", () => finish(new Error("connection closed before the SSH banner")));
+  });
+}
+
+function describeExit(exit: VmExit): string {
+  return exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+}
+
+/** The end of a log file, for error messages. */
+export async function logTail(file: string): Promise<string> {
+  const text = await fs.readFile(file, "utf8").catch((error: Error) => `(cannot read ${file}: ${error.message})`);
+  const trimmed = text.trim();
+  if (!trimmed) return "(empty)";
+  return trimmed.length > LOG_TAIL_CHARS ? "…" + trimmed.slice(-LOG_TAIL_CHARS) : trimmed;
+}
