@@ -4,7 +4,11 @@
  */
 import type { Env } from "./config";
 import type { Db } from "./db/client";
+import type { EventBus } from "./events/bus";
+import type { Grader } from "./grader/grader";
+import type { LabCatalog } from "./labs/catalog";
 import type { MachineProvider } from "./machines/provider";
+import type { SshExecPool } from "./machines/ssh-exec";
 import type { TerminalRegistry } from "./terminal/registry";
 
 export interface Services {
@@ -14,6 +18,11 @@ export interface Services {
   secret: Buffer;
   provider: MachineProvider;
   terminals: TerminalRegistry;
+  labs: LabCatalog;
+  /** SSH exec channels for checks and setup, apart from learners' shells. */
+  pool: SshExecPool;
+  bus: EventBus;
+  grader: Grader;
 }
 
 const KEY = Symbol.for("labdeck.services");

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -56,6 +56,8 @@ describe("loadLab", () => {
       image: "debian-base",
       machines: ["controlplane", "node01", "node02"],
       lesson: "lesson.md",
+      steps: [],
+      setup: {},
     });
   });
 
@@ -184,5 +186,70 @@ describe("listLabs", () => {
 
     expect(errors.map((e) => e.message)).toEqual([]);
     expect(labs.map((l) => l.slug)).toEqual(expect.arrayContaining(["hello-terminal", "preinstall-checks"]));
+  });
+});
+
+describe("lab steps", () => {
+  const stepManifest = (steps: string, extra = "") => `${validManifest}steps:\n${steps}${extra}`;
+  const stepFiles = (id: string) => ({
+    [`steps/${id}/step.md`]: "do it\n",
+    [`steps/${id}/hint.md`]: "like this\n",
+    [`steps/${id}/check.sh`]: "#!/bin/bash\ntrue\n",
+    [`steps/${id}/solution.sh`]: "#!/bin/bash\ntrue\n",
+  });
+  async function makeExecutable(slug: string, id: string) {
+    for (const f of ["check.sh", "solution.sh"]) await chmod(path.join(labsDir, slug, "steps", id, f), 0o755);
+  }
+
+  it("loads steps with their files and defaults", async () => {
+    await writeLab("ok", { "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01 }\n"), "lesson.md": "#\n", ...stepFiles("one") });
+    await makeExecutable("ok", "one");
+    const lab = await loadLab(labsDir, "ok");
+    expect(lab.steps).toHaveLength(1);
+    expect(lab.steps[0]).toMatchObject({ id: "one", machine: "node01", timeoutSeconds: 15, verifyByReboot: false, textMarkdown: "do it\n" });
+    expect(lab.steps[0]!.check.content).toContain("true");
+  });
+
+  it("names a missing check file", async () => {
+    const files: Record<string, string> = { "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01 }\n"), "lesson.md": "#\n", ...stepFiles("one") };
+    delete files["steps/one/check.sh"];
+    await writeLab("nocheck", files);
+    await chmod(path.join(labsDir, "nocheck/steps/one/solution.sh"), 0o755);
+    const err = await labErrorOf(() => loadLab(labsDir, "nocheck"));
+    expect(err.message).toMatch(/lab\.yaml: steps\[0\]: file not found: .*steps\/one\/check\.sh/);
+  });
+
+  it("rejects a step on an unknown machine", async () => {
+    await writeLab("badmachine", { "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node09 }\n"), "lesson.md": "#\n", ...stepFiles("one") });
+    await makeExecutable("badmachine", "one");
+    const err = await labErrorOf(() => loadLab(labsDir, "badmachine"));
+    expect(err.message).toMatch(/steps\[0\]\.machine: unknown machine "node09"/);
+  });
+
+  it("rejects duplicate step ids", async () => {
+    await writeLab("dup", {
+      "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01 }\n  - { id: one, title: 二, machine: node02 }\n"),
+      "lesson.md": "#\n",
+      ...stepFiles("one"),
+    });
+    const err = await labErrorOf(() => loadLab(labsDir, "dup"));
+    expect(err.message).toMatch(/steps\[1\]\.id: duplicate step id "one"/);
+  });
+
+  it("rejects a script that is not executable", async () => {
+    await writeLab("noexec", { "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01 }\n"), "lesson.md": "#\n", ...stepFiles("one") });
+    const err = await labErrorOf(() => loadLab(labsDir, "noexec"));
+    expect(err.message).toMatch(/steps\/one\/check\.sh: not executable/);
+    expect(err.message).toMatch(/steps\/one\/solution\.sh: not executable/);
+  });
+
+  it("rejects setup for an unknown machine and a step timeout out of bounds", async () => {
+    await writeLab("badsetup", {
+      "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01, timeoutSeconds: 9999 }\n", "setup:\n  nodeX: [setup/x.sh]\n"),
+      "lesson.md": "#\n",
+      ...stepFiles("one"),
+    });
+    const err = await labErrorOf(() => loadLab(labsDir, "badsetup"));
+    expect(err.message).toMatch(/steps\[0\]\.timeoutSeconds/);
   });
 });

@@ -4,11 +4,11 @@
  * field, e.g. `labs/x/lab.yaml: machines[1]: duplicate machine "node01"`, so a course author can
  * fix it without reading code.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { access, constants, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
-import { LAB_SLUG_PATTERN, LabManifest } from "./schema";
+import { LAB_SLUG_PATTERN, LabManifest, STEP_FILES, type LabStep } from "./schema";
 
 /**
  * The lab content directory the Next.js pages read: LABDECK_LABS_DIR, else ./labs (the same
@@ -28,6 +28,23 @@ export type Lab = {
   lessonMarkdown: string;
   /** Absolute path of the lab directory. */
   dir: string;
+  /** Steps in order, with their files read. Check, hint and solution never go to the browser as is. */
+  steps: LoadedStep[];
+  /** Per machine, the setup scripts in order. */
+  setup: Record<string, LabScript[]>;
+};
+
+export type LabScript = {
+  /** Path for messages, e.g. `labs/x/steps/a/check.sh`. */
+  file: string;
+  content: string;
+};
+
+export type LoadedStep = LabStep & {
+  textMarkdown: string;
+  hintMarkdown: string;
+  check: LabScript;
+  solution: LabScript;
 };
 
 /** One problem in lab content: where it is (file, then field inside it) and what is wrong. */
@@ -85,7 +102,43 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
       { file: manifestFile, field: "lesson", message: `lesson file not found: ${displayPath(lessonPath)}` },
     ]);
   }
-  return { slug, manifest, lessonMarkdown, dir };
+  const issues: LabIssue[] = [];
+  const readPart = async (relative: string, field: string, executable: boolean): Promise<LabScript> => {
+    const file = path.join(dir, relative);
+    const content = await readTextFile(slug, file);
+    if (content === undefined) {
+      issues.push({ file: manifestFile, field, message: `file not found: ${displayPath(file)}` });
+    } else if (executable && !(await isExecutable(file))) {
+      issues.push({ file: displayPath(file), message: "not executable (chmod +x, and commit the mode)" });
+    }
+    return { file: displayPath(file), content: content ?? "" };
+  };
+  const steps = await Promise.all(
+    manifest.steps.map(async (step, i): Promise<LoadedStep> => {
+      const base = `steps/${step.id}`;
+      const field = `steps[${i}]`;
+      const [text, hint, check, solution] = await Promise.all([
+        readPart(`${base}/${STEP_FILES.text}`, field, false),
+        readPart(`${base}/${STEP_FILES.hint}`, field, false),
+        readPart(`${base}/${STEP_FILES.check}`, field, true),
+        readPart(`${base}/${STEP_FILES.solution}`, field, true),
+      ]);
+      return { ...step, textMarkdown: text.content, hintMarkdown: hint.content, check, solution };
+    }),
+  );
+  const setup: Record<string, LabScript[]> = {};
+  for (const [machine, files] of Object.entries(manifest.setup)) {
+    setup[machine] = await Promise.all(files.map((f, i) => readPart(f, `setup.${machine}[${i}]`, true)));
+  }
+  if (issues.length > 0) throw new LabError(slug, issues);
+  return { slug, manifest, lessonMarkdown, dir, steps, setup };
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  return access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

@@ -35,6 +35,42 @@ export const LabRelativePath = z
   .refine((p) => !p.startsWith("/") && !p.includes("\\"), "must be a relative path with forward slashes")
   .refine((p) => p.split("/").every((part) => part !== ".." && part !== ""), "must stay inside the lab directory");
 
+/** A step id is its folder name under steps/ and the key progress is stored under. */
+export const STEP_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Default and bounds of a check's timeout, in seconds; the grader kills a check that runs longer. */
+export const DEFAULT_CHECK_TIMEOUT_S = 15;
+export const MAX_CHECK_TIMEOUT_S = 300;
+
+/** Files every step folder `steps/<id>/` holds; scripts must be executable (git keeps the bit). */
+export const STEP_FILES = {
+  text: "step.md",
+  check: "check.sh",
+  hint: "hint.md",
+  solution: "solution.sh",
+} as const;
+
+export const LabStep = z
+  .strictObject({
+    id: z.string().regex(STEP_ID_PATTERN, `must match ${STEP_ID_PATTERN}`).describe("Folder under steps/ with step.md, check.sh, hint.md, solution.sh"),
+    title: z.string().trim().min(1).max(200).describe("Step title in the step list"),
+    machine: MachineName.describe("Machine the check (and by default the solution) runs on"),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_CHECK_TIMEOUT_S)
+      .default(DEFAULT_CHECK_TIMEOUT_S)
+      .describe("The check is killed after this many seconds and reported as timed out"),
+    solutionMachine: MachineName.optional().describe("Machine the solution runs on when not the check's machine"),
+    verifyByReboot: z
+      .boolean()
+      .default(false)
+      .describe("`labs test` reboots the machine after the solution and requires the check to pass again"),
+  })
+  .describe("One step of the lab");
+export type LabStep = z.infer<typeof LabStep>;
+
 export const LabManifest = z
   .strictObject({
     title: z.string().trim().min(1).max(200).describe("Lab title shown in the catalog and the lab header"),
@@ -67,6 +103,35 @@ export const LabManifest = z
     lesson: LabRelativePath.refine((p) => p.endsWith(".md"), "must be a Markdown file (.md)")
       .default("lesson.md")
       .describe("Lesson text in Markdown, relative to the lab directory"),
+    steps: z
+      .array(LabStep)
+      .default([])
+      .superRefine((steps, ctx) => {
+        const seen = new Set<string>();
+        steps.forEach((step, i) => {
+          if (seen.has(step.id)) ctx.addIssue({ code: "custom", path: [i, "id"], message: `duplicate step id "${step.id}"` });
+          seen.add(step.id);
+        });
+      })
+      .describe("Ordered steps; each unlocks when the previous one's check passes"),
+    setup: z
+      .record(MachineName, z.array(LabRelativePath).min(1))
+      .default({})
+      .describe("Per machine, scripts run in order (as root) to prepare the lab, including deliberate faults"),
+  })
+  .superRefine((lab, ctx) => {
+    const machines = new Set(lab.machines);
+    lab.steps.forEach((step, i) => {
+      if (!machines.has(step.machine)) {
+        ctx.addIssue({ code: "custom", path: ["steps", i, "machine"], message: `unknown machine "${step.machine}" (the lab has ${lab.machines.join(", ")})` });
+      }
+      if (step.solutionMachine && !machines.has(step.solutionMachine)) {
+        ctx.addIssue({ code: "custom", path: ["steps", i, "solutionMachine"], message: `unknown machine "${step.solutionMachine}"` });
+      }
+    });
+    for (const name of Object.keys(lab.setup)) {
+      if (!machines.has(name)) ctx.addIssue({ code: "custom", path: ["setup", name], message: `unknown machine "${name}"` });
+    }
   })
   .describe("labs/<slug>/lab.yaml");
 export type LabManifest = z.infer<typeof LabManifest>;

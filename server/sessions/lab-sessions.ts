@@ -25,6 +25,8 @@ export async function startOrResumeSession(
   db: Db,
   provider: MachineProvider,
   request: { learnerId: string; labSlug: string; machines: readonly string[] },
+  /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
+  prepare?: (sessionId: string) => Promise<void>,
 ): Promise<SessionView> {
   const findLive = () =>
     db.labSession.findFirst({
@@ -52,9 +54,16 @@ export async function startOrResumeSession(
   }
   try {
     const machines = await provider.create({ sessionId: session.id, labSlug: request.labSlug, machines: request.machines });
+    try {
+      await db.machine.createMany({ data: machines.map((m) => ({ ...m, sessionId: session.id })) });
+      await prepare?.(session.id);
+    } catch (error) {
+      await provider.destroy(session.id, machines).catch(() => undefined);
+      throw error;
+    }
     const ready = await db.labSession.update({
       where: { id: session.id },
-      data: { state: "ready", machines: { create: machines } },
+      data: { state: "ready", currentStepSince: new Date() },
       include: { machines: { select: { name: true } } },
     });
     return view(ready);

@@ -10,6 +10,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createDb, type Db } from "../db/client";
+import { EventBus } from "../events/bus";
+import { Grader, type GraderOptions } from "../grader/grader";
+import { LabCatalog } from "../labs/catalog";
+import { runLabSetup } from "../labs/setup";
+import { SshExecPool } from "../machines/ssh-exec";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { log } from "../log";
@@ -31,7 +36,15 @@ export interface TestStack {
   hosts: NetnsHostSet;
   provider: MachineProvider;
   terminals: TerminalRegistry;
-  /** Starts (or resumes) a session of lab `slug` for `learnerId`. */
+  labs: LabCatalog;
+  pool: SshExecPool;
+  bus: EventBus;
+  /** Not started; call grader.start() in tests that want polling. */
+  grader: Grader;
+  /**
+   * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
+   * directory gets its setup run; any other slug just gets the three machines.
+   */
   startSession(learnerId: string, slug?: string): Promise<string>;
   token(sessionId: string, machine: string, mode?: "write" | "read", sub?: string): string;
   stop(): Promise<void>;
@@ -49,7 +62,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
-export async function startTestStack(options: { subnet: number }): Promise<TestStack> {
+export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions }): Promise<TestStack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
   // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
@@ -75,6 +88,12 @@ export async function startTestStack(options: { subnet: number }): Promise<TestS
     const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
     const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
     cleanups.push(() => terminals.closeAll());
+    const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
+    const pool = new SshExecPool();
+    cleanups.push(async () => pool.closeAll());
+    const bus = new EventBus();
+    const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
+    cleanups.push(async () => grader.stop());
     const gateway = terminalUpgrade({ secret, terminals, log });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
@@ -97,8 +116,18 @@ export async function startTestStack(options: { subnet: number }): Promise<TestS
       hosts,
       provider,
       terminals,
+      labs,
+      pool,
+      bus,
+      grader,
       async startSession(learnerId, slug = "test-lab") {
-        const session = await startOrResumeSession(db, provider, { learnerId, labSlug: slug, machines: LAB_MACHINES });
+        const lab = await labs.get(slug).catch(() => null);
+        const session = await startOrResumeSession(
+          db,
+          provider,
+          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES },
+          lab ? (sid) => runLabSetup(pool, lab, (m) => machineEndpoint(db, sid, m)) : undefined,
+        );
         return session.id;
       },
       token: (sessionId, machine, mode = "write", sub = "tester") => signTerminalToken(secret, { sid: sessionId, m: machine, mode, sub }),

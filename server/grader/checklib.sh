@@ -1,0 +1,90 @@
+# Labdeck check helpers: the grader puts this in front of every check and solution script.
+# "Now" is easy (sysctl -n, swapon, lsmod); these read what the machine will do at its next
+# boot, so a step can require "and it stays so after a reboot" without rebooting.
+# LABDECK_ROOT prefixes every path read (tests point it at a fake root; empty on machines).
+LABDECK_ROOT=${LABDECK_ROOT:-}
+
+# Every sysctl that systemd-sysctl applies at boot, as "key=value", the last file winning.
+# Order (sysctl.d(5)): *.conf from /etc/sysctl.d, /run/sysctl.d, /usr/local/lib/sysctl.d,
+# /usr/lib/sysctl.d and /lib/sysctl.d; a file name in an earlier directory masks the same name
+# in later ones; files are then applied sorted by name. Keys may use / or . as separator.
+boot_sysctl_all() {
+  local dir f name
+  declare -A chosen=()
+  for dir in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
+    for f in "$LABDECK_ROOT$dir"/*.conf; do
+      [ -e "$f" ] || continue
+      name=${f##*/}
+      [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
+    done
+  done
+  for name in $(printf '%s\n' "${!chosen[@]}" | LC_ALL=C sort); do
+    f=${chosen[$name]}
+    [ -s "$f" ] || continue # an empty file (or /dev/null symlink) masks without setting anything
+    awk '
+      /^[[:space:]]*([#;]|$)/ { next }
+      {
+        line = $0; eq = index(line, "="); if (eq == 0) next
+        key = substr(line, 1, eq - 1); value = substr(line, eq + 1)
+        gsub(/^[[:space:]]+|[[:space:]]+$/, "", key); gsub(/^[[:space:]]+|[[:space:]]+$/, "", value)
+        sub(/^-/, "", key); gsub(/\//, ".", key)
+        print key "=" value
+      }' "$f"
+  done
+}
+
+# The value KEY gets at boot (empty when no file sets it). Example: boot_sysctl net.ipv4.ip_forward
+boot_sysctl() {
+  boot_sysctl_all | awk -F= -v k="$1" '$1 == k { v = substr($0, length(k) + 2) } END { if (v != "") print v }'
+}
+
+# Which file sets KEY last at boot (to tell the learner where the override is).
+boot_sysctl_source() {
+  local dir f name last=""
+  declare -A chosen=()
+  for dir in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
+    for f in "$LABDECK_ROOT$dir"/*.conf; do
+      [ -e "$f" ] || continue
+      name=${f##*/}
+      [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
+    done
+  done
+  for name in $(printf '%s\n' "${!chosen[@]}" | LC_ALL=C sort); do
+    f=${chosen[$name]}
+    if sed -e 's/[[:space:]]//g' -e 's#/#.#g' -e 's/^-//' "$f" 2>/dev/null | grep -q "^$1="; then last=${f#"$LABDECK_ROOT"}; fi
+  done
+  [ -n "$last" ] && echo "$last"
+}
+
+# fstab swap entries that are activated at boot (not commented out, not noauto), one per line.
+boot_swap() {
+  awk '!/^[[:space:]]*#/ && NF >= 3 && $3 == "swap" && ($4 == "" || $4 !~ /(^|,)noauto(,|$)/)' "$LABDECK_ROOT/etc/fstab" 2>/dev/null
+}
+
+# Modules systemd-modules-load loads at boot (modules-load.d(5) plus /etc/modules), one per line.
+boot_modules() {
+  local dir f name
+  declare -A chosen=()
+  for dir in /etc/modules-load.d /run/modules-load.d /usr/local/lib/modules-load.d /usr/lib/modules-load.d /lib/modules-load.d; do
+    for f in "$LABDECK_ROOT$dir"/*.conf; do
+      [ -e "$f" ] || continue
+      name=${f##*/}
+      [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
+    done
+  done
+  { for f in "${chosen[@]}" "$LABDECK_ROOT/etc/modules"; do [ -f "$f" ] && cat "$f"; done; } 2>/dev/null |
+    sed -e 's/[#;].*//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u
+}
+
+# True when MODULE is loaded at boot. Example: boot_module br_netfilter || echo "not at boot"
+boot_module() {
+  boot_modules | grep -qx -- "$1"
+}
+
+# True when the systemd unit starts at boot (enabled, enabled-runtime, static with a wanted-by link, ...).
+unit_enabled() {
+  case "$(systemctl is-enabled -- "$1" 2>/dev/null)" in
+    enabled | enabled-runtime | alias | linked) return 0 ;;
+    *) return 1 ;;
+  esac
+}

@@ -1,0 +1,168 @@
+/**
+ * The grader against real sshd hosts and a real PostgreSQL: polling passes a step within seconds
+ * of the state becoming true, failing output is recorded, hung checks are killed at their
+ * timeout, an unreachable machine does not hold up other sessions, progress only moves forward.
+ */
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Progress } from "./progress";
+import { startTestStack, type TestStack } from "../testing/stack";
+
+let stack: TestStack;
+let labsDir: string;
+/** A TCP server that accepts and never speaks: SSH to it hangs until the handshake times out. */
+let blackHole: net.Server;
+const held: net.Socket[] = [];
+
+function writeLab(dir: string) {
+  const put = (file: string, content: string, mode = 0o644) => {
+    const full = path.join(dir, "grader-test", file);
+    fs.mkdirSync(path.dirname(full), { recursive: true });
+    fs.writeFileSync(full, content, { mode });
+  };
+  put(
+    "lab.yaml",
+    [
+      "title: grader test",
+      "summary: steps for the grader's own tests",
+      "durationMinutes: 5",
+      "steps:",
+      "  - { id: make-flag, title: make a flag, machine: node01, timeoutSeconds: 5 }",
+      "  - { id: hangs, title: a check that hangs, machine: node02, timeoutSeconds: 2 }",
+      "setup:",
+      "  node01: [setup/node01.sh]",
+    ].join("\n"),
+  );
+  put("lesson.md", "# test\n");
+  put("setup/node01.sh", "#!/bin/bash\nrm -f /root/grader-flag\necho setup-ran > /root/setup-marker\n", 0o755);
+  put("steps/make-flag/step.md", "make /root/grader-flag\n");
+  put("steps/make-flag/hint.md", "touch it\n");
+  put("steps/make-flag/check.sh", '#!/bin/bash\n[ -f /root/grader-flag ] || { echo "フラグがまだありません"; exit 1; }\necho ok\n', 0o755);
+  put("steps/make-flag/solution.sh", "#!/bin/bash\ntouch /root/grader-flag\n", 0o755);
+  put("steps/hangs/step.md", "wait\n");
+  put("steps/hangs/hint.md", "wait\n");
+  put("steps/hangs/check.sh", "#!/bin/bash\necho started; sleep 60\n", 0o755);
+  put("steps/hangs/solution.sh", "#!/bin/bash\ntrue\n", 0o755);
+}
+
+async function exec(machine: string, command: string) {
+  const host = stack.hosts.hosts.find((h) => h.name === machine)!;
+  const result = await stack.pool.run({ ...host, privateKey: host.privateKey }, command, 10);
+  expect(result.outcome).toBe("pass");
+  return result.output;
+}
+
+function waitForProgress(sessionId: string, predicate: (p: Progress) => boolean, timeoutMs: number): Promise<Progress> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`no matching progress within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const off = stack.bus.onProgress(sessionId, (p) => {
+      if (!predicate(p)) return;
+      clearTimeout(timer);
+      off();
+      resolve(p);
+    });
+  });
+}
+
+beforeAll(async () => {
+  labsDir = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-grader-labs-"));
+  writeLab(labsDir);
+  stack = await startTestStack({ subnet: 44, labsDir, grader: { intervalMs: 500 } });
+  blackHole = net.createServer((socket) => held.push(socket));
+  await new Promise<void>((resolve) => blackHole.listen(0, "127.0.0.1", resolve));
+}, 120_000);
+
+afterAll(async () => {
+  stack?.grader.stop();
+  for (const s of held) s.destroy();
+  blackHole?.close();
+  await stack?.stop();
+  fs.rmSync(labsDir, { recursive: true, force: true });
+});
+
+describe("grader over real sshd", () => {
+  let sessionId: string;
+
+  it("runs the lab's setup when a session starts", async () => {
+    await exec("node01", "touch /root/grader-flag");
+    sessionId = await stack.startSession("grader-learner", "grader-test");
+    expect(await exec("node01", "cat /root/setup-marker; ls /root/grader-flag 2>&1 || true")).toMatch(/setup-ran[\s\S]*No such file/);
+  });
+
+  it("records a failing check with its output, reachable through progress", async () => {
+    const progress = await stack.grader.checkNow(sessionId);
+    expect(progress.currentStepId).toBe("make-flag");
+    expect(progress.lastCheck).toMatchObject({ stepId: "make-flag", outcome: "fail", output: "フラグがまだありません" });
+    expect(progress.steps.map((s) => s.state)).toEqual(["current", "locked"]);
+    const runs = await stack.db.checkRun.findMany({ where: { sessionId } });
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ trigger: "manual", outcome: "fail", exitCode: 1, machine: "node01" });
+  });
+
+  it("passes a step by polling within seconds of the state becoming true, unlocking the next, while an unreachable session waits", async () => {
+    // A second session whose node01 never answers SSH: it must not stall the first.
+    const stuck = await stack.startSession("grader-stuck", "test-lab-without-steps");
+    await stack.db.labSession.update({ where: { id: stuck }, data: { labSlug: "grader-test" } });
+    const port = (blackHole.address() as net.AddressInfo).port;
+    await stack.db.machine.updateMany({ where: { sessionId: stuck, name: "node01" }, data: { host: "127.0.0.1", port } });
+
+    stack.grader.start();
+    await new Promise((r) => setTimeout(r, 1500)); // the stuck session's check is now hanging
+    const becameTrue = Date.now();
+    const passed = waitForProgress(sessionId, (p) => p.steps[0]?.state === "done", 10_000);
+    await exec("node01", "touch /root/grader-flag");
+    const progress = await passed;
+    const latency = Date.now() - becameTrue;
+    expect(latency).toBeLessThan(5_000);
+    expect(progress.currentStepId).toBe("hangs");
+    expect(progress.steps.map((s) => s.state)).toEqual(["done", "current"]);
+    const completion = await stack.db.stepCompletion.findMany({ where: { sessionId } });
+    expect(completion.map((c) => c.stepId)).toEqual(["make-flag"]);
+  });
+
+  it("kills a hung check at its timeout and reports it", async () => {
+    const progress = await waitForProgress(sessionId, (p) => p.lastCheck?.stepId === "hangs", 15_000);
+    expect(progress.lastCheck!.outcome).toBe("timeout");
+    expect(progress.lastCheck!.output).toContain("started");
+    expect(progress.lastCheck!.durationMs).toBeGreaterThanOrEqual(1_900);
+    expect(progress.lastCheck!.durationMs).toBeLessThan(8_000);
+    // The remote process was killed too, not left running.
+    expect(await exec("node02", "pgrep -f 'sleep 60' | wc -l")).toBe("0");
+  });
+
+  it("moves forward only: undoing the work does not re-lock a done step", async () => {
+    await exec("node01", "rm -f /root/grader-flag");
+    await new Promise((r) => setTimeout(r, 1500));
+    const progress = await stack.grader.progress(sessionId);
+    expect(progress.steps[0]!.state).toBe("done");
+  });
+
+  it("reports the unreachable machine's runs as unreachable and backs off", async () => {
+    const stuck = await stack.db.labSession.findFirstOrThrow({ where: { learnerId: "grader-stuck" } });
+    // Its check gives up after the step's 5 s timeout (connecting counts against it).
+    const deadline = Date.now() + 15_000;
+    while ((await stack.db.checkRun.count({ where: { sessionId: stuck.id } })) === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    stack.grader.stop();
+    const runs = await stack.db.checkRun.findMany({ where: { sessionId: stuck.id } });
+    expect(runs.length).toBeGreaterThanOrEqual(1);
+    expect(runs.every((r) => r.outcome === "unreachable")).toBe(true);
+    // Far fewer runs than the healthy session's, which was polled every 500 ms meanwhile.
+    const healthyRuns = await stack.db.checkRun.count({ where: { sessionId } });
+    expect(runs.length).toBeLessThan(healthyRuns);
+  });
+
+  it("keeps progress across a grader restart (it lives in the database)", async () => {
+    const { Grader } = await import("./grader");
+    const fresh = new Grader({ db: stack.db, labs: stack.labs, pool: stack.pool, bus: stack.bus, log: (await import("../log")).log });
+    const progress = await fresh.progress(sessionId);
+    expect(progress.steps.map((s) => s.state)).toEqual(["done", "current"]);
+  });
+});

@@ -1,0 +1,50 @@
+/**
+ * A learner's progress through a lab as the browser sees it: the payload of
+ * GET /api/sessions/:id/progress, of each `progress` event on GET /api/sessions/:id/events
+ * (Server-Sent Events), and of POST /api/sessions/:id/check. Shared by server and browser.
+ */
+import { z } from "zod";
+
+export const StepState = z.enum(["locked", "current", "done"]);
+export type StepState = z.infer<typeof StepState>;
+
+export const CheckOutcome = z.enum([
+  /** The check exited 0. */
+  "pass",
+  /** The check exited non-zero; its output says what is still wrong. */
+  "fail",
+  /** The check ran past its timeout and was killed. */
+  "timeout",
+  /** The machine did not answer over SSH. */
+  "unreachable",
+  /** Anything else (could not start the check). */
+  "error",
+]);
+export type CheckOutcome = z.infer<typeof CheckOutcome>;
+
+export const CheckResult = z.object({
+  stepId: z.string(),
+  outcome: CheckOutcome,
+  /** The check's output (stdout + stderr, trimmed, at most CHECK_OUTPUT_MAX_BYTES), or the grader's explanation. */
+  output: z.string(),
+  /** ISO time the run finished. */
+  at: z.string(),
+  durationMs: z.number().int(),
+});
+export type CheckResult = z.infer<typeof CheckResult>;
+
+export const Progress = z.object({
+  sessionId: z.string(),
+  steps: z.array(z.object({ id: z.string(), title: z.string(), state: StepState })),
+  /** Id of the current step, null when every step is done. */
+  currentStepId: z.string().nullable(),
+  /** The newest check run of the current step (or of the step just passed), if any. */
+  lastCheck: CheckResult.nullable(),
+  /** Step ids whose hint the learner has revealed. */
+  hintsRevealed: z.array(z.string()),
+  completed: z.boolean(),
+});
+export type Progress = z.infer<typeof Progress>;
+
+/** Most bytes of a check's output kept and shown; the rest is cut with a marker. */
+export const CHECK_OUTPUT_MAX_BYTES = 4 * 1024;

@@ -1,0 +1,31 @@
+/**
+ * Prepares a new session's machines for its lab: runs each machine's setup scripts in order (as
+ * the machine's SSH user, root), machines in parallel. A failing script fails the start with a
+ * message naming the script and what it printed.
+ */
+import { CHECK_LIB } from "../grader/grader";
+import type { SshEndpoint } from "../terminal/ssh";
+import type { SshExecPool } from "../machines/ssh-exec";
+import type { Lab } from "./load";
+
+/** Longest a single setup script may run, in seconds. */
+export const SETUP_SCRIPT_TIMEOUT_S = 300;
+
+export async function runLabSetup(
+  pool: SshExecPool,
+  lab: Lab,
+  endpointOf: (machine: string) => Promise<SshEndpoint | null>,
+): Promise<void> {
+  await Promise.all(
+    Object.entries(lab.setup).map(async ([machine, scripts]) => {
+      const endpoint = await endpointOf(machine);
+      if (!endpoint) throw new Error(`${lab.slug}: setup: the session has no machine ${machine}`);
+      for (const script of scripts) {
+        const result = await pool.run(endpoint, `${CHECK_LIB}\n${script.content}`, SETUP_SCRIPT_TIMEOUT_S);
+        if (result.outcome !== "pass") {
+          throw new Error(`${script.file} on ${machine}: ${result.outcome} (exit ${result.exitCode}): ${result.output}`);
+        }
+      }
+    }),
+  );
+}

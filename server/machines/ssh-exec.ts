@@ -1,0 +1,164 @@
+/**
+ * Runs scripts on machines over SSH exec channels, apart from the learner's shell (never typed
+ * into it). One SSH connection per machine is kept and shared by every run on it; a failed
+ * connection is dropped and re-made on the next run.
+ */
+import type { Client } from "ssh2";
+import { connectSsh, type SshEndpoint } from "../terminal/ssh";
+import { CHECK_OUTPUT_MAX_BYTES, type CheckOutcome } from "../grader/progress";
+
+/** A connection unused this long is closed, in ms. */
+const IDLE_CLOSE_MS = 60_000;
+/** Extra time the remote `timeout` gets to kill a check before we give up on it locally, in ms. */
+const LOCAL_GRACE_MS = 5_000;
+/** Seconds between `timeout`'s TERM and KILL for a check that ignores TERM. */
+const KILL_AFTER_S = 2;
+
+export interface ScriptResult {
+  outcome: CheckOutcome;
+  exitCode: number | null;
+  /** Output (stdout and stderr as they came), ANSI escapes removed, cut to CHECK_OUTPUT_MAX_BYTES. */
+  output: string;
+  durationMs: number;
+}
+
+interface PooledConnection {
+  client: Promise<Client>;
+  lastUsed: number;
+}
+
+export class SshExecPool {
+  private readonly connections = new Map<string, PooledConnection>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor() {
+    this.sweeper = setInterval(() => this.closeIdle(), IDLE_CLOSE_MS);
+    this.sweeper.unref();
+  }
+
+  /**
+   * Runs `script` with bash on the machine, killed after `timeoutSeconds`. Never throws: an
+   * unreachable machine or a refused host key is an outcome like any other.
+   */
+  async run(endpoint: SshEndpoint, script: string, timeoutSeconds: number): Promise<ScriptResult> {
+    const started = Date.now();
+    const elapsed = () => Date.now() - started;
+    let client: Client;
+    try {
+      // Connecting counts against the check's time: a machine that accepts TCP but never
+      // finishes the SSH handshake must not hold a check longer than its timeout.
+      client = await withTimeout(this.connection(endpoint), timeoutSeconds * 1000, "no SSH handshake in time");
+    } catch (error) {
+      return { outcome: "unreachable", exitCode: null, output: `${endpoint.name} に接続できません: ${(error as Error).message}`, durationMs: elapsed() };
+    }
+    const command = `timeout --kill-after=${KILL_AFTER_S}s ${timeoutSeconds}s bash -s`;
+    return new Promise<ScriptResult>((resolve) => {
+      client.exec(command, (error, channel) => {
+        if (error) {
+          this.drop(endpoint);
+          resolve({ outcome: "unreachable", exitCode: null, output: `${endpoint.name}: ${error.message}`, durationMs: elapsed() });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        const collect = (chunk: Buffer) => {
+          if (bytes >= CHECK_OUTPUT_MAX_BYTES * 2) return; // keep a bounded amount; cut below
+          chunks.push(chunk);
+          bytes += chunk.length;
+        };
+        channel.on("data", collect);
+        channel.stderr.on("data", collect);
+        let exitCode: number | null = null;
+        let settled = false;
+        const finish = (outcome?: CheckOutcome) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(backstop);
+          const output = cleanOutput(Buffer.concat(chunks));
+          const timedOut = exitCode === 124 || exitCode === 137 || outcome === "timeout";
+          resolve({
+            outcome: outcome ?? (timedOut ? "timeout" : exitCode === 0 ? "pass" : "fail"),
+            exitCode,
+            output: timedOut ? `${output}\n(チェックが ${timeoutSeconds} 秒以内に終わらなかったため中断しました)`.trim() : output,
+            durationMs: elapsed(),
+          });
+        };
+        const backstop = setTimeout(() => {
+          channel.close();
+          finish("timeout");
+        }, timeoutSeconds * 1000 + LOCAL_GRACE_MS);
+        channel.on("exit", (code: number | null) => (exitCode = code));
+        channel.on("close", () => finish(exitCode === null ? "unreachable" : undefined));
+        channel.end(script);
+      });
+    });
+  }
+
+  closeAll(): void {
+    clearInterval(this.sweeper);
+    for (const key of [...this.connections.keys()]) this.dropKey(key);
+  }
+
+  private connection(endpoint: SshEndpoint): Promise<Client> {
+    const key = endpointKey(endpoint);
+    const existing = this.connections.get(key);
+    if (existing) {
+      existing.lastUsed = Date.now();
+      return existing.client;
+    }
+    const client = connectSsh(endpoint).then((c) => {
+      c.on("error", () => this.dropKey(key));
+      c.on("close", () => this.connections.delete(key));
+      return c;
+    });
+    client.catch(() => this.connections.delete(key));
+    this.connections.set(key, { client, lastUsed: Date.now() });
+    return client;
+  }
+
+  private drop(endpoint: SshEndpoint): void {
+    this.dropKey(endpointKey(endpoint));
+  }
+
+  private dropKey(key: string): void {
+    const entry = this.connections.get(key);
+    this.connections.delete(key);
+    entry?.client.then((c) => c.end(), () => undefined);
+  }
+
+  private closeIdle(): void {
+    const now = Date.now();
+    for (const [key, entry] of this.connections) if (now - entry.lastUsed > IDLE_CLOSE_MS) this.dropKey(key);
+  }
+}
+
+function endpointKey(e: SshEndpoint): string {
+  return `${e.user}@${e.host}:${e.port}#${e.hostKey}`;
+}
+
+/** Escape sequences (colours, cursor moves) mean nothing in the feedback box. */
+const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[()][A-Za-z0-9]|\u001b[=>]/g;
+
+function cleanOutput(raw: Buffer): string {
+  let text = raw.toString("utf8").replace(ANSI, "").replace(/\r\n?/g, "\n").trim();
+  if (Buffer.byteLength(text) > CHECK_OUTPUT_MAX_BYTES) {
+    text = Buffer.from(text).subarray(0, CHECK_OUTPUT_MAX_BYTES).toString("utf8").replace(/\uFFFD$/, "") + "\n…(省略)";
+  }
+  return text;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(message)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
