@@ -1,0 +1,124 @@
+/**
+ * The `labdeck` command for operators and course authors (`npm run labdeck -- <command>`):
+ *   labs validate                      check every lab under LABDECK_LABS_DIR (or --labs-dir)
+ *   labs test <slug> [--machines M]    prove each step on real machines (M: netns | hosts:<file>)
+ * Exit codes: 0 ok, 1 the command found problems or failed, 2 bad command line.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { listLabs, loadLab, LabError } from "./labs/load";
+import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
+import { createNetnsHosts } from "./machines/netns-hosts";
+import { SshExecPool } from "./machines/ssh-exec";
+import { loadStaticHosts } from "./machines/static-hosts";
+
+const USAGE = `usage:
+  labdeck labs validate [--labs-dir DIR]
+  labdeck labs test <slug> [--labs-dir DIR] [--machines netns|hosts:<file>]
+
+  --machines netns         three throw-away sshd hosts in network namespaces (default; they share
+                           this machine's kernel and /etc, so only for labs that change neither)
+  --machines hosts:<file>  the first group of a static hosts file (real machines you provide)`;
+
+class UsageError extends Error {}
+
+const Options = z.object({
+  "labs-dir": z.string().min(1).default(process.env.LABDECK_LABS_DIR ?? path.resolve("labs")),
+  machines: z
+    .string()
+    .regex(/^(netns|hosts:.+)$/, "must be netns or hosts:<file>")
+    .default("netns"),
+});
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { "labs-dir": { type: "string" }, machines: { type: "string" } } });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const options = Options.safeParse(parsed.values);
+  if (!options.success) throw new UsageError(options.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n"));
+  const [group, command, ...rest] = parsed.positionals;
+  const labsDir = options.data["labs-dir"];
+
+  if (group === "labs" && command === "validate" && rest.length === 0) {
+    const { labs, errors } = await listLabs(labsDir);
+    for (const lab of labs) process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps)\n`);
+    for (const error of errors) process.stdout.write(`error ${error.slug ?? "?"}\n${indent(error.message)}\n`);
+    return errors.length > 0 ? 1 : 0;
+  }
+  if (group === "labs" && command === "test" && rest.length === 1) {
+    const lab = await loadLab(labsDir, rest[0]!);
+    const { machines, close } = await openMachines(options.data.machines, lab.manifest.machines);
+    const pool = new SshExecPool();
+    try {
+      process.stdout.write(`testing ${lab.slug} (${lab.steps.length} steps) on ${options.data.machines}\n`);
+      const results = await testLab(lab, machines, pool, (r) =>
+        process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
+      );
+      process.stdout.write(`\n${formatResults(lab, results)}\n`);
+      return results.every((r) => r.ok) ? 0 : 1;
+    } finally {
+      pool.closeAll();
+      await close();
+    }
+  }
+  throw new UsageError(`unknown command: ${parsed.positionals.join(" ") || "(none)"}`);
+}
+
+async function openMachines(spec: string, names: readonly string[]): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
+  if (spec === "netns") {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
+    const set = await createNetnsHosts({ id: "lt", names: [...names], subnet: 90, dir });
+    return {
+      machines: {
+        async endpoint(name) {
+          const host = set.hosts.find((h) => h.name === name);
+          if (!host) throw new Error(`no machine ${name}`);
+          return host;
+        },
+      },
+      close: async () => {
+        await set.destroy();
+        await fs.rm(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const file = spec.slice("hosts:".length);
+  const hosts = await loadStaticHosts(file);
+  const group = hosts.groups[0]!;
+  return {
+    machines: {
+      async endpoint(name) {
+        const m = group.machines.find((x) => x.name === name);
+        if (!m) throw new Error(`${file}: group ${group.id} has no machine ${name}`);
+        const privateKey = await fs.readFile(path.resolve(path.dirname(file), m.privateKeyPath), "utf8");
+        return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey };
+      },
+    },
+    close: async () => {},
+  };
+}
+
+function indent(text: string): string {
+  return text
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`labdeck: ${error.message}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`labdeck: ${error instanceof LabError ? `\n${error.message}` : error.message}\n`);
+    process.exit(1);
+  },
+);
