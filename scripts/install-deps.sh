@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 # chromium: e2e browser (Playwright drives Debian's build; it cannot download its own here)
 # openssh-server: sshd for the local test/dev hosts; iproute2 + util-linux: network/UTS namespaces
-# fonts-noto-cjk: Japanese glyphs in the browser
-APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates)
+# fonts-noto-cjk: Japanese glyphs in the browser; dtach: learners' shells outlive the gateway (local hosts)
+APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates dtach)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
