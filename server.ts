@@ -7,6 +7,10 @@ import http from "node:http";
 import path from "node:path";
 import next from "next";
 import { parseEnv } from "./server/config";
+import { EventBus } from "./server/events/bus";
+import { Grader } from "./server/grader/grader";
+import { LabCatalog } from "./server/labs/catalog";
+import { SshExecPool } from "./server/machines/ssh-exec";
 import { createDb } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
@@ -35,7 +39,12 @@ async function main(): Promise<void> {
     (sessionId, machine) => machineEndpoint(db, sessionId, machine),
     (event) => log.info(event, "terminal state"),
   );
-  setServices({ env, db, secret, provider, terminals });
+  const labs = new LabCatalog(env.LABDECK_LABS_DIR);
+  const pool = new SshExecPool();
+  const bus = new EventBus();
+  const grader = new Grader({ db, labs, pool, bus, log });
+  setServices({ env, db, secret, provider, terminals, labs, pool, bus, grader });
+  grader.start();
 
   const dev = env.NODE_ENV !== "production";
   const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
@@ -66,6 +75,8 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, "shutting down");
     gateway.closeAll();
+    grader.stop();
+    pool.closeAll();
     server.close();
     await terminals.closeAll();
     await db.$disconnect().catch(() => undefined);
