@@ -1,6 +1,9 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // The `@/` import prefix of tsconfig.json's paths, for modules shared with the browser.
+  resolve: { alias: { "@/": fileURLToPath(new URL("./", import.meta.url)) } },
   test: {
     include: ["server/**/*.test.ts", "components/**/*.test.ts"],
     testTimeout: 60000,

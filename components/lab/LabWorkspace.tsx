@@ -1,12 +1,17 @@
 "use client";
 /**
- * The lab view: lesson on the left, terminal tabs on the right, split by a draggable separator.
- * Fills its parent's height (the layout's <main> is a flex column), so the terminals get a
- * definite size to fit to.
+ * The lab view: lesson (and steps, when the lab has any) on the left, terminal tabs on the right,
+ * split by a draggable separator. Fills its parent's height (the layout's <main> is a flex
+ * column), so the terminals get a definite size to fit to. Owns which machine's terminal is shown
+ * and shares the switch with the code blocks' "run in machine" buttons.
  */
 import Link from "next/link";
+import { useMemo, useState } from "react";
 import { Group, Panel, Separator } from "react-resizable-panels";
 import { Lesson } from "@/components/lesson/Lesson";
+import { MachineSwitchProvider, type MachineSwitch } from "./active-machine";
+import { LabGuide } from "./LabGuide";
+import type { StepText } from "./StepPanel";
 import { TerminalTabs } from "./TerminalTabs";
 
 /** What the lab view needs to know about a lab; plain data, passed from the server page. */
@@ -21,29 +26,38 @@ const TEXT = {
   resize: "レッスンとターミナルの幅を変更",
 } as const;
 
-export function LabWorkspace({ lab, lessonMarkdown }: { lab: LabWorkspaceLab; lessonMarkdown: string }) {
+export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
+  const { lab, lessonMarkdown, steps } = props;
+  const [activeMachine, setActiveMachine] = useState(lab.machines[0]);
+  const machineSwitch = useMemo<MachineSwitch>(() => ({ machines: lab.machines, select: setActiveMachine }), [lab.machines]);
   return (
-    <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug}>
-      <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
-        <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
-          ← {TEXT.back}
-        </Link>
-        <h1 className="truncate text-sm font-semibold">{lab.title}</h1>
+    <MachineSwitchProvider value={machineSwitch}>
+      <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug}>
+        <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
+          <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
+            ← {TEXT.back}
+          </Link>
+          <h1 className="truncate text-sm font-semibold">{lab.title}</h1>
+        </div>
+        <div className="min-h-0 flex-1">
+          <Group orientation="horizontal" id="lab-workspace">
+            <Panel id="lesson" defaultSize="42%" minSize="20%" className="bg-white">
+              {steps.length > 0 ? (
+                <LabGuide slug={lab.slug} lessonMarkdown={lessonMarkdown} steps={steps} />
+              ) : (
+                <Lesson markdown={lessonMarkdown} />
+              )}
+            </Panel>
+            <Separator
+              aria-label={TEXT.resize}
+              className="w-1.5 bg-slate-200 transition-colors data-[separator=active]:bg-sky-500 data-[separator=focus]:bg-sky-400 data-[separator=hover]:bg-sky-300"
+            />
+            <Panel id="terminals" minSize="25%" style={{ overflow: "hidden" }}>
+              <TerminalTabs slug={lab.slug} machines={lab.machines} active={activeMachine} onSelect={setActiveMachine} />
+            </Panel>
+          </Group>
+        </div>
       </div>
-      <div className="min-h-0 flex-1">
-        <Group orientation="horizontal" id="lab-workspace">
-          <Panel id="lesson" defaultSize="42%" minSize="20%" className="bg-white">
-            <Lesson markdown={lessonMarkdown} />
-          </Panel>
-          <Separator
-            aria-label={TEXT.resize}
-            className="w-1.5 bg-slate-200 transition-colors data-[separator=active]:bg-sky-500 data-[separator=focus]:bg-sky-400 data-[separator=hover]:bg-sky-300"
-          />
-          <Panel id="terminals" minSize="25%" style={{ overflow: "hidden" }}>
-            <TerminalTabs slug={lab.slug} machines={lab.machines} />
-          </Panel>
-        </Group>
-      </div>
-    </div>
+    </MachineSwitchProvider>
   );
 }

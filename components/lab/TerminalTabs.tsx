@@ -2,17 +2,23 @@
 /**
  * One tab per machine over a stack of terminals. Every terminal stays mounted for the life of the
  * page; inactive ones are only made invisible, so their shells, sockets and scrollback live on
- * and each keeps its size (no refit or remote resize on every tab switch).
+ * and each keeps its size (no refit or remote resize on every tab switch). The active machine is
+ * the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
  */
-import { useId, useState, type KeyboardEvent } from "react";
+import { useId, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
 
 const TEXT = {
   tablist: "マシン",
 } as const;
 
-export function TerminalTabs({ slug, machines }: { slug: string; machines: string[] }) {
-  const [active, setActive] = useState(machines[0]);
+export function TerminalTabs(props: {
+  slug: string;
+  machines: readonly string[];
+  active: string | undefined;
+  onSelect(machine: string): void;
+}) {
+  const { slug, machines, active, onSelect: setActive } = props;
   const idPrefix = useId();
   const tabId = (machine: string) => `${idPrefix}-tab-${machine}`;
   const panelId = (machine: string) => `${idPrefix}-panel-${machine}`;

@@ -1,24 +1,32 @@
 "use client";
 /**
- * A fenced code block from the lesson, with a copy button. The copied text is what the block
- * shows (read from the DOM), so it is exactly what the learner sees.
+ * A fenced code block from the lesson, with a copy button, and with a "run in machine" button
+ * when the block names a machine of this lab (`runOn`). Both use the text the block shows (read
+ * from the DOM), so it is exactly what the learner sees.
  */
 import { useEffect, useRef, useState, type ReactNode } from "react";
+import { useRunInMachine } from "@/components/lab/active-machine";
 
 const TEXT = {
   copy: "コピー",
   copied: "コピーしました",
   failed: "コピーできません",
+  run: (machine: string) => `${machine} で実行`,
+  ran: "実行しました",
+  notReady: "ターミナルの準備中です",
 } as const;
 
-/** How long the button shows the result of a copy, in milliseconds. */
+/** How long a button shows the result of a copy or run, in milliseconds. */
 const COPY_FEEDBACK_MS = 1500;
 
 type CopyState = "idle" | "copied" | "failed";
+type RunState = "idle" | "ran" | "failed";
 
-export function CodeBlock({ children }: { children: ReactNode }) {
+export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: string }) {
   const preRef = useRef<HTMLPreElement>(null);
   const [state, setState] = useState<CopyState>("idle");
+  const [runState, setRunState] = useState<RunState>("idle");
+  const runInMachine = useRunInMachine(runOn);
 
   useEffect(() => {
     if (state === "idle") return;
@@ -26,9 +34,23 @@ export function CodeBlock({ children }: { children: ReactNode }) {
     return () => clearTimeout(timer);
   }, [state]);
 
+  useEffect(() => {
+    if (runState === "idle") return;
+    const timer = setTimeout(() => setRunState("idle"), COPY_FEEDBACK_MS);
+    return () => clearTimeout(timer);
+  }, [runState]);
+
+  function blockText(): string {
+    return (preRef.current?.textContent ?? "").replace(/\n$/, "");
+  }
+
   async function copy() {
-    const text = (preRef.current?.textContent ?? "").replace(/\n$/, "");
-    setState((await copyText(text)) ? "copied" : "failed");
+    setState((await copyText(blockText())) ? "copied" : "failed");
+  }
+
+  function run() {
+    if (!runInMachine || runOn === undefined) return;
+    setRunState(runInMachine(blockText()) ? "ran" : "failed");
   }
 
   return (
@@ -39,14 +61,36 @@ export function CodeBlock({ children }: { children: ReactNode }) {
       >
         {children}
       </pre>
-      <button
-        type="button"
-        onClick={copy}
-        data-copy-state={state}
-        className="absolute top-2 right-2 rounded border border-slate-600 bg-slate-800 px-2 py-0.5 text-xs text-slate-200 opacity-80 transition hover:opacity-100 focus:opacity-100"
-      >
-        {state === "copied" ? TEXT.copied : state === "failed" ? TEXT.failed : TEXT.copy}
-      </button>
+      <div className="absolute top-2 right-2 flex gap-1.5">
+        {runInMachine && runOn !== undefined && (
+          <button
+            type="button"
+            onClick={run}
+            data-run-machine={runOn}
+            data-run-state={runState}
+            className="rounded border border-sky-500 bg-sky-600 px-2 py-0.5 text-xs font-medium text-white shadow-sm transition hover:bg-sky-500 focus-visible:outline-2 focus-visible:outline-offset-1 focus-visible:outline-sky-300"
+          >
+            {runState === "failed" ? (
+              TEXT.notReady
+            ) : runState === "ran" ? (
+              TEXT.ran
+            ) : (
+              <>
+                <span aria-hidden="true">▶ </span>
+                {TEXT.run(runOn)}
+              </>
+            )}
+          </button>
+        )}
+        <button
+          type="button"
+          onClick={copy}
+          data-copy-state={state}
+          className="rounded border border-slate-600 bg-slate-800 px-2 py-0.5 text-xs text-slate-200 opacity-80 transition hover:opacity-100 focus:opacity-100"
+        >
+          {state === "copied" ? TEXT.copied : state === "failed" ? TEXT.failed : TEXT.copy}
+        </button>
+      </div>
     </div>
   );
 }

@@ -1,10 +1,13 @@
 "use client";
 /**
  * Lesson text: Markdown (GitHub flavour: tables, task lists) rendered with react-markdown, which
- * never renders raw HTML from the source. Fenced code blocks get a copy button; line breaks inside
- * Japanese paragraphs do not become spaces (remark-cjk-breaks.ts).
+ * never renders raw HTML from the source. Fenced code blocks get a copy button, and a "run in
+ * machine" button when their info string says `run=<machine>` (```bash run=node01); line breaks
+ * inside Japanese paragraphs do not become spaces (remark-cjk-breaks.ts). `LessonMarkdown` is the
+ * same rendering for other lab text (steps, hints).
  */
-import Markdown, { type Components } from "react-markdown";
+import { memo } from "react";
+import Markdown, { type Components, type ExtraProps } from "react-markdown";
 import remarkGfm from "remark-gfm";
 import { CodeBlock } from "./CodeBlock";
 import { remarkCjkBreaks } from "./remark-cjk-breaks";
@@ -45,19 +48,42 @@ const components: Components = {
   ),
   td: ({ node: _node, ...props }) => <td className="border border-slate-300 px-3 py-1.5 align-top" {...props} />,
   hr: () => <hr className="my-6 border-slate-200" />,
-  pre: ({ node: _node, children }) => <CodeBlock>{children}</CodeBlock>,
+  pre: ({ node, children }) => <CodeBlock runOn={runMachine(node)}>{children}</CodeBlock>,
 };
 
+/** Lesson text with its padding, as the lab page's lesson panel. */
 export function Lesson({ markdown }: { markdown: string }) {
   return (
-    <article
-      data-testid="lesson"
+    <article data-testid="lesson" className="px-6 py-5">
+      <LessonMarkdown markdown={markdown} />
+    </article>
+  );
+}
+
+/**
+ * Lab Markdown in the lesson's typography, without padding: for step texts and hints. Memoised:
+ * the lab page re-renders on every progress event, and the text has not changed.
+ */
+export const LessonMarkdown = memo(function LessonMarkdown({ markdown }: { markdown: string }) {
+  return (
+    <div
       // Inline code only; code inside <pre> is styled by CodeBlock.
-      className="px-6 py-5 text-[15px] leading-7 text-slate-800 [&_:not(pre)>code]:rounded [&_:not(pre)>code]:bg-slate-100 [&_:not(pre)>code]:px-1 [&_:not(pre)>code]:py-0.5 [&_:not(pre)>code]:font-mono [&_:not(pre)>code]:text-[0.9em] [&_:not(pre)>code]:text-rose-800"
+      className="text-[15px] leading-7 text-slate-800 [&_:not(pre)>code]:rounded [&_:not(pre)>code]:bg-slate-100 [&_:not(pre)>code]:px-1 [&_:not(pre)>code]:py-0.5 [&_:not(pre)>code]:font-mono [&_:not(pre)>code]:text-[0.9em] [&_:not(pre)>code]:text-rose-800"
     >
       <Markdown remarkPlugins={REMARK_PLUGINS} components={components}>
         {markdown}
       </Markdown>
-    </article>
+    </div>
   );
+});
+
+/**
+ * The machine a fenced block asks to run on: `run=<machine>` in its info string after the
+ * language. mdast-util-to-hast puts the info string's rest (the "meta") on the <code> element's
+ * `data.meta`, and react-markdown passes hast nodes to components, so <pre> finds it on its child.
+ */
+export function runMachine(pre: ExtraProps["node"]): string | undefined {
+  const code = pre?.children[0];
+  const meta = code?.type === "element" ? code.data?.meta : undefined;
+  return meta?.match(/(?:^|\s)run=(\S+)/)?.[1];
 }

@@ -95,6 +95,7 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
         },
         bytesReceived: () => connection.bytesReceived,
         focus: () => term.focus(),
+        type: (text) => connection.input(text),
       });
       connection.start();
       cleanup = () => {

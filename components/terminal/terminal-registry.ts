@@ -8,6 +8,8 @@ export interface TerminalHandle {
   text(): string;
   bytesReceived(): number;
   focus(): void;
+  /** Sends text to the shell as if typed (the lesson's "run in machine" buttons). */
+  type(text: string): void;
 }
 
 declare global {

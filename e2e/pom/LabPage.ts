@@ -1,6 +1,10 @@
 import { expect, type Locator, type Page } from "@playwright/test";
 
-/** The lab page: lesson on one side, one terminal tab per machine on the other. */
+/**
+ * The lab page: lesson and steps on one side, one terminal tab per machine on the other.
+ * Step methods wait on what the page exposes on purpose: `data-state` on each step,
+ * `data-outcome` on the check feedback.
+ */
 export class LabPage {
   constructor(readonly page: Page) {}
 
@@ -39,5 +43,70 @@ export class LabPage {
     await expect
       .poll(async () => (await this.text(machine)).split("\n").some((l) => line.test(l.trimEnd())), { timeout: 20_000 })
       .toBe(true);
+  }
+
+  /** A step of the step list (locked steps show only their title). */
+  step(id: string): Locator {
+    return this.page.locator(`li[data-step-id="${id}"]`);
+  }
+
+  /** A step's state as the page shows it: "locked" | "current" | "done", null before progress loads. */
+  stepState(id: string): Promise<string | null> {
+    return this.step(id).getAttribute("data-state");
+  }
+
+  /** Waits until a step is in a state; `timeout` in ms. */
+  async expectStepState(id: string, state: "locked" | "current" | "done", timeout?: number): Promise<void> {
+    await expect(this.step(id)).toHaveAttribute("data-state", state, timeout === undefined ? {} : { timeout });
+  }
+
+  checkButton(): Locator {
+    return this.page.getByRole("button", { name: "チェック", exact: true });
+  }
+
+  /** Clicks Check and waits for the check's answer (a check can run for up to its timeout). */
+  async check(): Promise<void> {
+    const answered = this.page.waitForResponse(
+      (r) => r.request().method() === "POST" && /\/api\/sessions\/[^/]+\/check$/.test(new URL(r.url()).pathname),
+      { timeout: 30_000 },
+    );
+    await this.checkButton().click();
+    await answered;
+    await expect(this.page.getByTestId("check-button")).not.toHaveAttribute("aria-busy", "true");
+  }
+
+  /** The last check's result: `data-outcome` is pass | fail | timeout | unreachable | error. */
+  feedback(): Locator {
+    return this.page.getByTestId("check-feedback");
+  }
+
+  /** A step's hint, once revealed. */
+  hint(stepId: string): Locator {
+    return this.page.getByTestId("hint").and(this.page.locator(`[data-step-id="${stepId}"]`));
+  }
+
+  /** Reveals the current step's hint and returns it once shown. */
+  async revealHint(): Promise<Locator> {
+    const current = this.page.locator('li[data-state="current"]');
+    const id = await current.getAttribute("data-step-id");
+    if (id === null) throw new Error("no current step");
+    await current.getByRole("button", { name: "ヒントを見る" }).click();
+    await expect(this.hint(id)).toBeVisible();
+    return this.hint(id);
+  }
+
+  /**
+   * Clicks a code block's "run in <machine>" button, in the given step or else the visible one,
+   * after waiting for that machine's shell: the button types into it.
+   */
+  async runInMachine(machine: string, stepId?: string): Promise<void> {
+    await expect(this.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
+    const scope = stepId === undefined ? this.page.locator("body") : this.step(stepId);
+    await scope.getByRole("button", { name: `${machine} で実行` }).filter({ visible: true }).first().click();
+  }
+
+  /** The banner shown once every step is done. */
+  complete(): Locator {
+    return this.page.getByTestId("lab-complete");
   }
 }

@@ -73,7 +73,7 @@ export class Grader {
     const session = await this.deps.db.labSession.findUniqueOrThrow({
       where: { id: sessionId },
       include: {
-        checkRuns: { orderBy: { createdAt: "desc" }, take: 1 },
+        checkRuns: { where: { OR: [{ trigger: "manual" }, { outcome: "pass" }] }, orderBy: { createdAt: "desc" }, take: 1 },
         hintReveals: { select: { stepId: true } },
       },
     });
@@ -88,7 +88,14 @@ export class Grader {
       })),
       currentStepId: lab.steps[session.currentStep]?.id ?? null,
       lastCheck: last
-        ? { stepId: last.stepId, outcome: last.outcome, output: last.output, at: last.createdAt.toISOString(), durationMs: last.durationMs }
+        ? {
+            stepId: last.stepId,
+            outcome: last.outcome,
+            trigger: last.trigger,
+            output: last.output,
+            at: last.createdAt.toISOString(),
+            durationMs: last.durationMs,
+          }
         : null,
       hintsRevealed: session.hintReveals.map((h) => h.stepId),
       completed: session.completedAt !== null,
@@ -174,7 +181,8 @@ export class Grader {
       },
     });
     if (result.outcome === "pass") await this.advance(sessionId, index, lab);
-    bus.publishProgress(await this.progress(sessionId));
+    // What the learner sees changes only with a pass or a run they asked for.
+    if (result.outcome === "pass" || trigger === "manual") bus.publishProgress(await this.progress(sessionId));
     return result.outcome;
   }
 

@@ -25,6 +25,8 @@ export type CheckOutcome = z.infer<typeof CheckOutcome>;
 export const CheckResult = z.object({
   stepId: z.string(),
   outcome: CheckOutcome,
+  /** manual: the learner pressed Check; poll: the grader's own run. */
+  trigger: z.enum(["poll", "manual"]),
   /** The check's output (stdout + stderr, trimmed, at most CHECK_OUTPUT_MAX_BYTES), or the grader's explanation. */
   output: z.string(),
   /** ISO time the run finished. */
@@ -38,7 +40,11 @@ export const Progress = z.object({
   steps: z.array(z.object({ id: z.string(), title: z.string(), state: StepState })),
   /** Id of the current step, null when every step is done. */
   currentStepId: z.string().nullable(),
-  /** The newest check run of the current step (or of the step just passed), if any. */
+  /**
+   * What the learner should see of the checks: the newest run they asked for (Check button) or
+   * the newest pass, whichever is newer. The grader's failing background runs are not shown
+   * (they would flash every few seconds); instructors see every run.
+   */
   lastCheck: CheckResult.nullable(),
   /** Step ids whose hint the learner has revealed. */
   hintsRevealed: z.array(z.string()),

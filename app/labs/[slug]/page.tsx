@@ -32,6 +32,8 @@ export default async function LabPage({ params }: Props) {
     <LabWorkspace
       lab={{ slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines }}
       lessonMarkdown={lab.lessonMarkdown}
+      // Only what the learner may see: a step's check, hint and solution stay on the server.
+      steps={lab.steps.map(({ id, title, machine, textMarkdown }) => ({ id, title, machine, textMarkdown }))}
     />
   );
 }

@@ -1,0 +1,50 @@
+"use client";
+/**
+ * Which machine's terminal the lab page shows. LabWorkspace owns the state and hands it to the
+ * terminal tabs as props; this context hands the setter to whatever else on the page needs to
+ * switch machines: the "run in machine" buttons of lesson and step code blocks.
+ */
+import { createContext, useContext, type ReactNode } from "react";
+
+export type MachineSwitch = {
+  /** The lab's machines, in tab order. */
+  machines: readonly string[];
+  /** Shows a machine's terminal tab. */
+  select(machine: string): void;
+};
+
+const MachineSwitchContext = createContext<MachineSwitch | null>(null);
+
+export function MachineSwitchProvider({ value, children }: { value: MachineSwitch; children: ReactNode }) {
+  return <MachineSwitchContext value={value}>{children}</MachineSwitchContext>;
+}
+
+/**
+ * A function that shows `machine`'s terminal and types `text` into its shell followed by Enter,
+ * as if the learner had typed it; it returns false when that terminal is not mounted yet.
+ * Undefined when the page has no such machine (or no terminals at all), so callers render no
+ * button for it.
+ */
+export function useRunInMachine(machine: string | undefined): ((text: string) => boolean) | undefined {
+  const machineSwitch = useContext(MachineSwitchContext);
+  if (machine === undefined || !machineSwitch?.machines.includes(machine)) return undefined;
+  return (text) => {
+    const terminal = window.__labdeck?.terminals[machine];
+    if (!terminal) return false;
+    machineSwitch.select(machine);
+    terminal.type(toKeystrokes(text));
+    // After the switch's render the terminal is visible and can take focus (as on a tab click),
+    // so the learner can go on typing there.
+    requestAnimationFrame(() => terminal.focus());
+    return true;
+  };
+}
+
+/**
+ * Keystrokes for a block of commands: every line ends with Enter. Enter is CR, which is what the
+ * key and xterm's own paste send; a bare LF is Ctrl-J, which programs reading the terminal in raw
+ * mode (editors, some prompts) do not take as Enter.
+ */
+export function toKeystrokes(text: string): string {
+  return text.replace(/\r?\n$/, "").replace(/\r?\n/g, "\r") + "\r";
+}

@@ -1,0 +1,85 @@
+/**
+ * Browser end of the grader API (server/grader/progress.ts has the payload): progress, the live
+ * progress stream, running the current step's check and revealing a hint. Every response is
+ * parsed with zod here, so components only ever see valid data or a GraderApiError.
+ */
+import { z } from "zod";
+import { Progress } from "@/server/grader/progress";
+
+/** POST /api/sessions/:id/check. */
+const CheckResponse = z.object({ progress: Progress });
+/** POST /api/sessions/:id/hints/:stepId; the hint is Markdown. */
+const HintResponse = z.object({ hint: z.string() });
+/** What the API answers with when it refuses; `error` is meant for the learner. */
+const ErrorResponse = z.object({ error: z.string() });
+
+/** A request failed; `message` can be shown to the learner. `status` is 0 without an HTTP answer. */
+export class GraderApiError extends Error {
+  override readonly name = "GraderApiError";
+
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+const TEXT = {
+  network: "サーバーに接続できません",
+  http: (status: number) => `サーバーエラーです（HTTP ${status}）`,
+  invalid: "サーバーの応答を読み取れません",
+} as const;
+
+function sessionPath(sessionId: string): string {
+  return `/api/sessions/${encodeURIComponent(sessionId)}`;
+}
+
+/** URL of the Server-Sent Events stream: one `progress` event with Progress JSON per change. */
+export function progressEventsUrl(sessionId: string): string {
+  return `${sessionPath(sessionId)}/events`;
+}
+
+export async function fetchProgress(sessionId: string, signal?: AbortSignal): Promise<Progress> {
+  return request(`${sessionPath(sessionId)}/progress`, { signal }, Progress);
+}
+
+/** Runs the current step's check now (it can take up to the step's timeout) and returns the new progress. */
+export async function runCheck(sessionId: string): Promise<Progress> {
+  return (await request(`${sessionPath(sessionId)}/check`, { method: "POST" }, CheckResponse)).progress;
+}
+
+/** Reveals a step's hint (the server records that it was shown) and returns its Markdown. */
+export async function revealHint(sessionId: string, stepId: string): Promise<string> {
+  const url = `${sessionPath(sessionId)}/hints/${encodeURIComponent(stepId)}`;
+  return (await request(url, { method: "POST" }, HintResponse)).hint;
+}
+
+/** Parses one `progress` event's data; undefined for anything that is not valid Progress JSON. */
+export function parseProgressEvent(data: unknown): Progress | undefined {
+  if (typeof data !== "string") return undefined;
+  try {
+    const parsed = Progress.safeParse(JSON.parse(data));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function request<T>(url: string, init: RequestInit, schema: z.ZodType<T>): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url, { ...init, cache: "no-store" });
+  } catch (err) {
+    if (init.signal?.aborted) throw err;
+    throw new GraderApiError(TEXT.network, 0);
+  }
+  const body: unknown = await response.json().catch(() => undefined);
+  if (!response.ok) {
+    const refusal = ErrorResponse.safeParse(body);
+    throw new GraderApiError(refusal.success ? refusal.data.error : TEXT.http(response.status), response.status);
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new GraderApiError(TEXT.invalid, response.status);
+  return parsed.data;
+}
