@@ -4,7 +4,6 @@
  * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
  */
 import http from "node:http";
-import path from "node:path";
 import next from "next";
 import { parseEnv } from "./server/config";
 import { EventBus } from "./server/events/bus";
@@ -15,10 +14,10 @@ import { createDb } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
 import { log } from "./server/log";
-import { staticHostsProvider } from "./server/machines/static-hosts";
+import { startMachines } from "./server/machines/select";
 import { loadSecret } from "./server/secret";
 import { setServices } from "./server/services";
-import { machineEndpoint, providerRefsInUse } from "./server/sessions/lab-sessions";
+import { machineEndpoint } from "./server/sessions/lab-sessions";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
@@ -33,8 +32,8 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const db = createDb(databaseUrl);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
-  const hostsFile = env.LABDECK_HOSTS_FILE ?? path.join(env.LABDECK_DATA_DIR, "hosts.json");
-  const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
+  const machines = await startMachines(env, db, log);
+  const provider = machines.provider;
   const terminals = new TerminalRegistry(
     (sessionId, machine) => machineEndpoint(db, sessionId, machine),
     (event) => log.info(event, "terminal state"),
@@ -53,7 +52,7 @@ async function main(): Promise<void> {
   const nextUpgrade = app.getUpgradeHandler();
 
   const server = http.createServer((req, res) => void handle(req, res));
-  const gateway = terminalUpgrade({ secret, terminals, log });
+  const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sessionId) => grader.nudge(sessionId) });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
@@ -65,7 +64,7 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const url = env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
-  log.info({ url, hostsFile, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
+  log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
   // One plain line for people and scripts (e2e and bench read it to find the port).
   process.stdout.write(`LABDECK_READY ${url}\n`);
 
@@ -79,6 +78,8 @@ async function main(): Promise<void> {
     pool.closeAll();
     server.close();
     await terminals.closeAll();
+    // Learners' VMs keep running (adopted on the next start); only unclaimed pool sets go.
+    await machines.stop().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     process.exit(0);

@@ -23,6 +23,14 @@ export const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** JSON file listing static hosts (see server/machines/static-hosts.ts). */
   LABDECK_HOSTS_FILE: z.string().min(1).optional(),
+  /** Where lab machines come from: local QEMU VMs, or the static hosts file. Default: static when LABDECK_HOSTS_FILE is set, else qemu. */
+  LABDECK_MACHINES: z.enum(["qemu", "static"]).optional(),
+  /** Booted 3-machine sets kept ready for learners (QEMU); 0 disables the warm pool. */
+  LABDECK_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(1),
+  /** Guest RAM per lab VM, MiB. */
+  LABDECK_VM_MEMORY_MIB: z.coerce.number().int().min(256).max(16384).default(512),
+  /** QEMU accelerator: auto decides by a real timed KVM boot at start (never by /dev/kvm alone). */
+  LABDECK_QEMU_ACCEL: z.enum(["auto", "kvm", "tcg"]).default("auto"),
   /** Where lab content lives. */
   LABDECK_LABS_DIR: z.string().min(1).default(path.resolve("labs")),
   /** Token signing secret shared by replicas; unset: generated into LABDECK_DATA_DIR. */

@@ -13,6 +13,7 @@ import type { Lab } from "../labs/load";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import type { Progress } from "./progress";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
+import type { SshEndpoint } from "../terminal/ssh";
 
 /** Helpers put in front of every check (boot-time sysctl, swap, modules, units). */
 export const CHECK_LIB = fs.readFileSync(new URL("./checklib.sh", import.meta.url), "utf8");
@@ -35,14 +36,24 @@ interface Schedule {
   /** Consecutive unreachable runs, for backoff. */
   unreachable: number;
   running: boolean;
+  /** Nudged while a check was running: check again right after it. */
+  rerun?: boolean;
+  nudgeTimer?: NodeJS.Timeout;
 }
+
+/** A nudged session is checked this long after the learner's Enter, in ms: time for the command to finish. */
+const NUDGE_DELAY_MS = 400;
+/** Longest time between two reads of the live sessions, in ms. */
+const REFRESH_MAX_MS = 1_000;
 
 export class Grader {
   private readonly options: Required<GraderOptions>;
   private readonly schedules = new Map<string, Schedule>();
   private running = 0;
   private timer: NodeJS.Timeout | null = null;
-  private ticking = false;
+  private refreshing = false;
+  /** SSH endpoints by session and machine: they do not change while a session lives. */
+  private readonly endpoints = new Map<string, Map<string, SshEndpoint | null>>();
 
   constructor(
     private readonly deps: { db: Db; labs: LabCatalog; pool: SshExecPool; bus: EventBus; log: Logger },
@@ -53,13 +64,35 @@ export class Grader {
 
   start(): void {
     if (this.timer) return;
-    // Ticks are a fraction of the interval so due sessions start close to their time.
-    this.timer = setInterval(() => void this.tick(), Math.max(50, this.options.intervalMs / 4));
+    // Refreshes are a fraction of the interval (at most REFRESH_MAX_MS) so due sessions start
+    // close to their time and new sessions are picked up quickly.
+    this.timer = setInterval(() => void this.refresh(), Math.min(REFRESH_MAX_MS, Math.max(50, this.options.intervalMs / 4)));
+    void this.refresh();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const schedule of this.schedules.values()) if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
+  }
+
+  /**
+   * The learner just did something (pressed Enter in a terminal): check their session soon
+   * rather than at its next poll, so a step unlocks about NUDGE_DELAY_MS after the command that
+   * finished it. Polling stays the fallback for changes nobody typed.
+   */
+  nudge(sessionId: string): void {
+    if (!this.timer) return;
+    const due = Date.now() + NUDGE_DELAY_MS;
+    let schedule = this.schedules.get(sessionId);
+    // A session newer than the last refresh: check() itself makes sure it is live.
+    if (!schedule) this.schedules.set(sessionId, (schedule = { nextDue: Infinity, unreachable: 0, running: false }));
+    // A check already running may have started before the command finished: run again after it.
+    if (schedule.running) schedule.rerun = true;
+    if (schedule.nextDue <= due) return;
+    schedule.nextDue = due;
+    if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
+    schedule.nudgeTimer = setTimeout(() => this.dispatch(), NUDGE_DELAY_MS);
   }
 
   /** Runs the current step's check now (Check button) and returns the progress after it. */
@@ -102,9 +135,10 @@ export class Grader {
     };
   }
 
-  private async tick(): Promise<void> {
-    if (this.ticking) return;
-    this.ticking = true;
+  /** Syncs the schedules with the database's live sessions, then dispatches what is due. */
+  private async refresh(): Promise<void> {
+    if (this.refreshing) return;
+    this.refreshing = true;
     try {
       const live = await this.deps.db.labSession.findMany({
         where: { state: "ready", completedAt: null },
@@ -112,34 +146,54 @@ export class Grader {
       });
       const now = Date.now();
       const liveIds = new Set(live.map((s) => s.id));
-      for (const id of this.schedules.keys()) if (!liveIds.has(id)) this.schedules.delete(id);
+      for (const [id, schedule] of this.schedules) {
+        if (liveIds.has(id)) continue;
+        if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
+        this.schedules.delete(id);
+        this.endpoints.delete(id);
+      }
       for (const { id } of live) {
-        let schedule = this.schedules.get(id);
-        if (!schedule) {
-          schedule = { nextDue: now + Math.random() * this.options.intervalMs, unreachable: 0, running: false };
-          this.schedules.set(id, schedule);
+        if (!this.schedules.has(id)) {
+          // New sessions spread over one interval instead of all starting at once.
+          this.schedules.set(id, { nextDue: now + Math.random() * this.options.intervalMs, unreachable: 0, running: false });
         }
-        if (schedule.running || schedule.nextDue > now || this.running >= this.options.concurrency) continue;
-        schedule.running = true;
-        this.running++;
-        void this.check(id, "poll")
-          .then((outcome) => {
-            schedule.unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
-            schedule.nextDue = Date.now() + this.delay(schedule.unreachable);
-          })
-          .catch((error: Error) => {
-            this.deps.log.error({ sessionId: id, err: error.message }, "grader check failed");
-            schedule.nextDue = Date.now() + this.options.maxBackoffMs;
-          })
-          .finally(() => {
-            schedule.running = false;
-            this.running--;
-          });
       }
     } catch (error) {
-      this.deps.log.error({ err: (error as Error).message }, "grader tick failed");
+      this.deps.log.error({ err: (error as Error).message }, "grader refresh failed");
     } finally {
-      this.ticking = false;
+      this.refreshing = false;
+    }
+    this.dispatch();
+  }
+
+  /**
+   * Starts checks for due sessions, most overdue first, up to the concurrency limit. Runs after
+   * every refresh and whenever a check finishes, so a free slot is used at once; the ordering
+   * shares an overload evenly instead of starving whoever sits last in the table.
+   */
+  private dispatch(): void {
+    if (!this.timer) return;
+    const now = Date.now();
+    const due = [...this.schedules].filter(([, s]) => !s.running && s.nextDue <= now).sort(([, a], [, b]) => a.nextDue - b.nextDue);
+    for (const [id, schedule] of due) {
+      if (this.running >= this.options.concurrency) return;
+      schedule.running = true;
+      this.running++;
+      void this.check(id, "poll")
+        .then((outcome) => {
+          schedule.unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
+          schedule.nextDue = schedule.rerun ? Date.now() : Date.now() + this.delay(schedule.unreachable);
+          schedule.rerun = false;
+        })
+        .catch((error: Error) => {
+          this.deps.log.error({ sessionId: id, err: error.message }, "grader check failed");
+          schedule.nextDue = Date.now() + this.options.maxBackoffMs;
+        })
+        .finally(() => {
+          schedule.running = false;
+          this.running--;
+          this.dispatch();
+        });
     }
   }
 
@@ -164,7 +218,7 @@ export class Grader {
     const index = session.currentStep;
     const step = lab.steps[index];
     if (!step) return null;
-    const endpoint = await machineEndpoint(db, sessionId, step.machine);
+    const endpoint = await this.endpoint(sessionId, step.machine);
     const result: ScriptResult = endpoint
       ? await pool.run(endpoint, `${CHECK_LIB}\n${step.check.content}`, step.timeoutSeconds)
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
@@ -184,6 +238,13 @@ export class Grader {
     // What the learner sees changes only with a pass or a run they asked for.
     if (result.outcome === "pass" || trigger === "manual") bus.publishProgress(await this.progress(sessionId));
     return result.outcome;
+  }
+
+  private async endpoint(sessionId: string, machine: string): Promise<SshEndpoint | null> {
+    let machines = this.endpoints.get(sessionId);
+    if (!machines) this.endpoints.set(sessionId, (machines = new Map()));
+    if (!machines.has(machine)) machines.set(machine, await machineEndpoint(this.deps.db, sessionId, machine));
+    return machines.get(machine)!;
   }
 
   /** Moves the session from step `index` to the next; a no-op if it is not (any more) at `index`. */

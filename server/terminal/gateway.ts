@@ -36,6 +36,8 @@ export interface GatewayDeps {
   secret: Buffer;
   terminals: TerminalRegistry;
   log: Logger;
+  /** The learner pressed Enter in a terminal of this session (the grader checks soon after). */
+  onEnter?: (sessionId: string) => void;
 }
 
 /**
@@ -112,6 +114,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   const { log } = deps;
   const remote = request.socket.remoteAddress;
   let viewer: SocketViewer | null = null;
+  let sessionId: string | undefined;
   let alive = true;
 
   const close = (code: number, reason: string) => {
@@ -136,7 +139,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       case "hello":
         return close(CloseCode.badMessage, "hello sent twice");
       case "input":
-        viewer.terminal.input(viewer, message.data);
+        if (viewer.terminal.input(viewer, message.data) && message.data.includes("\r")) deps.onEnter?.(sessionId!);
         return;
       case "resize":
         viewer.terminal.resize(viewer, { cols: message.cols, rows: message.rows });
@@ -169,6 +172,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       .then((terminal) => {
         if (ws.readyState !== ws.OPEN) return;
         if (!terminal) return close(CloseCode.notFound, "no such session or machine");
+        sessionId = claims.sid;
         const v = new SocketViewer(ws, claims.mode);
         v.terminal = terminal;
         viewer = v;

@@ -94,7 +94,7 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
     const bus = new EventBus();
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
-    const gateway = terminalUpgrade({ secret, terminals, log });
+    const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sid) => grader.nudge(sid) });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
       if (!gateway.handle(req, socket, head)) socket.destroy();

@@ -1,0 +1,70 @@
+/**
+ * Chooses and starts the machine provider the server uses: the local QEMU provider (the embedded
+ * default) behind a warm pool, or the static hosts file. For QEMU it also recovers after a
+ * restart: VMs of live sessions are adopted, everything else an earlier process left is removed.
+ */
+import path from "node:path";
+import type { Logger } from "pino";
+import type { Env } from "../config";
+import type { Db } from "../db/client";
+import { providerRefsInUse } from "../sessions/lab-sessions";
+import type { MachineProvider } from "./provider";
+import { detectAccel } from "./qemu/accel";
+import { findImage } from "./qemu/image";
+import { qemuProvider } from "./qemu/provider";
+import { staticHostsProvider } from "./static-hosts";
+import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
+
+/** The lab machines every pooled set has (the course's three-node layout). */
+const POOL_MACHINES = ["controlplane", "node01", "node02"];
+
+export interface Machines {
+  provider: MachineProvider;
+  kind: "qemu" | "static";
+  pool: { status(): PoolStatus } | null;
+  /** Reboots one machine of a session (providers that can). */
+  reboot?: MachineProvider["reboot"];
+  stop(): Promise<void>;
+}
+
+export async function startMachines(env: Env, db: Db, log: Logger): Promise<Machines> {
+  const kind = env.LABDECK_MACHINES ?? (env.LABDECK_HOSTS_FILE ? "static" : "qemu");
+  if (kind === "static") {
+    const file = env.LABDECK_HOSTS_FILE ?? path.join(env.LABDECK_DATA_DIR, "hosts.json");
+    log.info({ file }, "machines: static hosts");
+    return {
+      kind,
+      provider: staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static") }),
+      pool: null,
+      stop: async () => {},
+    };
+  }
+
+  const image = await findImage(env.LABDECK_DATA_DIR);
+  if (!image) {
+    log.warn({ dataDir: env.LABDECK_DATA_DIR }, "no lab image yet: run `npm run labdeck -- image build`; labs cannot start until it exists");
+  }
+  let accel: "kvm" | "tcg" = env.LABDECK_QEMU_ACCEL === "kvm" ? "kvm" : "tcg";
+  if (env.LABDECK_QEMU_ACCEL === "auto" && image) {
+    const choice = await detectAccel(image);
+    accel = choice.accel;
+    log.info({ accel, detail: choice.detail }, "QEMU accelerator chosen by a timed boot");
+  }
+  const qemu = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image: image ?? undefined, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel, log });
+
+  // Sessions the database still counts as live keep their VMs; anything else is a leftover.
+  const live = await db.machine.findMany({
+    where: { session: { provider: "qemu", state: { not: "ended" } } },
+    select: { sessionId: true, providerRef: true },
+  });
+  const keep = new Set(live.map((m) => providerSessionOf(m.sessionId, [m])));
+  const report = await qemu.adoptOrCleanup({ keep: (id) => keep.has(id) });
+  log.info(report, "QEMU machines recovered after start");
+
+  if (!image || env.LABDECK_POOL_SIZE === 0) {
+    return { kind, provider: qemu, pool: null, reboot: qemu.reboot, stop: async () => {} };
+  }
+  const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, log });
+  pool.start();
+  return { kind, provider: pool, pool, reboot: qemu.reboot, stop: () => pool.stop() };
+}
