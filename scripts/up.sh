@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # README command 1: install, build and start Labdeck on its embedded defaults — embedded
-# PostgreSQL and local lab machines — then print the URL to open. Ctrl-C stops it and removes
-# the local machines. Needs root (system packages, network namespaces).
+# PostgreSQL and local QEMU lab machines — then print the URL to open. Ctrl-C stops it.
+# Needs root (system packages; QEMU networking and the optional local sshd hosts).
+#
+#   LABDECK_MACHINES=static   use LABDECK_HOSTS_FILE, or (unset) three quick sshd hosts in
+#                             network namespaces instead of VMs: a demo without real kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
-  echo "labdeck: scripts/up.sh needs root (apt packages and network namespaces for the local machines)" >&2
+  echo "labdeck: scripts/up.sh needs root (apt packages, VMs and network namespaces)" >&2
   exit 1
 fi
 
@@ -17,10 +20,13 @@ export LABDECK_DATA_DIR=${LABDECK_DATA_DIR:-/var/lib/labdeck}
 export HOST=${HOST:-127.0.0.1} PORT=${PORT:-3000}
 mkdir -p "$LABDECK_DATA_DIR" && chmod 711 "$LABDECK_DATA_DIR"
 
-# Local machines for now: three sshd hosts (controlplane, node01, node02) in network namespaces,
-# each with its own address, hostname and pinned host key. The QEMU provider will replace them.
-if [[ -z ${LABDECK_HOSTS_FILE:-} ]]; then
-  echo "==> starting local machines (controlplane, node01, node02)"
+if [[ ${LABDECK_MACHINES:-qemu} == qemu ]]; then
+  # The lab image is built once from Debian packages (a few minutes, with progress) and cached
+  # under the data directory by its recipe; later runs find it at once.
+  echo "==> lab machine image (built on first run)"
+  npm run -s labdeck -- image build >/dev/null
+elif [[ -z ${LABDECK_HOSTS_FILE:-} ]]; then
+  echo "==> starting local sshd hosts (controlplane, node01, node02) in network namespaces"
   export LABDECK_HOSTS_FILE=$LABDECK_DATA_DIR/hosts.json
   npx tsx server/machines/netns-hosts-cli.ts up --id dev --subnet 10 \
     --dir "$LABDECK_DATA_DIR/dev-hosts" --out "$LABDECK_HOSTS_FILE" --allocation shared >/dev/null

@@ -60,7 +60,7 @@ describe("labdeck CLI", () => {
 
   it.each([
     [["labs"], /unknown command/],
-    [["labs", "test", "x", "--machines", "bogus"], /--machines: must be netns or hosts:<file>/],
+    [["labs", "test", "x", "--machines", "bogus"], /--machines: must be qemu, netns or hosts:<file>/],
     [["labs", "validate", "--frob"], /Unknown option '--frob'/],
   ])("rejects %j with usage and exit 2", (args, message) => {
     const r = labdeck(...args);

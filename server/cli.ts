@@ -1,24 +1,31 @@
 /**
  * The `labdeck` command for operators and course authors (`npm run labdeck -- <command>`):
  *   labs validate                      check every lab under LABDECK_LABS_DIR (or --labs-dir)
- *   labs test <slug> [--machines M]    prove each step on real machines (M: netns | hosts:<file>)
+ *   labs test <slug> [--machines M]    prove each step on real machines (M: qemu | netns | hosts:<file>)
+ *   image build|list, session up|down|list   the local QEMU machines (server/machines/qemu/cli.ts)
  * Exit codes: 0 ok, 1 the command found problems or failed, 2 bad command line.
  */
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import pino from "pino";
 import { z } from "zod";
+import { parseEnv } from "./config";
 import { listLabs, loadLab, LabError } from "./labs/load";
 import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
+import { findImage } from "./machines/qemu/image";
+import { qemuProvider } from "./machines/qemu/provider";
 import { SshExecPool } from "./machines/ssh-exec";
 import { loadStaticHosts } from "./machines/static-hosts";
 
 const USAGE = `usage:
   labdeck labs validate [--labs-dir DIR]
-  labdeck labs test <slug> [--labs-dir DIR] [--machines netns|hosts:<file>]
+  labdeck labs test <slug> [--labs-dir DIR] [--machines qemu|netns|hosts:<file>]
+  labdeck image build|list ...       labdeck session up|down|list ...   (QEMU; see --help of each)
 
+  --machines qemu          fresh local QEMU VMs from the built image (real kernels; reboots work)
   --machines netns         three throw-away sshd hosts in network namespaces (default; they share
                            this machine's kernel and /etc, so only for labs that change neither)
   --machines hosts:<file>  the first group of a static hosts file (real machines you provide)`;
@@ -29,11 +36,16 @@ const Options = z.object({
   "labs-dir": z.string().min(1).default(process.env.LABDECK_LABS_DIR ?? path.resolve("labs")),
   machines: z
     .string()
-    .regex(/^(netns|hosts:.+)$/, "must be netns or hosts:<file>")
+    .regex(/^(qemu|netns|hosts:.+)$/, "must be qemu, netns or hosts:<file>")
     .default("netns"),
 });
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "image" || argv[0] === "session") {
+    const { runQemuCli } = await import("./machines/qemu/cli");
+    await runQemuCli(argv);
+    return 0;
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: { "labs-dir": { type: "string" }, machines: { type: "string" } } });
@@ -71,6 +83,31 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function openMachines(spec: string, names: readonly string[]): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
+  if (spec === "qemu") {
+    const env = parseEnv();
+    const image = await findImage(env.LABDECK_DATA_DIR);
+    if (!image) throw new Error(`no lab image under ${env.LABDECK_DATA_DIR}: run \`npm run labdeck -- image build\` first`);
+    const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
+    const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log });
+    const sessionId = `labtest-${Date.now().toString(36)}`;
+    process.stdout.write(`booting ${names.join(", ")} (QEMU)…\n`);
+    const provisioned = await provider.create({ sessionId, labSlug: "labs-test", machines: names });
+    const byName = new Map(provisioned.map((m) => [m.name, m]));
+    return {
+      machines: {
+        async endpoint(name) {
+          const m = byName.get(name);
+          if (!m) throw new Error(`no machine ${name}`);
+          return { name, host: m.host, port: m.port, user: m.user, privateKey: m.privateKey, hostKey: m.hostKey };
+        },
+        async reboot(name) {
+          process.stdout.write(`  rebooting ${name}…\n`);
+          await provider.reboot(sessionId, byName.get(name)!);
+        },
+      },
+      close: () => provider.destroy(sessionId, provisioned),
+    };
+  }
   if (spec === "netns") {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
     const set = await createNetnsHosts({ id: "lt", names: [...names], subnet: 90, dir });

@@ -36,6 +36,22 @@ export function isNoCapacity(error: unknown): error is NoCapacityError {
   return (error as { code?: unknown } | null)?.code === "NO_CAPACITY";
 }
 
+/** A machine as its provider sees it (process level; whether SSH answers is the terminal's business). */
+export interface MachineHealth {
+  name: string;
+  /** running: powered on; stopped: powered off or crashed (reboot brings it back); unknown: the provider has no record. */
+  state: "running" | "stopped" | "unknown";
+  detail?: string;
+}
+
+/** What a provider found of its machines after a platform restart. */
+export interface RecoveryReport {
+  /** Sessions whose machines run on and are served again. */
+  adopted: string[];
+  /** Sessions whose leftovers (processes, sockets, disks) were removed. */
+  cleaned: string[];
+}
+
 export interface MachineProvider {
   /** Stored on each session so a restart knows who owns its machines. */
   readonly name: string;
@@ -43,4 +59,17 @@ export interface MachineProvider {
   create(request: MachineRequest): Promise<ProvisionedMachine[]>;
   /** Releases a session's machines. Idempotent. */
   destroy(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
+  /** Optional: the state of each of a session's machines, in the order given. */
+  health?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
+  /**
+   * Optional: restarts one machine, keeping its disk: a hard reset when it runs, a fresh start
+   * when it was powered off or crashed. Resolves when it answers SSH again.
+   */
+  reboot?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  /**
+   * Optional, called once at platform start: finds machines an earlier platform process left
+   * running, serves them again or removes them. Sessions for which `keep` returns false (ended
+   * in the database) are removed.
+   */
+  adoptOrCleanup?(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
 }

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { DISABLED_UNITS, ENABLED_UNITS, guestFiles } from "./guest";
+import { DISABLED_UNITS, ENABLED_UNITS, GUEST_DIRECTORIES, MASKED_UNITS, guestFiles } from "./guest";
 
 /**
  * Bumped whenever the builder changes what it produces for the same recipe in ways the hash does
@@ -42,12 +42,13 @@ export const ImageRecipe = z.strictObject({
 });
 export type ImageRecipe = z.infer<typeof ImageRecipe>;
 
-/** The lab image every course lab uses unless it names another. */
-export const LAB_BASE_RECIPE: ImageRecipe = ImageRecipe.parse({
-  name: "lab-base",
+/** The image every course lab boots unless its manifest names another (server/labs/schema.ts: `image`). */
+export const DEBIAN_BASE_RECIPE: ImageRecipe = ImageRecipe.parse({
+  name: "debian-base",
   packages: [
     "iputils-ping",
     "sudo",
+    // Full python3, not python3-minimal: labs run python3 services and Ansible modules.
     "python3",
     "less",
     "nano",
@@ -62,10 +63,22 @@ export const LAB_BASE_RECIPE: ImageRecipe = ImageRecipe.parse({
     "lsof",
     "tcpdump",
     "netcat-openbsd",
+    // The terminal gateway runs learners' shells in dtach so they outlive it (server/terminal/ssh.ts).
+    "dtach",
     "screen",
     "tmux",
   ],
 });
+
+/** Recipes by the name a lab manifest uses. */
+export const RECIPES: Readonly<Record<string, ImageRecipe>> = { [DEBIAN_BASE_RECIPE.name]: DEBIAN_BASE_RECIPE };
+
+/** The recipe a lab names; throws naming the known ones. */
+export function recipeByName(name: string): ImageRecipe {
+  const recipe = RECIPES[name];
+  if (!recipe) throw new Error(`no image recipe named ${JSON.stringify(name)} (known: ${Object.keys(RECIPES).join(", ")})`);
+  return recipe;
+}
 
 /** Every package debootstrap installs for the recipe, sorted and without duplicates. */
 export function recipePackages(recipe: ImageRecipe): string[] {
@@ -76,7 +89,7 @@ export function recipePackages(recipe: ImageRecipe): string[] {
 export function recipeHash(recipe: ImageRecipe): string {
   const normalised = {
     builder: IMAGE_BUILDER_VERSION,
-    guest: { files: guestFiles(), enabled: ENABLED_UNITS, disabled: DISABLED_UNITS },
+    guest: { files: guestFiles(), dirs: GUEST_DIRECTORIES, enabled: ENABLED_UNITS, disabled: DISABLED_UNITS, masked: MASKED_UNITS },
     ...recipe,
     packages: recipePackages(recipe),
   };

@@ -1,7 +1,7 @@
 /**
  * The per-VM seed: settings QEMU hands to the guest through fw_cfg, read at boot by the image's
  * labdeck-seed.service (guest.ts) before networkd and sshd start. A small `KEY=value` file the
- * guest parses with sed (never sources), binary and multi-line values in base64.
+ * guest parses with shell built-ins (never sources), multi-line values in base64, one per line.
  */
 import { z } from "zod";
 
@@ -18,6 +18,8 @@ export const MachineSeed = z.strictObject({
   hosts: z.string(),
   /** OpenSSH private host key the VM's sshd presents. */
   hostPrivateKey: z.string().includes("PRIVATE KEY"),
+  /** Its public half, one line ("ssh-ed25519 AAAA..."); saves the guest an ssh-keygen run. */
+  hostPublicKey: z.string().regex(/^ssh-ed25519 [A-Za-z0-9+/]+=*$/, "must be an OpenSSH ed25519 public key line"),
   /** authorized_keys lines for root: the platform's per-session client key. */
   authorizedKeys: z.string().min(1),
 });
@@ -34,6 +36,7 @@ export function seedFile(seed: MachineSeed): string {
     `ETH1_ADDRESS=${s.eth1Address}`,
     `HOSTS_B64=${b64(s.hosts)}`,
     `HOST_KEY_B64=${b64(s.hostPrivateKey)}`,
+    `HOST_KEY_PUB=${s.hostPublicKey}`,
     `AUTHORIZED_KEYS_B64=${b64(s.authorizedKeys)}`,
     "",
   ].join("\n");

@@ -18,9 +18,9 @@ import { closeSync, openSync } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import type { Client } from "ssh2";
+import { Client } from "ssh2";
 import { HostKeyMismatchError } from "../../terminal/session";
-import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
+import { hostKeyBlob, type SshEndpoint } from "../../terminal/ssh";
 import { requireTools, run } from "./command";
 import type { BuiltImage } from "./image";
 import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
@@ -37,6 +37,12 @@ export type Accel = "tcg" | "kvm";
 export const ETH0_MAC = "52:54:00:12:34:56";
 /** Translation-block cache under TCG, MiB: QEMU's default (1 GiB) inflates RSS for no speed gain on a small guest. */
 const TCG_TB_SIZE_MIB = 128;
+/**
+ * Guest CPU under TCG: every feature QEMU emulates (x86-64-v2 and up, which some binaries need)
+ * except 5-level paging: with la57 the kernel walks one more page-table level on every TLB miss
+ * in software, and a boot to SSH took 43 s instead of 29 s (same host, same hour).
+ */
+const TCG_CPU = "max,la57=off";
 /** Unix socket paths longer than this (sun_path is 108 bytes with its NUL) are refused by the kernel. */
 const MAX_SOCKET_PATH = 107;
 /** How long QEMU gets from spawn to answering on its monitor, in ms. */
@@ -44,12 +50,14 @@ const MONITOR_READY_TIMEOUT_MS = 10_000;
 /** Polling interval while waiting for the monitor or a process, in ms. */
 const POLL_INTERVAL_MS = 100;
 /** Pause between SSH readiness probes, in ms. */
-const SSH_PROBE_INTERVAL_MS = 500;
+const SSH_PROBE_INTERVAL_MS = 250;
 /**
  * One banner probe, in ms: while the guest boots, slirp accepts the TCP connection on the host
  * and holds it; a short probe moves on instead of waiting for ssh2's 15 s handshake timeout.
  */
-const SSH_BANNER_PROBE_MS = 2_000;
+const SSH_BANNER_PROBE_MS = 1_000;
+/** Handshake plus login once the banner came, in ms (a booting TCG guest's sshd can take seconds). */
+const SSH_LOGIN_TIMEOUT_MS = 20_000;
 /** How long QEMU gets to exit after SIGTERM (after a guest shutdown that timed out), in ms. */
 const SIGTERM_GRACE_MS = 3_000;
 /** Interval of the exit watch on a QEMU process this Node process did not spawn, in ms. */
@@ -138,7 +146,7 @@ function kernelCommandLine(config: VmConfig): string {
 
 /** QEMU's argv (without the binary). */
 export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
-  const accel = config.accel === "kvm" ? ["-accel", "kvm", "-cpu", "host"] : ["-accel", `tcg,tb-size=${TCG_TB_SIZE_MIB}`, "-cpu", "max"];
+  const accel = config.accel === "kvm" ? ["-accel", "kvm", "-cpu", "host"] : ["-accel", `tcg,tb-size=${TCG_TB_SIZE_MIB}`, "-cpu", TCG_CPU];
   return [
     "-name",
     `${config.name},process=labdeck-${config.name}`,
@@ -207,7 +215,7 @@ export async function startVm(config: VmConfig): Promise<VmProcess> {
   }
   await fs.rm(paths.qmp, { force: true });
   await fs.rm(paths.pidFile, { force: true });
-  const logFd = openSync(paths.qemuLog, "a", 0o600);
+  const logFd = openSync(paths.qemuLog, "w", 0o600);
   let child;
   try {
     child = spawn(tools["qemu-system-x86_64"], qemuArgs(config, paths), { detached: true, stdio: ["ignore", logFd, logFd] });
@@ -247,12 +255,16 @@ export async function adoptVm(name: string, dir: string, pid: number): Promise<V
   const paths = vmPaths(dir);
   if (!(await isOurProcess(pid, paths.pidFile))) return null;
   let gone = false;
-  const exited = (async (): Promise<VmExit> => {
-    while (await isAlive(pid)) await sleep(ADOPTED_EXIT_POLL_MS);
-    gone = true;
-    // Not our child: its exit status went to whoever reaped it.
-    return { code: null, signal: null };
-  })();
+  const exited = new Promise<VmExit>((resolve) => {
+    // Unreferenced timers: watching an adopted VM never keeps this process alive by itself.
+    const poll = async () => {
+      if (await isAlive(pid)) return void setTimeout(poll, ADOPTED_EXIT_POLL_MS).unref();
+      gone = true;
+      // Not our child: its exit status went to whoever reaped it.
+      resolve({ code: null, signal: null });
+    };
+    void poll();
+  });
   return { name, pid, paths, exited, hasExited: () => gone };
 }
 
@@ -270,7 +282,7 @@ export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs
     }
     try {
       await probeBanner(endpoint.host, endpoint.port, SSH_BANNER_PROBE_MS);
-      const client: Client = await connectSsh(endpoint);
+      const client = await openSsh(endpoint, SSH_LOGIN_TIMEOUT_MS);
       client.end();
       return;
     } catch (error) {
@@ -306,6 +318,48 @@ export async function killVm(vm: VmProcess): Promise<void> {
 /** Hard reset, like the reset button: the guest reboots without shutting down; QEMU stays. */
 export async function resetVm(vm: VmProcess): Promise<void> {
   await qmpCommand(vm.paths.qmp, "system_reset");
+}
+
+/**
+ * Connects and logs in like connectSsh (server/terminal/ssh.ts): key authentication, the host key
+ * checked against the pinned one (HostKeyMismatchError otherwise). Unlike it, it keeps listening
+ * for errors after settling: ssh2 emits a second "error" ("Connection lost before handshake")
+ * when a socket that already timed out its handshake closes later, which is exactly what QEMU's
+ * slirp forward does to a booting guest, and an unheard "error" event kills the process.
+ */
+export function openSsh(endpoint: SshEndpoint, timeoutMs: number): Promise<Client> {
+  const pinned = hostKeyBlob(endpoint.hostKey);
+  return new Promise((resolve, reject) => {
+    const client = new Client();
+    let settled = false;
+    let mismatch = false;
+    client.on("error", (error) => {
+      if (settled) return;
+      settled = true;
+      client.end();
+      reject(
+        mismatch
+          ? new HostKeyMismatchError(`${endpoint.name}: host key does not match the pinned key; connection refused`)
+          : new Error(`${endpoint.name}: ${error.message}`),
+      );
+    });
+    client.once("ready", () => {
+      if (settled) return void client.end();
+      settled = true;
+      resolve(client);
+    });
+    client.connect({
+      host: endpoint.host,
+      port: endpoint.port,
+      username: endpoint.user,
+      privateKey: endpoint.privateKey,
+      readyTimeout: timeoutMs,
+      hostVerifier: (key: Buffer) => {
+        mismatch = !key.equals(pinned);
+        return !mismatch;
+      },
+    });
+  });
 }
 
 /** Resolves once something at host:port sends an SSH banner line. */

@@ -1,0 +1,244 @@
+/**
+ * Command line of the QEMU provider, for developers and the `labdeck` CLI (which imports the
+ * exported functions). Standalone:
+ *
+ *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL]
+ *   npx tsx server/machines/qemu/cli.ts image list    [--data-dir D]
+ *   npx tsx server/machines/qemu/cli.ts session up    [--data-dir D] [--machines a,b,c] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
+ *   npx tsx server/machines/qemu/cli.ts session down  <id> [--data-dir D]
+ *   npx tsx server/machines/qemu/cli.ts session list  [--data-dir D]
+ *
+ * Results go to stdout as JSON; progress and logs to stderr. `session up` leaves the VMs running
+ * and exits; `session down` removes them. Exit codes: 0 ok, 1 the operation failed, 2 bad command line.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { pathToFileURL } from "node:url";
+import pino, { type Logger } from "pino";
+import { z } from "zod";
+import { parseEnv } from "../../config";
+import { detectAccel } from "./accel";
+import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage } from "./image";
+import { qemuProvider } from "./provider";
+import { SessionId, sessionDir } from "./state";
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+/** Machines of a session when --machines is not given: the course's three. */
+const DEFAULT_MACHINES = ["controlplane", "node01", "node02"];
+
+const USAGE = `usage:
+  cli.ts image build   [--data-dir D] [--mirror URL]
+  cli.ts image list    [--data-dir D]
+  cli.ts session up    [--data-dir D] [--machines ${DEFAULT_MACHINES.join(",")}] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
+  cli.ts session down  <id> [--data-dir D]
+  cli.ts session list  [--data-dir D]`;
+
+/** A CLI logger: pino to stderr, so stdout carries only the JSON result. */
+function stderrLogger(): Logger {
+  return pino({ level: parseEnv().LOG_LEVEL }, pino.destination(2));
+}
+
+export interface ImageBuildOptions {
+  dataDir: string;
+  mirror?: string;
+  /** Progress lines; default: none. */
+  onProgress?: (progress: BuildProgress) => void;
+}
+
+/** Builds (or finds) the lab base image; resolves with its paths and manifest. */
+export function imageBuild(opts: ImageBuildOptions): Promise<BuiltImage> {
+  return buildImage({ dataDir: opts.dataDir, mirror: opts.mirror, onProgress: opts.onProgress });
+}
+
+export interface SessionUpOptions {
+  dataDir: string;
+  machines?: string[];
+  labSlug?: string;
+  sessionId?: string;
+  memoryMiB?: number;
+  /** auto: a timed KVM boot decides (accel.ts). Default tcg. */
+  accel?: "tcg" | "kvm" | "auto";
+  log?: Logger;
+}
+
+export interface SessionUpResult {
+  sessionId: string;
+  machines: {
+    name: string;
+    host: string;
+    port: number;
+    user: string;
+    hostKey: string;
+    /** Private key file, mode 0600, inside the session directory. */
+    keyFile: string;
+    /** An OpenSSH command that logs in with the pinned host key. */
+    ssh: string;
+  }[];
+}
+
+/**
+ * Starts a session's VMs from the built lab base image (which must exist: `image build`) and
+ * writes the session key and a known_hosts file beside them for `ssh`.
+ */
+export async function sessionUp(opts: SessionUpOptions): Promise<SessionUpResult> {
+  const image = await findImage(opts.dataDir);
+  if (!image) throw new Error(`no lab image under ${path.resolve(opts.dataDir)}/images: run \`image build --data-dir ${opts.dataDir}\` first`);
+  const sessionId = SessionId.parse(opts.sessionId ?? `cli-${randomBytes(4).toString("hex")}`);
+  const log = opts.log ?? stderrLogger();
+  let accel: "tcg" | "kvm" = opts.accel === "kvm" ? "kvm" : "tcg";
+  if (opts.accel === "auto") {
+    const choice = await detectAccel(image);
+    log.info({ accel: choice.accel, detail: choice.detail }, "accelerator chosen by a timed boot");
+    accel = choice.accel;
+  }
+  const provider = qemuProvider({ dataDir: opts.dataDir, image, memoryMiB: opts.memoryMiB, accel, log });
+  const machines = await provider.create({ sessionId, labSlug: opts.labSlug ?? "cli", machines: opts.machines ?? DEFAULT_MACHINES });
+  const dir = sessionDir(opts.dataDir, sessionId);
+  const keyFile = path.join(dir, "id_ed25519");
+  const knownHosts = path.join(dir, "known_hosts");
+  await fs.writeFile(keyFile, machines[0]!.privateKey, { mode: 0o600 });
+  await fs.writeFile(knownHosts, machines.map((m) => `[${m.host}]:${m.port} ${m.hostKey}\n`).join(""), { mode: 0o600 });
+  return {
+    sessionId,
+    machines: machines.map((m) => ({
+      name: m.name,
+      host: m.host,
+      port: m.port,
+      user: m.user,
+      hostKey: m.hostKey,
+      keyFile,
+      ssh: `ssh -i ${keyFile} -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=yes -p ${m.port} ${m.user}@${m.host}`,
+    })),
+  };
+}
+
+/** Stops a session's VMs and switch and deletes its directory. Idempotent. */
+export async function sessionDown(opts: { dataDir: string; sessionId: string; log?: Logger }): Promise<void> {
+  const provider = qemuProvider({ dataDir: opts.dataDir, log: opts.log ?? stderrLogger() });
+  await provider.destroy(opts.sessionId, []);
+}
+
+/** Every session under the data directory with its machines' state. */
+export async function sessionList(opts: { dataDir: string; log?: Logger }) {
+  const provider = qemuProvider({ dataDir: opts.dataDir, log: opts.log ?? stderrLogger() });
+  return provider.list();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Standalone entry
+
+const Flags = z.strictObject({
+  "data-dir": z.string().min(1).optional(),
+  mirror: z.string().url().optional(),
+  machines: z
+    .string()
+    .transform((s) => s.split(",").map((n) => n.trim()))
+    .optional(),
+  lab: z.string().min(1).optional(),
+  memory: z.coerce.number().int().min(128).max(65536).optional(),
+  accel: z.enum(["tcg", "kvm", "auto"]).optional(),
+  id: SessionId.optional(),
+});
+
+/**
+ * The mirror override from the environment. TODO(lead): move LABDECK_DEBIAN_MIRROR into
+ * server/config.ts's Env; this module may not edit it.
+ */
+const MirrorEnv = z.object({ LABDECK_DEBIAN_MIRROR: z.string().url().optional() });
+
+/** A bad command line; its message ends with the usage text. */
+export class CliUsageError extends Error {
+  readonly code = "USAGE";
+}
+
+function usageError(message: string): never {
+  throw new CliUsageError(`${message}\n${USAGE}`);
+}
+
+/**
+ * Runs one `image ...` or `session ...` command (argv without the program name), printing the
+ * JSON result to stdout. Throws CliUsageError for a bad command line, Error when the command fails.
+ */
+export async function runQemuCli(argv: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        "data-dir": { type: "string" },
+        mirror: { type: "string" },
+        machines: { type: "string" },
+        lab: { type: "string" },
+        memory: { type: "string" },
+        accel: { type: "string" },
+        id: { type: "string" },
+      },
+    });
+  } catch (error) {
+    usageError((error as Error).message);
+  }
+  const flags = Flags.safeParse(Object.fromEntries(Object.entries(parsed.values).filter(([, v]) => v !== undefined)));
+  if (!flags.success) usageError(flags.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n       "));
+  const env = parseEnv();
+  const dataDir = flags.data["data-dir"] ?? env.LABDECK_DATA_DIR;
+  const [group, command, ...rest] = parsed.positionals;
+  const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+  if (group === "image" && command === "build" && rest.length === 0) {
+    const mirrorEnv = MirrorEnv.safeParse(process.env);
+    if (!mirrorEnv.success) usageError(`LABDECK_DEBIAN_MIRROR: ${mirrorEnv.error.issues[0]!.message}`);
+    let lastPercent = -1;
+    const started = Date.now();
+    const image = await imageBuild({
+      dataDir,
+      mirror: flags.data.mirror ?? mirrorEnv.data.LABDECK_DEBIAN_MIRROR,
+      // One line per percent (debootstrap alone says ~600 things), plus every warning.
+      onProgress: (p) => {
+        if (p.percent === lastPercent && !/^[WE]: /.test(p.message)) return;
+        lastPercent = p.percent;
+        console.error(`[${String(p.percent).padStart(3)}%] ${p.phase}: ${p.message}`);
+      },
+    });
+    print({ ...image, seconds: Math.round((Date.now() - started) / 1000) });
+  } else if (group === "image" && command === "list" && rest.length === 0) {
+    print(await listImages(dataDir));
+  } else if (group === "session" && command === "up" && rest.length === 0) {
+    print(
+      await sessionUp({
+        dataDir,
+        machines: flags.data.machines,
+        labSlug: flags.data.lab,
+        sessionId: flags.data.id,
+        memoryMiB: flags.data.memory,
+        accel: flags.data.accel,
+      }),
+    );
+  } else if (group === "session" && command === "down" && rest.length === 1) {
+    const id = SessionId.safeParse(rest[0]);
+    if (!id.success) usageError(`session id: ${id.error.issues[0]!.message}`);
+    await sessionDown({ dataDir, sessionId: id.data });
+    print({ destroyed: id.data });
+  } else if (group === "session" && command === "list" && rest.length === 0) {
+    print(await sessionList({ dataDir }));
+  } else {
+    usageError(`unknown command: ${parsed.positionals.join(" ") || "(none)"}`);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  runQemuCli(process.argv.slice(2)).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+      process.exit(error instanceof CliUsageError ? EXIT_USAGE : EXIT_FAILURE);
+    },
+  );
+}
+
+/** Entry for the `labdeck` CLI (server/cli.ts): `labdeck image …` and `labdeck session …`. */
+export const runQemuCli = main;

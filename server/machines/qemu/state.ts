@@ -1,0 +1,87 @@
+/**
+ * A session's record on disk, `<dataDir>/sessions/<sessionId>/state.json`: everything a later
+ * platform process needs to find the session's processes again (pids, sockets, ports, keys) and
+ * either adopt or remove them. Written atomically (temp file + rename) at every step of a
+ * session's life, before the step's effects can outlive a crash.
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+
+const STATE_FILE = "state.json";
+/** Bumped when the layout changes; a state file of another version is cleaned up, never adopted. */
+export const STATE_VERSION = 1;
+
+/** Session ids become directory names: no separators, no dots, bounded for unix socket paths. */
+export const SessionId = z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, "must be 1-40 characters A-Z a-z 0-9 _ -");
+
+export const VmRecord = z.object({
+  name: z.string(),
+  dir: z.string(),
+  /** QEMU's pid; 0 until started. */
+  pid: z.number().int().min(0),
+  sshPort: z.number().int().min(1).max(65535),
+  eth1Address: z.string(),
+  eth1Mac: z.string(),
+  hostPublicKey: z.string(),
+  machineId: z.string(),
+  uuid: z.string(),
+});
+export type VmRecord = z.infer<typeof VmRecord>;
+
+export const SessionState = z.object({
+  version: z.literal(STATE_VERSION),
+  sessionId: SessionId,
+  labSlug: z.string(),
+  /** starting: create in progress; ready: handed out; destroying: destroy in progress. */
+  phase: z.enum(["starting", "ready", "destroying"]),
+  /** The process that created the session; a "starting" session whose creator lives is not a leftover. */
+  creatorPid: z.number().int().min(1),
+  createdAt: z.string(),
+  image: z.object({ base: z.string(), kernel: z.string(), initrd: z.string() }),
+  memoryMiB: z.number().int(),
+  accel: z.enum(["tcg", "kvm"]),
+  /** The session's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
+  clientKey: z.object({ privateKey: z.string(), publicKey: z.string() }),
+  switch: z.object({ socket: z.string(), pidFile: z.string(), pid: z.number().int().min(0) }),
+  vms: z.array(VmRecord),
+});
+export type SessionState = z.infer<typeof SessionState>;
+
+export function sessionsDir(dataDir: string): string {
+  return path.join(path.resolve(dataDir), "sessions");
+}
+
+export function sessionDir(dataDir: string, sessionId: string): string {
+  return path.join(sessionsDir(dataDir), SessionId.parse(sessionId));
+}
+
+export async function writeState(dir: string, state: SessionState): Promise<void> {
+  const file = path.join(dir, STATE_FILE);
+  const temp = `${file}.tmp`;
+  await fs.writeFile(temp, JSON.stringify(SessionState.parse(state), null, 2) + "\n", { mode: 0o600 });
+  await fs.rename(temp, file);
+}
+
+/** The session's state, or an error message saying why there is none usable. */
+export async function readState(dir: string): Promise<{ state: SessionState } | { error: string }> {
+  const file = path.join(dir, STATE_FILE);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await fs.readFile(file, "utf8"));
+  } catch (error) {
+    return { error: `${file}: ${(error as Error).message}` };
+  }
+  const parsed = SessionState.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return { error: `${file}: ${issue.path.join(".") || "(root)"}: ${issue.message}` };
+  }
+  return { state: parsed.data };
+}
+
+/** Session ids that have a directory under `<dataDir>/sessions`. */
+export async function listSessionDirs(dataDir: string): Promise<string[]> {
+  const entries = await fs.readdir(sessionsDir(dataDir), { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && SessionId.safeParse(e.name).success).map((e) => e.name);
+}
