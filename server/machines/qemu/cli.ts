@@ -239,6 +239,3 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
     },
   );
 }
-
-/** Entry for the `labdeck` CLI (server/cli.ts): `labdeck image …` and `labdeck session …`. */
-export const runQemuCli = main;
