@@ -38,8 +38,11 @@ export const DEFAULT_MEMORY_MIB = 512;
  * one VM 25-35 s, three at once 45-60 s; generous for a loaded host.
  */
 export const BOOT_TIMEOUT_MS = 240_000;
-/** How long an adopted VM gets to answer SSH after a platform restart (it may be mid-reboot), in ms. */
-const ADOPT_SSH_TIMEOUT_MS = 60_000;
+/**
+ * How long an adopted VM gets to answer SSH after a platform restart, in ms. Only logged: a VM
+ * that is mid-reboot or whose sshd a learner broke is still the learner's and stays adopted.
+ */
+const ADOPT_SSH_TIMEOUT_MS = 30_000;
 /** How long a killed VM or switch gets between SIGTERM and SIGKILL, in ms (QEMU exits at once on SIGTERM). */
 const KILL_GRACE_MS = 3_000;
 /** Most machines one session may ask for. */
@@ -412,36 +415,41 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
 
   async function adoptOrCleanup(opts: { keep?: (sessionId: string) => boolean } = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { adopted: [], cleaned: [] };
-    for (const sessionId of await listSessionDirs(options.dataDir)) {
-      if (runtimes.has(sessionId)) continue;
-      await serialised(sessionId, async () => {
-        const dir = sessionDir(options.dataDir, sessionId);
-        const found = await readState(dir);
-        if ("state" in found && found.state.phase === "starting" && found.state.creatorPid !== process.pid && (await isAlive(found.state.creatorPid))) {
-          // Another process (the CLI, a second platform) is creating this session right now.
-          log.info({ sessionId, creatorPid: found.state.creatorPid }, "qemu provider: session is being created by another process; left alone");
-          return;
-        }
-        const reason =
-          "error" in found
-            ? found.error
-            : found.state.phase !== "ready"
-              ? `left in phase ${found.state.phase}`
-              : opts.keep && !opts.keep(sessionId)
-                ? "session has ended"
-                : !(await isSwitchAlive(found.state.switch))
-                  ? "its network switch is gone"
-                  : undefined;
-        const adopted = reason === undefined && "state" in found ? await adopt(dir, found.state) : false;
-        if (adopted) {
-          report.adopted.push(sessionId);
-          return;
-        }
-        log.info({ sessionId, reason: reason ?? "no VM is running" }, "qemu provider: removing leftovers of an earlier run");
-        await teardown(sessionId);
-        report.cleaned.push(sessionId);
-      });
-    }
+    const ids = (await listSessionDirs(options.dataDir)).filter((id) => !runtimes.has(id));
+    // All sessions at once: each may wait for its VMs' SSH, and a restart should not take minutes.
+    await Promise.all(
+      ids.map((sessionId) =>
+        serialised(sessionId, async () => {
+          const dir = sessionDir(options.dataDir, sessionId);
+          const found = await readState(dir);
+          if ("state" in found && found.state.phase === "starting" && found.state.creatorPid !== process.pid && (await isAlive(found.state.creatorPid))) {
+            // Another process (the CLI, a second platform) is creating this session right now.
+            log.info({ sessionId, creatorPid: found.state.creatorPid }, "qemu provider: session is being created by another process; left alone");
+            return;
+          }
+          const reason =
+            "error" in found
+              ? found.error
+              : found.state.phase !== "ready"
+                ? `left in phase ${found.state.phase}`
+                : opts.keep && !opts.keep(sessionId)
+                  ? "session has ended"
+                  : !(await isSwitchAlive(found.state.switch))
+                    ? "its network switch is gone"
+                    : undefined;
+          const adopted = reason === undefined && "state" in found ? await adopt(dir, found.state) : false;
+          if (adopted) {
+            report.adopted.push(sessionId);
+            return;
+          }
+          log.info({ sessionId, reason: reason ?? "no VM is running" }, "qemu provider: removing leftovers of an earlier run");
+          await teardown(sessionId);
+          report.cleaned.push(sessionId);
+        }),
+      ),
+    );
+    report.adopted.sort();
+    report.cleaned.sort();
     // Processes whose session directory is gone altogether.
     const present = new Set(await listSessionDirs(options.dataDir));
     const strays = await killProcessesUnder(sessionsDir(options.dataDir), (argv) => {

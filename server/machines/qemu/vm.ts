@@ -333,19 +333,26 @@ export function openSsh(endpoint: SshEndpoint, timeoutMs: number): Promise<Clien
     const client = new Client();
     let settled = false;
     let mismatch = false;
-    client.on("error", (error) => {
+    const fail = (message: string) => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       client.end();
       reject(
         mismatch
           ? new HostKeyMismatchError(`${endpoint.name}: host key does not match the pinned key; connection refused`)
-          : new Error(`${endpoint.name}: ${error.message}`),
+          : new Error(`${endpoint.name}: ${message}`),
       );
-    });
+    };
+    // ssh2's readyTimeout stops counting once the handshake is done; a guest going down during
+    // authentication then closes the socket with no "error" at all. Hence "close" and a timer of our own.
+    const timer = setTimeout(() => fail(`no SSH login within ${timeoutMs} ms`), timeoutMs);
+    client.on("error", (error) => fail(error.message));
+    client.on("close", () => fail("connection closed before login"));
     client.once("ready", () => {
       if (settled) return void client.end();
       settled = true;
+      clearTimeout(timer);
       resolve(client);
     });
     client.connect({
