@@ -4,14 +4,13 @@
 # LABDECK_ROOT prefixes every path read (tests point it at a fake root; empty on machines).
 LABDECK_ROOT=${LABDECK_ROOT:-}
 
-# Every sysctl that systemd-sysctl applies at boot, as "key=value", the last file winning.
-# Order (sysctl.d(5)): *.conf from /etc/sysctl.d, /run/sysctl.d, /usr/local/lib/sysctl.d,
-# /usr/lib/sysctl.d and /lib/sysctl.d; a file name in an earlier directory masks the same name
-# in later ones; files are then applied sorted by name. Keys may use / or . as separator.
-boot_sysctl_all() {
+# The *.conf files a systemd "conf.d" reader applies, in the order it applies them: a file name in
+# an earlier directory masks the same name in later ones, and files are read sorted by name.
+# Usage: conf_files DIR...   (directories in priority order, highest first)
+conf_files() {
   local dir f name
   declare -A chosen=()
-  for dir in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
+  for dir in "$@"; do
     for f in "$LABDECK_ROOT$dir"/*.conf; do
       [ -e "$f" ] || continue
       name=${f##*/}
@@ -19,7 +18,18 @@ boot_sysctl_all() {
     done
   done
   for name in $(printf '%s\n' "${!chosen[@]}" | LC_ALL=C sort); do
-    f=${chosen[$name]}
+    echo "${chosen[$name]}"
+  done
+}
+
+# sysctl.d(5) directories, highest priority first.
+SYSCTL_DIRS=(/etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d)
+
+# Every sysctl that systemd-sysctl applies at boot, as "key=value", the last file winning.
+# Keys may use / or . as separator; a leading - (ignore errors) is dropped.
+boot_sysctl_all() {
+  local f
+  for f in $(conf_files "${SYSCTL_DIRS[@]}"); do
     [ -s "$f" ] || continue # an empty file (or /dev/null symlink) masks without setting anything
     awk '
       /^[[:space:]]*([#;]|$)/ { next }
@@ -40,17 +50,8 @@ boot_sysctl() {
 
 # Which file sets KEY last at boot (to tell the learner where the override is).
 boot_sysctl_source() {
-  local dir f name last=""
-  declare -A chosen=()
-  for dir in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
-    for f in "$LABDECK_ROOT$dir"/*.conf; do
-      [ -e "$f" ] || continue
-      name=${f##*/}
-      [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
-    done
-  done
-  for name in $(printf '%s\n' "${!chosen[@]}" | LC_ALL=C sort); do
-    f=${chosen[$name]}
+  local f last=""
+  for f in $(conf_files "${SYSCTL_DIRS[@]}"); do
     if sed -e 's/[[:space:]]//g' -e 's#/#.#g' -e 's/^-//' "$f" 2>/dev/null | grep -q "^$1="; then last=${f#"$LABDECK_ROOT"}; fi
   done
   [ -n "$last" ] && echo "$last"
@@ -63,16 +64,9 @@ boot_swap() {
 
 # Modules systemd-modules-load loads at boot (modules-load.d(5) plus /etc/modules), one per line.
 boot_modules() {
-  local dir f name
-  declare -A chosen=()
-  for dir in /etc/modules-load.d /run/modules-load.d /usr/local/lib/modules-load.d /usr/lib/modules-load.d /lib/modules-load.d; do
-    for f in "$LABDECK_ROOT$dir"/*.conf; do
-      [ -e "$f" ] || continue
-      name=${f##*/}
-      [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
-    done
-  done
-  { for f in "${chosen[@]}" "$LABDECK_ROOT/etc/modules"; do [ -f "$f" ] && cat "$f"; done; } 2>/dev/null |
+  { for f in $(conf_files /etc/modules-load.d /run/modules-load.d /usr/local/lib/modules-load.d /usr/lib/modules-load.d /lib/modules-load.d) "$LABDECK_ROOT/etc/modules"; do
+      [ -f "$f" ] && cat "$f"
+    done; } 2>/dev/null |
     sed -e 's/[#;].*//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u
 }
 
