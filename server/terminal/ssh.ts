@@ -20,6 +20,8 @@ export interface SshEndpoint {
 
 /** How long the TCP connect plus SSH handshake may take before the machine counts as unreachable. */
 export const SSH_READY_TIMEOUT_MS = 15_000;
+/** Beyond ssh2's own ready timeout, how long connectSsh waits before giving up by itself, in ms. */
+const SSH_SETTLE_GRACE_MS = 5_000;
 /** Keepalive: a dead machine is noticed after interval x count (30 s). */
 export const SSH_KEEPALIVE_INTERVAL_MS = 10_000;
 export const SSH_KEEPALIVE_COUNT_MAX = 3;
@@ -55,7 +57,11 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
         return !mismatch;
       },
     };
-    const onError = (error: Error) => {
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
       client.end();
       reject(
         mismatch
@@ -63,9 +69,17 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
           : new Error(`${endpoint.name}: ${error.message}`),
       );
     };
-    client.once("error", onError);
+    // ssh2 may emit "error" more than once (e.g. a late "Connection lost before handshake" after
+    // a handshake timeout while a VM reboots) and may close without any error during
+    // authentication: this listener stays for the client's life, so no error is ever unhandled,
+    // and a close or the overall timer settles the promise.
+    client.on("error", fail);
+    client.once("close", () => fail(new Error("connection closed during the SSH handshake")));
+    const timer = setTimeout(() => fail(new Error("no SSH session in time")), SSH_READY_TIMEOUT_MS + SSH_SETTLE_GRACE_MS);
     client.once("ready", () => {
-      client.off("error", onError);
+      if (settled) return void client.end();
+      settled = true;
+      clearTimeout(timer);
       client.setNoDelay(true); // keystrokes go out at once, not after Nagle's delay
       resolve(client);
     });

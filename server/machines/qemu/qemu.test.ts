@@ -1,0 +1,288 @@
+/**
+ * The QEMU provider against real VMs (TCG here: no usable KVM). Builds the lab base image once
+ * into a cache directory kept across runs (keyed by the recipe hash; a cold build takes ~3-5 min),
+ * then boots a 3-VM session and a 1-VM session and works through what the labs need.
+ * Sessions live in a fresh temporary data directory; the test proves nothing of them is left.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import type { Client } from "ssh2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isNoCapacity, type ProvisionedMachine } from "../provider";
+import { HostKeyMismatchError } from "../../terminal/session";
+import { connectSsh } from "../../terminal/ssh";
+import { buildImage, type BuiltImage } from "./image";
+import { generateEd25519 } from "./keys";
+import { processArgv } from "./processes";
+import { qemuProvider, type QemuProvider } from "./provider";
+import { adoptVm, openSsh, stopVm } from "./vm";
+
+/** Images built by tests, kept across runs (a build costs minutes, a cached one nothing). */
+const IMAGE_CACHE_DIR = process.getuid?.() === 0 ? "/var/cache/labdeck-test-images" : path.join(os.tmpdir(), "labdeck-test-images");
+/** A cold image build: debootstrap of ~200 packages plus the disk (measured 2.5-5 min on a shared 2-core host). */
+const IMAGE_BUILD_TIMEOUT_MS = 15 * 60_000;
+/** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
+const SESSION_TIMEOUT_MS = 300_000;
+/** One command over SSH, ms. */
+const COMMAND_TIMEOUT_MS = 45_000;
+/** A reboot under TCG to SSH: 25-35 s measured on a quiet host, 120 s seen on a busy one. */
+const REBOOT_TIMEOUT_MS = 300_000;
+/** Start-to-SSH limit the provider gets, ms (its default is for production; a shared CI host is slower). */
+const BOOT_TIMEOUT_MS = 300_000;
+/** Handshake and login of one test connection, ms. */
+const LOGIN_TIMEOUT_MS = 20_000;
+
+const SESSION_A = "test-a";
+const SESSION_B = "test-b";
+const MACHINES = ["controlplane", "node01", "node02"];
+
+// error: provider warnings such as "VM stopped" are expected here (a second provider instance ends VMs the first one watches).
+const log = pino({ level: "error" }, pino.destination(2));
+
+let image: BuiltImage;
+let dataDir: string;
+let provider: QemuProvider;
+let a: ProvisionedMachine[];
+let b: ProvisionedMachine[];
+
+function machine(list: ProvisionedMachine[], name: string): ProvisionedMachine {
+  const found = list.find((m) => m.name === name);
+  if (!found) throw new Error(`no machine ${name}`);
+  return found;
+}
+
+/** Runs a command as root on a machine; resolves with its exit code and output. */
+async function exec(m: ProvisionedMachine, command: string): Promise<{ code: number | null; out: string }> {
+  // openSsh, not connectSsh: it survives ssh2's late second "error" while a machine reboots.
+  const client = await openSsh(m, LOGIN_TIMEOUT_MS);
+  try {
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${m.name}: ${command}: no exit within ${COMMAND_TIMEOUT_MS} ms`)), COMMAND_TIMEOUT_MS);
+      client.exec(command, (error, stream) => {
+        if (error) return reject(error);
+        let out = "";
+        let code: number | null = null;
+        stream.on("data", (d: Buffer) => (out += d.toString("utf8")));
+        stream.stderr.on("data", (d: Buffer) => (out += d.toString("utf8")));
+        stream.on("exit", (c: number | null) => (code = c));
+        stream.on("close", () => {
+          clearTimeout(timer);
+          resolve({ code, out });
+        });
+      });
+    });
+  } finally {
+    client.end();
+  }
+}
+
+async function ok(m: ProvisionedMachine, command: string): Promise<string> {
+  const result = await exec(m, command);
+  if (result.code !== 0) throw new Error(`${m.name}: \`${command}\` exited ${result.code}: ${result.out}`);
+  return result.out.trim();
+}
+
+/** Polls until SSH works again and the boot id differs from `bootId`. */
+async function waitForNewBoot(m: ProvisionedMachine, bootId: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "still the old boot";
+  for (;;) {
+    try {
+      const id = await ok(m, "cat /proc/sys/kernel/random/boot_id");
+      if (id !== bootId) return;
+    } catch (error) {
+      // Going down or not up yet.
+      last = (error as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`${m.name}: no new boot within ${timeoutMs} ms (last: ${last})`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+/** Processes (qemu, vde_switch) whose argv names a path under `dir`. */
+async function processesUnder(dir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fs.readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = await processArgv(Number(entry));
+    if (argv?.some((arg) => arg.includes(dir + "/"))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+async function vmPid(dir: string, sessionId: string, name: string): Promise<number> {
+  return Number((await fs.readFile(path.join(dir, "sessions", sessionId, `vm-${name}`, "qemu.pid"), "utf8")).trim());
+}
+
+describe("qemu provider (real VMs)", () => {
+  beforeAll(async () => {
+    let reported = -1;
+    image = await buildImage({
+      dataDir: IMAGE_CACHE_DIR,
+      onProgress: (p) => {
+        if (Math.floor(p.percent / 20) === reported) return;
+        reported = Math.floor(p.percent / 20);
+        console.log(`image: ${p.percent}% ${p.phase}: ${p.message}`);
+      },
+    });
+    // Short path: unix socket paths inside must stay under 108 bytes.
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldq-"));
+    provider = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+  }, IMAGE_BUILD_TIMEOUT_MS);
+
+  afterAll(async () => {
+    if (!provider) return;
+    await provider.destroy(SESSION_A, []).catch(() => undefined);
+    await provider.destroy(SESSION_B, []).catch(() => undefined);
+    if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("boots a 3-VM session whose machines answer SSH with their pinned host keys", async () => {
+    const started = Date.now();
+    a = await provider.create({ sessionId: SESSION_A, labSlug: "test", machines: MACHINES });
+    console.log(`3-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(a.map((m) => m.name)).toEqual(MACHINES);
+    expect(new Set(a.map((m) => m.port)).size).toBe(3);
+    expect(new Set(a.map((m) => m.hostKey)).size).toBe(3);
+    for (const m of a) {
+      expect(m.host).toBe("127.0.0.1");
+      expect(m.providerRef).toBe(`${SESSION_A}/${m.name}`);
+      expect(await ok(m, "hostname")).toBe(m.name);
+    }
+  }, SESSION_TIMEOUT_MS);
+
+  it("refuses a machine whose host key is not the pinned one", async () => {
+    const wrong = { ...machine(a, "node01"), hostKey: generateEd25519("wrong").publicKey };
+    const error = await connectSsh(wrong).then(
+      (client: Client) => {
+        client.end();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(HostKeyMismatchError);
+    await expect(openSsh(wrong, LOGIN_TIMEOUT_MS)).rejects.toBeInstanceOf(HostKeyMismatchError);
+  });
+
+  it("gives every eth0 10.0.2.15 and connects the machines on eth1", async () => {
+    for (const m of a) {
+      expect(await ok(m, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
+    }
+    const cp = machine(a, "controlplane");
+    expect(await ok(cp, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
+    await ok(cp, "ping -c 2 -W 5 node01 && ping -c 2 -W 5 192.168.56.12");
+    await ok(machine(a, "node02"), "ping -c 2 -W 5 controlplane");
+    expect(await ok(cp, "getent hosts node02")).toMatch(/^192\.168\.56\.12\s+node02/);
+    expect(await ok(cp, "locale | head -n 1")).toBe("LANG=C.UTF-8");
+    expect(await ok(cp, "printf '日本語\\n'")).toBe("日本語");
+  }, 120_000);
+
+  it("lets a lab change swap, modules, sysctl and units", async () => {
+    const m = machine(a, "node01");
+    // Swap made at run time (a sparse file made at image build is refused).
+    await ok(m, "dd if=/dev/zero of=/swapfile bs=1M count=32 status=none && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile");
+    expect(await ok(m, "swapon --noheadings --show=NAME")).toContain("/swapfile");
+    await ok(m, "swapoff -a");
+    expect(await ok(m, "swapon --noheadings --show=NAME")).toBe("");
+    await ok(m, "modprobe br_netfilter && modprobe overlay");
+    expect(await ok(m, "lsmod")).toMatch(/^br_netfilter/m);
+    await ok(m, "sysctl -w net.ipv4.ip_forward=1 >/dev/null && sysctl -w net.bridge.bridge-nf-call-iptables=1 >/dev/null");
+    expect(await ok(m, "cat /proc/sys/net/ipv4/ip_forward")).toBe("1");
+    await ok(
+      m,
+      "printf '[Unit]\\nDescription=test\\n[Service]\\nExecStart=/bin/sleep infinity\\n[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/ldtest.service && systemctl daemon-reload && systemctl enable --now ldtest.service",
+    );
+    expect(await ok(m, "systemctl is-active ldtest.service")).toBe("active");
+    await ok(m, "systemctl disable --now ldtest.service");
+    expect((await exec(m, "systemctl is-enabled ldtest.service")).out.trim()).toBe("disabled");
+  }, 120_000);
+
+  it("keeps a second session with the same eth1 addresses apart from the first", async () => {
+    const started = Date.now();
+    b = await provider.create({ sessionId: SESSION_B, labSlug: "test", machines: ["controlplane"] });
+    console.log(`1-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const other = b[0]!;
+    expect(await ok(other, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
+    expect(await ok(other, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
+    // 192.168.56.11 exists only in session A.
+    const ping = await exec(other, "ping -c 2 -W 2 192.168.56.11");
+    expect(ping.code).not.toBe(0);
+    expect(await ok(other, "ip neigh show dev eth1 192.168.56.11")).not.toMatch(/lladdr/);
+    // And session A's own controlplane still reaches its peers.
+    await ok(machine(a, "controlplane"), "ping -c 1 -W 5 192.168.56.11");
+  }, SESSION_TIMEOUT_MS);
+
+  it("survives a reboot from inside: same QEMU process, SSH back, synced file kept", async () => {
+    const m = machine(a, "node02");
+    const pid = await vmPid(dataDir, SESSION_A, "node02");
+    const bootId = await ok(m, "cat /proc/sys/kernel/random/boot_id");
+    await ok(m, "echo before-reboot > /root/marker && sync");
+    // Detached and delayed, so the command's own SSH channel closes before the guest goes down.
+    const started = Date.now();
+    await ok(m, "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &");
+    await waitForNewBoot(m, bootId, REBOOT_TIMEOUT_MS - 60_000);
+    console.log(`reboot to SSH in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(await ok(m, "cat /root/marker")).toBe("before-reboot");
+    expect(await ok(m, "hostname")).toBe("node02");
+    expect(await ok(m, "ip -4 -o addr show dev eth1")).toMatch(/192\.168\.56\.12\/24/);
+    expect(await vmPid(dataDir, SESSION_A, "node02")).toBe(pid);
+    expect((await provider.health(SESSION_A, [m]))[0]!.state).toBe("running");
+  }, REBOOT_TIMEOUT_MS);
+
+  it("notices a poweroff from inside and powers the machine on again", async () => {
+    const m = machine(a, "node01");
+    await ok(m, "echo kept > /root/marker && sync");
+    await ok(m, "nohup sh -c 'sleep 1; systemctl poweroff' >/dev/null 2>&1 &");
+    const deadline = Date.now() + 120_000;
+    while ((await provider.health(SESSION_A, [m]))[0]!.state !== "stopped") {
+      if (Date.now() > deadline) throw new Error("node01 did not stop");
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await provider.reboot(SESSION_A, m);
+    expect((await provider.health(SESSION_A, [m]))[0]!.state).toBe("running");
+    expect(await ok(m, "cat /root/marker")).toBe("kept");
+    await ok(machine(a, "controlplane"), "ping -c 1 -W 5 node01");
+  }, REBOOT_TIMEOUT_MS + 120_000);
+
+  it("after a platform restart adopts live sessions and removes ended ones", async () => {
+    const sessionB = path.join(dataDir, "sessions", SESSION_B);
+    expect((await processesUnder(sessionB)).length).toBe(2); // qemu + vde_switch
+    const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A });
+    expect(report).toEqual({ adopted: [SESSION_A], cleaned: [SESSION_B] });
+    expect(await processesUnder(sessionB)).toEqual([]);
+    await expect(fs.stat(sessionB)).rejects.toThrow();
+    expect((await restarted.health(SESSION_A, a)).map((h) => h.state)).toEqual(["running", "running", "running"]);
+    expect(await ok(machine(a, "controlplane"), "hostname")).toBe("controlplane");
+    provider = restarted;
+  }, 120_000);
+
+  it("stops a VM gracefully through its monitor (ACPI power button)", async () => {
+    const dir = path.join(dataDir, "sessions", SESSION_A, "vm-controlplane");
+    const vm = await adoptVm("controlplane", dir, await vmPid(dataDir, SESSION_A, "controlplane"));
+    expect(vm).not.toBeNull();
+    const started = Date.now();
+    await stopVm(vm!, 90_000);
+    console.log(`graceful stop in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(vm!.hasExited() || (await vm!.exited.then(() => true))).toBe(true);
+    expect(await fs.readFile(path.join(dir, "serial.log"), "utf8")).toMatch(/reboot: Power down/);
+    expect((await provider.health(SESSION_A, [machine(a, "controlplane")]))[0]!.state).toBe("stopped");
+  }, 120_000);
+
+  it("refuses a session that does not fit in memory, starting nothing", async () => {
+    const greedy = qemuProvider({ dataDir, image, log, memoryMiB: 1024 * 1024 });
+    const error = await greedy.create({ sessionId: "test-big", labSlug: "test", machines: MACHINES }).catch((e: unknown) => e);
+    expect(isNoCapacity(error)).toBe(true);
+    await expect(fs.stat(path.join(dataDir, "sessions", "test-big"))).rejects.toThrow();
+  });
+
+  it("destroy leaves no process, socket or disk behind and is idempotent", async () => {
+    await provider.destroy(SESSION_A, a);
+    await provider.destroy(SESSION_A, a);
+    expect(await processesUnder(dataDir)).toEqual([]);
+    expect(await fs.readdir(path.join(dataDir, "sessions"))).toEqual([]);
+    expect(await provider.list()).toEqual([]);
+  }, 60_000);
+});
