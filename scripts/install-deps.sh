@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 
 # chromium: e2e browser (Playwright drives Debian's build; it cannot download its own here)
 # openssh-server: sshd for the local test/dev hosts; iproute2 + util-linux: network/UTS namespaces
-# fonts-noto-cjk: Japanese glyphs in the browser; dtach: learners' shells outlive the gateway (local hosts)
+# fonts-noto-cjk: Japanese glyphs in the browser
 # qemu-system-x86 + qemu-utils: lab VMs and their qcow2 disks; debootstrap: builds the lab image
 # from Debian packages; vde-switch: each session's private L2 network (server/machines/qemu/)
-APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates dtach
+APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
   qemu-system-x86 qemu-utils debootstrap vde-switch)
 
 missing=()

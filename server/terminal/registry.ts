@@ -24,7 +24,7 @@ export class TerminalRegistry {
     if (!entry) {
       entry = this.lookup(sessionId, machine).then((endpoint) =>
         endpoint
-          ? new TerminalSession(sshConnector(endpoint, `${sessionId}-${machine}`), {
+          ? new TerminalSession(sshConnector(endpoint), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
             })
           : null,

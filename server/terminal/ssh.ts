@@ -88,26 +88,12 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
 }
 
 /**
- * The learner's shell runs inside dtach on the machine itself, so it outlives this process: a
- * gateway restart or redeploy re-attaches to the same shell (same cwd, variables, running jobs)
- * instead of starting a new one. dtach is transparent to the terminal (unlike tmux or screen it
- * keeps no screen of its own, so xterm's scrollback keeps working); `-r winch` makes the shell
- * redraw its prompt on re-attach. Machines without dtach get a plain login shell.
- */
-export function persistentShellCommand(terminalId: string): string {
-  if (!/^[A-Za-z0-9_-]{1,100}$/.test(terminalId)) throw new Error("terminal id must be [A-Za-z0-9_-]{1,100}");
-  return [
-    'd="$HOME/.labdeck"; mkdir -p "$d" && chmod 700 "$d"',
-    `if command -v dtach >/dev/null 2>&1; then exec dtach -A "$d/term-${terminalId}.sock" -E -z -r winch "\${SHELL:-/bin/bash}" -l; fi`,
-    'exec "${SHELL:-/bin/bash}" -l',
-  ].join("; ");
-}
-
-/**
  * Opens one connection per shell, so that one terminal's reconnect never disturbs another.
- * With `terminalId` the shell is the persistent one above; without, sshd's plain login shell.
+ * The shell is sshd's login shell with a PTY. (Running it in dtach so it would outlive the
+ * gateway was tried and dropped: dtach discards output a slow reader cannot take, which lost
+ * bytes under backpressure; see ARCHITECTURE.md.)
  */
-export function sshConnector(endpoint: SshEndpoint, terminalId?: string): PtyConnector {
+export function sshConnector(endpoint: SshEndpoint): PtyConnector {
   return {
     machine: endpoint.name,
     async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
@@ -116,9 +102,7 @@ export function sshConnector(endpoint: SshEndpoint, terminalId?: string): PtyCon
       const stream = await new Promise<ClientChannel>((resolve, reject) => {
         // The locale (UTF-8 for Japanese) is the machine's own setting, not sent from here:
         // sshd drops client environment unless AcceptEnv allows it.
-        const done = (error: Error | undefined, channel: ClientChannel) => (error ? reject(error) : resolve(channel));
-        if (terminalId) client.exec(persistentShellCommand(terminalId), { pty }, done);
-        else client.shell(pty, done);
+        client.shell(pty, (error, channel) => (error ? reject(error) : resolve(channel)));
       }).catch((error: Error) => {
         client.end();
         throw new Error(`${endpoint.name}: could not open a shell: ${error.message}`);

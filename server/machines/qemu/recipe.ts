@@ -63,7 +63,7 @@ export const DEBIAN_BASE_RECIPE: ImageRecipe = ImageRecipe.parse({
     "lsof",
     "tcpdump",
     "netcat-openbsd",
-    // The terminal gateway runs learners' shells in dtach so they outlive it (server/terminal/ssh.ts).
+    // Detachable sessions for learners who want them; the gateway itself does not use dtach (it drops output for slow readers: ARCHITECTURE.md).
     "dtach",
     "screen",
     "tmux",
