@@ -17,7 +17,7 @@ import { HOST_RESERVE_MIB, memAvailableMiB } from "../server/machines/qemu/capac
 import { buildImage } from "../server/machines/qemu/image";
 import { residentKiB } from "../server/machines/qemu/processes";
 import { qemuProvider } from "../server/machines/qemu/provider";
-import { openSsh } from "../server/machines/qemu/vm";
+import { connectSsh } from "../server/terminal/ssh";
 
 const MACHINES = ["controlplane", "node01", "node02"];
 /** Login timeout of one benchmark SSH connection, ms. */
@@ -62,7 +62,7 @@ const seconds = (ms: number) => Math.round(ms / 100) / 10;
  * resets is never closed by anyone (slirp keeps the host side open), so without a limit it hangs.
  */
 async function exec(m: ProvisionedMachine, command: string): Promise<string> {
-  const client = await openSsh(m, LOGIN_TIMEOUT_MS);
+  const client = await connectSsh(m, LOGIN_TIMEOUT_MS);
   try {
     return await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${m.name}: ${command}: no answer in ${COMMAND_TIMEOUT_MS} ms`)), COMMAND_TIMEOUT_MS);

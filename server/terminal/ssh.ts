@@ -39,7 +39,7 @@ export function hostKeyBlob(openSshPublicKey: string): Buffer {
 }
 
 /** Connects and authenticates; rejects with HostKeyMismatchError when the host key is not the pinned one. */
-export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
+export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIMEOUT_MS): Promise<Client> {
   const pinned = hostKeyBlob(endpoint.hostKey);
   return new Promise((resolve, reject) => {
     const client = new Client();
@@ -49,7 +49,7 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
       port: endpoint.port,
       username: endpoint.user,
       privateKey: endpoint.privateKey,
-      readyTimeout: SSH_READY_TIMEOUT_MS,
+      readyTimeout: readyTimeoutMs,
       keepaliveInterval: SSH_KEEPALIVE_INTERVAL_MS,
       keepaliveCountMax: SSH_KEEPALIVE_COUNT_MAX,
       hostVerifier: (key: Buffer) => {
@@ -75,7 +75,7 @@ export function connectSsh(endpoint: SshEndpoint): Promise<Client> {
     // and a close or the overall timer settles the promise.
     client.on("error", fail);
     client.once("close", () => fail(new Error("connection closed during the SSH handshake")));
-    const timer = setTimeout(() => fail(new Error("no SSH session in time")), SSH_READY_TIMEOUT_MS + SSH_SETTLE_GRACE_MS);
+    const timer = setTimeout(() => fail(new Error(`no SSH login within ${readyTimeoutMs} ms`)), readyTimeoutMs + SSH_SETTLE_GRACE_MS);
     client.once("ready", () => {
       if (settled) return void client.end();
       settled = true;

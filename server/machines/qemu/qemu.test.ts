@@ -17,7 +17,7 @@ import { buildImage, type BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
-import { adoptVm, openSsh, stopVm } from "./vm";
+import { adoptVm, stopVm } from "./vm";
 
 /** Images built by tests, kept across runs (a build costs minutes, a cached one nothing). */
 const IMAGE_CACHE_DIR = process.getuid?.() === 0 ? "/var/cache/labdeck-test-images" : path.join(os.tmpdir(), "labdeck-test-images");
@@ -55,8 +55,7 @@ function machine(list: ProvisionedMachine[], name: string): ProvisionedMachine {
 
 /** Runs a command as root on a machine; resolves with its exit code and output. */
 async function exec(m: ProvisionedMachine, command: string): Promise<{ code: number | null; out: string }> {
-  // openSsh, not connectSsh: it survives ssh2's late second "error" while a machine reboots.
-  const client = await openSsh(m, LOGIN_TIMEOUT_MS);
+  const client = await connectSsh(m, LOGIN_TIMEOUT_MS);
   try {
     return await new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${m.name}: ${command}: no exit within ${COMMAND_TIMEOUT_MS} ms`)), COMMAND_TIMEOUT_MS);
@@ -163,7 +162,7 @@ describe("qemu provider (real VMs)", () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(HostKeyMismatchError);
-    await expect(openSsh(wrong, LOGIN_TIMEOUT_MS)).rejects.toBeInstanceOf(HostKeyMismatchError);
+    await expect(connectSsh(wrong, LOGIN_TIMEOUT_MS)).rejects.toBeInstanceOf(HostKeyMismatchError);
   });
 
   it("gives every eth0 10.0.2.15 and connects the machines on eth1", async () => {

@@ -18,9 +18,8 @@ import { closeSync, openSync } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import { Client } from "ssh2";
 import { HostKeyMismatchError } from "../../terminal/session";
-import { hostKeyBlob, type SshEndpoint } from "../../terminal/ssh";
+import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
 import { requireTools, run } from "./command";
 import type { BuiltImage } from "./image";
 import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
@@ -282,7 +281,7 @@ export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs
     }
     try {
       await probeBanner(endpoint.host, endpoint.port, SSH_BANNER_PROBE_MS);
-      const client = await openSsh(endpoint, SSH_LOGIN_TIMEOUT_MS);
+      const client = await connectSsh(endpoint, SSH_LOGIN_TIMEOUT_MS);
       client.end();
       return;
     } catch (error) {
@@ -318,55 +317,6 @@ export async function killVm(vm: VmProcess): Promise<void> {
 /** Hard reset, like the reset button: the guest reboots without shutting down; QEMU stays. */
 export async function resetVm(vm: VmProcess): Promise<void> {
   await qmpCommand(vm.paths.qmp, "system_reset");
-}
-
-/**
- * Connects and logs in like connectSsh (server/terminal/ssh.ts): key authentication, the host key
- * checked against the pinned one (HostKeyMismatchError otherwise). Unlike it, it keeps listening
- * for errors after settling: ssh2 emits a second "error" ("Connection lost before handshake")
- * when a socket that already timed out its handshake closes later, which is exactly what QEMU's
- * slirp forward does to a booting guest, and an unheard "error" event kills the process.
- */
-export function openSsh(endpoint: SshEndpoint, timeoutMs: number): Promise<Client> {
-  const pinned = hostKeyBlob(endpoint.hostKey);
-  return new Promise((resolve, reject) => {
-    const client = new Client();
-    let settled = false;
-    let mismatch = false;
-    const fail = (message: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      client.end();
-      reject(
-        mismatch
-          ? new HostKeyMismatchError(`${endpoint.name}: host key does not match the pinned key; connection refused`)
-          : new Error(`${endpoint.name}: ${message}`),
-      );
-    };
-    // ssh2's readyTimeout stops counting once the handshake is done; a guest going down during
-    // authentication then closes the socket with no "error" at all. Hence "close" and a timer of our own.
-    const timer = setTimeout(() => fail(`no SSH login within ${timeoutMs} ms`), timeoutMs);
-    client.on("error", (error) => fail(error.message));
-    client.on("close", () => fail("connection closed before login"));
-    client.once("ready", () => {
-      if (settled) return void client.end();
-      settled = true;
-      clearTimeout(timer);
-      resolve(client);
-    });
-    client.connect({
-      host: endpoint.host,
-      port: endpoint.port,
-      username: endpoint.user,
-      privateKey: endpoint.privateKey,
-      readyTimeout: timeoutMs,
-      hostVerifier: (key: Buffer) => {
-        mismatch = !key.equals(pinned);
-        return !mismatch;
-      },
-    });
-  });
 }
 
 /** Resolves once something at host:port sends an SSH banner line. */
