@@ -62,6 +62,8 @@ describe("labdeck CLI", () => {
     [["labs"], /unknown command/],
     [["labs", "test", "x", "--machines", "bogus"], /--machines: must be qemu, netns or hosts:<file>/],
     [["labs", "validate", "--frob"], /Unknown option '--frob'/],
+    [["image", "frobnicate"], /unknown|usage/i],
+    [["session", "up", "--memory", "lots"], /--memory/],
   ])("rejects %j with usage and exit 2", (args, message) => {
     const r = labdeck(...args);
     expect(r.code).toBe(2);

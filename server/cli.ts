@@ -16,6 +16,7 @@ import { listLabs, loadLab, LabError } from "./labs/load";
 import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
+import { qemuLabMachines } from "./machines/qemu/lab-machines";
 import { qemuProvider } from "./machines/qemu/provider";
 import { SshExecPool } from "./machines/ssh-exec";
 import { loadStaticHosts } from "./machines/static-hosts";
@@ -31,6 +32,9 @@ const USAGE = `usage:
   --machines hosts:<file>  the first group of a static hosts file (real machines you provide)`;
 
 class UsageError extends Error {}
+
+/** Start-to-SSH limit per VM for `labs test --machines qemu`, ms: generous, a CI host may be busy. */
+const LAB_TEST_BOOT_TIMEOUT_MS = 600_000;
 
 const Options = z.object({
   "labs-dir": z.string().min(1).default(process.env.LABDECK_LABS_DIR ?? path.resolve("labs")),
@@ -88,25 +92,9 @@ async function openMachines(spec: string, names: readonly string[]): Promise<{ m
     const image = await findImage(env.LABDECK_DATA_DIR);
     if (!image) throw new Error(`no lab image under ${env.LABDECK_DATA_DIR}: run \`npm run labdeck -- image build\` first`);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
-    const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log });
-    const sessionId = `labtest-${Date.now().toString(36)}`;
-    process.stdout.write(`booting ${names.join(", ")} (QEMU)…\n`);
-    const provisioned = await provider.create({ sessionId, labSlug: "labs-test", machines: names });
-    const byName = new Map(provisioned.map((m) => [m.name, m]));
-    return {
-      machines: {
-        async endpoint(name) {
-          const m = byName.get(name);
-          if (!m) throw new Error(`no machine ${name}`);
-          return { name, host: m.host, port: m.port, user: m.user, privateKey: m.privateKey, hostKey: m.hostKey };
-        },
-        async reboot(name) {
-          process.stdout.write(`  rebooting ${name}…\n`);
-          await provider.reboot(sessionId, byName.get(name)!);
-        },
-      },
-      close: () => provider.destroy(sessionId, provisioned),
-    };
+    // An offline tool on a possibly busy host: boots may take long; a real failure still ends it.
+    const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log, bootTimeoutMs: LAB_TEST_BOOT_TIMEOUT_MS });
+    return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`));
   }
   if (spec === "netns") {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
@@ -153,6 +141,11 @@ main(process.argv.slice(2)).then(
   (error: Error) => {
     if (error instanceof UsageError) {
       process.stderr.write(`labdeck: ${error.message}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    if ((error as { code?: unknown }).code === "USAGE") {
+      // image/session usage errors (qemu/cli.ts CliUsageError) carry their own usage text.
+      process.stderr.write(`labdeck: ${error.message}\n`);
       process.exit(2);
     }
     process.stderr.write(`labdeck: ${error instanceof LabError ? `\n${error.message}` : error.message}\n`);

@@ -29,6 +29,12 @@ export const Env = z.object({
   LABDECK_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(1),
   /** Guest RAM per lab VM, MiB. */
   LABDECK_VM_MEMORY_MIB: z.coerce.number().int().min(256).max(16384).default(512),
+  /** A lab session's time limit, minutes from when its machines are ready; then they are released. */
+  LABDECK_SESSION_MINUTES: z.coerce.number().int().min(5).max(7 * 24 * 60).default(240),
+  /** Minutes without terminal input or checks after which a session's machines are powered off (resumed on the next visit); 0: never. */
+  LABDECK_IDLE_MINUTES: z.coerce.number().int().min(0).max(24 * 60).default(30),
+  /** Debian mirror for image builds; unset: the host's own apt source, else deb.debian.org. */
+  LABDECK_DEBIAN_MIRROR: z.string().url().optional(),
   /** QEMU accelerator: auto decides by a real timed KVM boot at start (never by /dev/kvm alone). */
   LABDECK_QEMU_ACCEL: z.enum(["auto", "kvm", "tcg"]).default("auto"),
   /** Where lab content lives. */

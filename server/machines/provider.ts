@@ -1,6 +1,7 @@
 /**
  * What the rest of the server needs from a source of lab machines. Implementations:
- * static-hosts.ts (machines an admin already has); the local QEMU provider comes next.
+ * static-hosts.ts (machines an admin already has), qemu/provider.ts (local VMs), and warm-pool.ts
+ * in front of either.
  */
 export interface ProvisionedMachine {
   /** Name in the lab: controlplane, node01, ... */
@@ -66,6 +67,17 @@ export interface MachineProvider {
    * when it was powered off or crashed. Resolves when it answers SSH again.
    */
   reboot?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  /**
+   * Optional: powers a session's machines off to free the host (an idle learner), keeping their
+   * disks, keys and addresses. Idempotent. `resume` brings them back.
+   */
+  suspend?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
+  /**
+   * Optional: powers a suspended session's machines on again; resolves when every machine answers
+   * SSH, with the machines as they are now (an SSH port may have moved). Throws NoCapacityError
+   * when the host has no room for them right now.
+   */
+  resume?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   /**
    * Optional, called once at platform start: finds machines an earlier platform process left
    * running, serves them again or removes them. Sessions for which `keep` returns false (ended

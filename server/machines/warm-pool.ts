@@ -48,6 +48,11 @@ export class WarmPool implements MachineProvider {
     private readonly options: { size: number; machines: readonly string[]; log: Logger },
   ) {
     this.name = inner.name;
+    const { health, reboot, suspend, resume } = inner;
+    if (health) this.health = (sid, machines) => health.call(inner, providerSessionOf(sid, machines), machines);
+    if (reboot) this.reboot = (sid, machine) => reboot.call(inner, providerSessionOf(sid, [machine]), machine);
+    if (suspend) this.suspend = (sid, machines) => suspend.call(inner, providerSessionOf(sid, machines), machines);
+    if (resume) this.resume = (sid, machines) => resume.call(inner, providerSessionOf(sid, machines), machines);
   }
 
   /** Starts filling the pool in the background. */
@@ -75,6 +80,13 @@ export class WarmPool implements MachineProvider {
   destroy(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
     return this.inner.destroy(providerSessionOf(sessionId, machines), machines);
   }
+
+  // A handed-out set is the inner provider's from then on: lifecycle calls go straight to it,
+  // under the provider session id the set was made with.
+  readonly health?: MachineProvider["health"];
+  readonly reboot?: MachineProvider["reboot"];
+  readonly suspend?: MachineProvider["suspend"];
+  readonly resume?: MachineProvider["resume"];
 
   /** Waits for the current refill (tests, benchmarks). */
   async settled(): Promise<void> {

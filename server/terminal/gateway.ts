@@ -83,6 +83,11 @@ class SocketViewer implements Viewer {
     this.send({ type: "status", state, message });
   }
 
+  end(reason: string): void {
+    this.flush();
+    this.ws.close(CloseCode.sessionOver, reason);
+  }
+
   send(message: ServerMessage): void {
     this.flush(); // control messages keep their place after the output before them
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));

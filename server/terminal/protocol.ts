@@ -86,6 +86,11 @@ export const CloseCode = {
   forbidden: 4403,
   /** The session or machine does not exist (any more). */
   notFound: 4404,
+  /**
+   * The lab session was suspended (machines off after inactivity) or ended (time up, ended by
+   * the learner or an admin); the reason says which, in words for the learner.
+   */
+  sessionOver: 4410,
   /** The gateway failed; the client should reconnect. */
   internal: 4500,
   /** The server is shutting down; the client should reconnect. */
@@ -98,6 +103,7 @@ export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
   CloseCode.unauthorized,
   CloseCode.forbidden,
   CloseCode.notFound,
+  CloseCode.sessionOver,
 ]);
 
 /** First byte of a binary frame: what it carries. */

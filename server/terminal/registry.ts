@@ -39,12 +39,12 @@ export class TerminalRegistry {
     return entry;
   }
 
-  /** Closes every terminal of a lab session (when it ends). */
-  async closeSession(sessionId: string): Promise<void> {
+  /** Closes every terminal of a lab session (suspended or ended); viewers are told `reason`. */
+  async closeSession(sessionId: string, reason?: string): Promise<void> {
     for (const [key, entry] of this.terminals) {
       if (!key.startsWith(`${sessionId}/`)) continue;
       this.terminals.delete(key);
-      (await entry.catch(() => null))?.close();
+      (await entry.catch(() => null))?.close(reason);
     }
   }
 

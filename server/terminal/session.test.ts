@@ -44,6 +44,10 @@ class RecordingViewer implements Viewer {
   sendStatus(state: MachineState) {
     this.states.push(state);
   }
+  ended: string[] = [];
+  end(reason: string) {
+    this.ended.push(reason);
+  }
   text() {
     return this.out.map((o) => o.text).join("");
   }

@@ -57,6 +57,8 @@ export interface Viewer {
   sendOutput(offset: number, chunk: Uint8Array): boolean;
   sendReset(offset: number): void;
   sendStatus(state: MachineState, message?: string): void;
+  /** The terminal is gone for good (its lab session is over): the viewer's transport closes. */
+  end(reason: string): void;
 }
 
 interface ViewerState {
@@ -172,14 +174,15 @@ export class TerminalSession {
     return true;
   }
 
-  /** Ends the terminal for good: closes the shell and forgets the viewers. */
-  close(): void {
+  /** Ends the terminal for good: closes the shell and tells every viewer why. */
+  close(reason = "terminal closed"): void {
     if (this.closed) return;
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.channel?.close();
     this.channel = null;
+    for (const viewer of this.viewers.keys()) viewer.end(reason);
     this.viewers.clear();
   }
 

@@ -28,12 +28,12 @@ import { terminalUpgrade } from "../terminal/upgrade";
 
 export const LAB_MACHINES = ["controlplane", "node01", "node02"] as const;
 
-export interface TestStack {
+/** A gateway, grader and database over some machine provider (netns hosts, QEMU VMs). */
+export interface Stack {
   /** ws://127.0.0.1:PORT/ws/terminal */
   wsUrl: string;
   db: Db;
   secret: Buffer;
-  hosts: NetnsHostSet;
   provider: MachineProvider;
   terminals: TerminalRegistry;
   labs: LabCatalog;
@@ -50,6 +50,11 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
+/** The stack over real sshd hosts in network namespaces (static-hosts provider). */
+export interface TestStack extends Stack {
+  hosts: NetnsHostSet;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -63,21 +68,51 @@ export async function freePort(): Promise<number> {
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
 export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions }): Promise<TestStack> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-hosts-"));
+  // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
+  const hosts = await createNetnsHosts({ id: `s${options.subnet}`, names: [...LAB_MACHINES], subnet: options.subnet, dir });
+  const cleanup = async () => {
+    await hosts.destroy().catch((e: Error) => log.warn({ err: e.message }, "test stack cleanup"));
+    await fs.rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const hostsFile = path.join(dir, "hosts.json");
+    await writeStaticHostsFile(hosts, hostsFile, "shared");
+    const stack = await startStack({
+      ...options,
+      provider: (db) => staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") }),
+    });
+    return {
+      ...stack,
+      hosts,
+      async stop() {
+        await stack.stop();
+        await cleanup();
+      },
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/**
+ * A real embedded PostgreSQL with the committed migrations, the grader, and the terminal gateway
+ * on an HTTP server on a free loopback port, over the machine provider `provider` makes.
+ */
+export async function startStack(options: {
+  provider: (db: Db) => MachineProvider;
+  labsDir?: string;
+  grader?: GraderOptions;
+}): Promise<Stack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
-  // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
-  const id = `s${options.subnet}`;
   const cleanups: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const fn of cleanups.reverse()) await fn().catch((e: Error) => log.warn({ err: e.message }, "test stack cleanup"));
     await fs.rm(dir, { recursive: true, force: true });
   };
   try {
-    const hosts = await createNetnsHosts({ id, names: [...LAB_MACHINES], subnet: options.subnet, dir: path.join(dir, "hosts") });
-    cleanups.push(() => hosts.destroy());
-    const hostsFile = path.join(dir, "hosts.json");
-    await writeStaticHostsFile(hosts, hostsFile, "shared");
-
     const embedded: EmbeddedDatabase = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
     cleanups.push(() => embedded.stop());
     await migrateDeploy(embedded.url);
@@ -85,7 +120,7 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
     cleanups.push(() => db.$disconnect());
 
     const secret = randomBytes(32);
-    const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
+    const provider = options.provider(db);
     const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
     cleanups.push(() => terminals.closeAll());
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
@@ -113,7 +148,6 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
       secret,
-      hosts,
       provider,
       terminals,
       labs,

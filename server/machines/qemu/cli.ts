@@ -143,12 +143,6 @@ const Flags = z.strictObject({
   id: SessionId.optional(),
 });
 
-/**
- * The mirror override from the environment. TODO(lead): move LABDECK_DEBIAN_MIRROR into
- * server/config.ts's Env; this module may not edit it.
- */
-const MirrorEnv = z.object({ LABDECK_DEBIAN_MIRROR: z.string().url().optional() });
-
 /** A bad command line; its message ends with the usage text. */
 export class CliUsageError extends Error {
   readonly code = "USAGE";
@@ -190,13 +184,11 @@ export async function runQemuCli(argv: string[]): Promise<void> {
   const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
   if (group === "image" && command === "build" && rest.length === 0) {
-    const mirrorEnv = MirrorEnv.safeParse(process.env);
-    if (!mirrorEnv.success) usageError(`LABDECK_DEBIAN_MIRROR: ${mirrorEnv.error.issues[0]!.message}`);
     let lastPercent = -1;
     const started = Date.now();
     const image = await imageBuild({
       dataDir,
-      mirror: flags.data.mirror ?? mirrorEnv.data.LABDECK_DEBIAN_MIRROR,
+      mirror: flags.data.mirror ?? env.LABDECK_DEBIAN_MIRROR,
       // One line per percent (debootstrap alone says ~600 things), plus every warning.
       onProgress: (p) => {
         if (p.percent === lastPercent && !/^[WE]: /.test(p.message)) return;

@@ -29,7 +29,7 @@ import { isAlive, isOurProcess, processArgv, residentKiB, terminate } from "./pr
 import { hostsFile, seedFile } from "./seed";
 import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
-import { adoptVm, ensureOverlay, resetVm, startVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
+import { adoptVm, ensureOverlay, resetVm, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
 
 /** Guest RAM per VM when not configured, MiB: what the course's machines need without Kubernetes images running. */
 export const DEFAULT_MEMORY_MIB = 512;
@@ -43,6 +43,8 @@ export const BOOT_TIMEOUT_MS = 240_000;
  * that is mid-reboot or whose sshd a learner broke is still the learner's and stays adopted.
  */
 const ADOPT_SSH_TIMEOUT_MS = 30_000;
+/** How long a suspended VM's guest gets to shut down cleanly (ACPI) before QEMU is ended, in ms. */
+const SUSPEND_SHUTDOWN_MS = 60_000;
 /** How long a killed VM or switch gets between SIGTERM and SIGKILL, in ms (QEMU exits at once on SIGTERM). */
 const KILL_GRACE_MS = 3_000;
 /** Most machines one session may ask for. */
@@ -84,6 +86,8 @@ export interface QemuSessionSummary {
 export interface QemuProvider extends MachineProvider {
   health(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
   reboot(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
+  resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   adoptOrCleanup(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
   /** Every session on disk under this data directory, with its processes' liveness. */
   list(): Promise<QemuSessionSummary[]>;
@@ -174,7 +178,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   function watch(runtime: Runtime, vm: VmProcess): void {
     runtime.vms.set(vm.name, vm);
     void vm.exited.then((exit) => {
-      if (runtime.destroying || runtime.vms.get(vm.name) !== vm) return;
+      if (runtime.destroying || runtime.state.phase === "suspended" || runtime.vms.get(vm.name) !== vm) return;
       log.warn({ sessionId: runtime.state.sessionId, machine: vm.name, qemuPid: vm.pid, exit }, "qemu provider: VM stopped (guest poweroff or crash)");
     });
   }
@@ -267,6 +271,13 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  function noCapacity(sessionId: string, check: Awaited<ReturnType<typeof checkCapacity>>): NoCapacityError {
+    log.warn({ sessionId, ...check }, "qemu provider: no capacity");
+    return new NoCapacityError(
+      `マシンを起動するメモリが足りません（必要 ${check.needed} MiB、空き ${Math.max(0, check.available - check.reserve - check.committed)} MiB）。しばらくしてからもう一度お試しください`,
+    );
+  }
+
   /** Checks capacity and registers the new session's runtime in one step (no two creates race past the check). */
   function reserve(
     sessionId: string,
@@ -277,12 +288,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   ): Promise<Runtime> {
     const step = capacityLock.catch(() => undefined).then(async () => {
       const check = await checkCapacity(names.length, memoryMiB, await committedMiB());
-      if (!check.fits) {
-        log.warn({ sessionId, ...check }, "qemu provider: no capacity");
-        throw new NoCapacityError(
-          `マシンを起動するメモリが足りません（必要 ${check.needed} MiB、空き ${Math.max(0, check.available - check.reserve - check.committed)} MiB）。しばらくしてからもう一度お試しください`,
-        );
-      }
+      if (!check.fits) throw noCapacity(sessionId, check);
       const clientKey = generateEd25519(`labdeck-${sessionId}`);
       const vms: VmRecord[] = [];
       for (const [index, name] of names.entries()) {
@@ -413,6 +419,64 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  /** Session id behind a set of machines (a pooled set keeps the pool's id in its providerRef). */
+  function sessionOf(sessionId: string, machines: readonly ProvisionedMachine[]): string {
+    return machines[0] ? locate(sessionId, machines[0]).id : SessionId.parse(sessionId);
+  }
+
+  async function suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
+    const id = sessionOf(sessionId, machines);
+    await serialised(id, async () => {
+      const runtime = await runtimeOrThrow(id);
+      if (runtime.state.phase === "suspended") return;
+      runtime.state.phase = "suspended";
+      await save(runtime);
+      const started = Date.now();
+      // The guests shut down cleanly (ACPI), so what the learner wrote is on disk.
+      await Promise.all([...runtime.vms.values()].map((vm) => stopVm(vm, SUSPEND_SHUTDOWN_MS)));
+      runtime.vms.clear();
+      if (await isSwitchAlive(runtime.state.switch)) await stopSwitch(runtime.state.switch);
+      log.info({ sessionId: id, ms: Date.now() - started }, "qemu provider: session suspended (VMs off, disks kept)");
+    });
+  }
+
+  async function resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]> {
+    const id = sessionOf(sessionId, machines);
+    return serialised(id, async () => {
+      const runtime = await runtimeOrThrow(id);
+      if (runtime.state.phase === "ready" && runtime.state.vms.every((r) => runtime.vms.get(r.name)?.hasExited() === false)) {
+        return provisioned(runtime.state);
+      }
+      const started = Date.now();
+      // Capacity check and spawn in one step, as in create: no two starts race past the check.
+      const spawn = capacityLock.catch(() => undefined).then(async () => {
+        const down = runtime.state.vms.filter((r) => runtime.vms.get(r.name)?.hasExited() !== false);
+        const check = await checkCapacity(down.length, memoryMiB, await committedMiB());
+        if (!check.fits) throw noCapacity(id, check);
+        if (!(await isSwitchAlive(runtime.state.switch))) {
+          const sw = await startSwitch(runtime.dir);
+          runtime.state.switch = { socket: sw.socket, pidFile: sw.pidFile, pid: sw.pid };
+          await save(runtime);
+        }
+        await Promise.all(
+          down.map(async (record) => {
+            // Its old port when free (the platform has it stored), else a new one.
+            const vm = await startRecord(runtime, record, false);
+            record.pid = vm.pid;
+            watch(runtime, vm);
+          }),
+        );
+      });
+      capacityLock = spawn;
+      await spawn;
+      runtime.state.phase = "ready";
+      await save(runtime);
+      await Promise.all(runtime.state.vms.map((record) => waitForSsh(runtime.vms.get(record.name)!, endpointOf(runtime.state, record), bootTimeoutMs)));
+      log.info({ sessionId: id, ms: Date.now() - started }, "qemu provider: session resumed");
+      return provisioned(runtime.state);
+    });
+  }
+
   async function adoptOrCleanup(opts: { keep?: (sessionId: string) => boolean } = {}): Promise<RecoveryReport> {
     const report: RecoveryReport = { adopted: [], cleaned: [] };
     const ids = (await listSessionDirs(options.dataDir)).filter((id) => !runtimes.has(id));
@@ -427,17 +491,18 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
             log.info({ sessionId, creatorPid: found.state.creatorPid }, "qemu provider: session is being created by another process; left alone");
             return;
           }
+          const kept = opts.keep ? opts.keep(sessionId) : undefined;
           const reason =
             "error" in found
               ? found.error
-              : found.state.phase !== "ready"
+              : found.state.phase !== "ready" && found.state.phase !== "suspended"
                 ? `left in phase ${found.state.phase}`
-                : opts.keep && !opts.keep(sessionId)
+                : kept === false
                   ? "session has ended"
-                  : !(await isSwitchAlive(found.state.switch))
-                    ? "its network switch is gone"
-                    : undefined;
-          const adopted = reason === undefined && "state" in found ? await adopt(dir, found.state) : false;
+                  : undefined;
+          // A session the platform still counts as live keeps its disks even when its VMs are gone
+          // (host reboot, crash): it is adopted as suspended and powered on again on resume.
+          const adopted = reason === undefined && "state" in found ? await adopt(dir, found.state, kept === true) : false;
           if (adopted) {
             report.adopted.push(sessionId);
             return;
@@ -460,14 +525,32 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return report;
   }
 
-  /** Serves a ready session found on disk again; false when none of its VMs runs. */
-  async function adopt(dir: string, state: SessionState): Promise<boolean> {
+  /**
+   * Serves a session found on disk again. Without a running VM it is adopted as suspended when
+   * `keepDisks` (the platform counts it as live), else refused (false). A session whose VMs run
+   * but whose network switch is gone is refused: its private network cannot be mended under it.
+   */
+  async function adopt(dir: string, state: SessionState, keepDisks: boolean): Promise<boolean> {
     const runtime: Runtime = { dir, state, vms: new Map(), destroying: false };
-    for (const record of state.vms) {
-      const vm = record.pid > 0 ? await adoptVm(record.name, record.dir, record.pid) : null;
-      if (vm) watch(runtime, vm);
+    if (state.phase === "ready") {
+      for (const record of state.vms) {
+        const vm = record.pid > 0 ? await adoptVm(record.name, record.dir, record.pid) : null;
+        if (vm) watch(runtime, vm);
+      }
     }
-    if (runtime.vms.size === 0) return false;
+    if (runtime.vms.size === 0) {
+      if (!keepDisks) return false;
+      if (await isSwitchAlive(state.switch)) await stopSwitch(state.switch);
+      state.phase = "suspended";
+      await writeState(dir, state);
+      runtimes.set(state.sessionId, runtime);
+      log.info({ sessionId: state.sessionId }, "qemu provider: adopted session with no running VM as suspended (disks kept)");
+      return true;
+    }
+    if (!(await isSwitchAlive(state.switch))) {
+      log.warn({ sessionId: state.sessionId }, "qemu provider: VMs run but the network switch is gone");
+      return false;
+    }
     runtimes.set(state.sessionId, runtime);
     const answers = await Promise.all(
       [...runtime.vms.values()].map((vm) =>
@@ -519,7 +602,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return provisioned(found.state);
   }
 
-  return { name: "qemu", create, destroy, health, reboot, adoptOrCleanup, list, machinesOf };
+  return { name: "qemu", create, destroy, health, reboot, suspend, resume, adoptOrCleanup, list, machinesOf };
 }
 
 /** The session id in a process's argv when one argument lies under `sessionsRoot`. */

@@ -13,16 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isNoCapacity, type ProvisionedMachine } from "../provider";
 import { HostKeyMismatchError } from "../../terminal/session";
 import { connectSsh } from "../../terminal/ssh";
-import { buildImage, type BuiltImage } from "./image";
+import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
+import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
 import { adoptVm, stopVm } from "./vm";
 
-/** Images built by tests, kept across runs (a build costs minutes, a cached one nothing). */
-const IMAGE_CACHE_DIR = process.getuid?.() === 0 ? "/var/cache/labdeck-test-images" : path.join(os.tmpdir(), "labdeck-test-images");
-/** A cold image build: debootstrap of ~200 packages plus the disk (measured 2.5-5 min on a shared 2-core host). */
-const IMAGE_BUILD_TIMEOUT_MS = 15 * 60_000;
 /** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
 const SESSION_TIMEOUT_MS = 300_000;
 /** One command over SSH, ms. */
@@ -117,15 +114,7 @@ async function vmPid(dir: string, sessionId: string, name: string): Promise<numb
 
 describe("qemu provider (real VMs)", () => {
   beforeAll(async () => {
-    let reported = -1;
-    image = await buildImage({
-      dataDir: IMAGE_CACHE_DIR,
-      onProgress: (p) => {
-        if (Math.floor(p.percent / 20) === reported) return;
-        reported = Math.floor(p.percent / 20);
-        console.log(`image: ${p.percent}% ${p.phase}: ${p.message}`);
-      },
-    });
+    image = await testImage();
     // Short path: unix socket paths inside must stay under 108 bytes.
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldq-"));
     provider = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });

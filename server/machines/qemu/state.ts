@@ -33,8 +33,11 @@ export const SessionState = z.object({
   version: z.literal(STATE_VERSION),
   sessionId: SessionId,
   labSlug: z.string(),
-  /** starting: create in progress; ready: handed out; destroying: destroy in progress. */
-  phase: z.enum(["starting", "ready", "destroying"]),
+  /**
+   * starting: create in progress; ready: handed out; suspended: VMs powered off on purpose (an
+   * idle learner), disks kept for resume; destroying: destroy in progress.
+   */
+  phase: z.enum(["starting", "ready", "suspended", "destroying"]),
   /** The process that created the session; a "starting" session whose creator lives is not a leftover. */
   creatorPid: z.number().int().min(1),
   createdAt: z.string(),

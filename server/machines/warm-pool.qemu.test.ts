@@ -1,0 +1,144 @@
+/**
+ * The warm pool in front of the QEMU provider, with real VMs (TCG here), the real gateway and a
+ * real database: a learner's session gets an already booted set (SSH answers at once), the pool
+ * refills behind the hand-out, a reboot from inside a VM keeps the learner's open terminal (it
+ * re-attaches when SSH is back) and the disk, and ending everything leaves no process or disk.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endSession } from "../sessions/lab-sessions";
+import { connectSsh } from "../terminal/ssh";
+import { LAB_MACHINES, startStack, type Stack } from "../testing/stack";
+import { TerminalTestClient } from "../testing/terminal-client";
+import { processArgv } from "./qemu/processes";
+import { qemuProvider } from "./qemu/provider";
+import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./qemu/test-image";
+import { WarmPool } from "./warm-pool";
+
+/** Three VMs booting at once under TCG on a shared 2-core host: 65-73 s measured; generous. */
+const FILL_TIMEOUT_MS = 300_000;
+/** A reboot to SSH under TCG: 34-49 s measured, slower while the pool refills beside it. */
+const REBOOT_TIMEOUT_MS = 300_000;
+/**
+ * Login timeout for "answers at once": a booted VM logs in within ~1 s; a VM still booting would
+ * need 30+ s, so this fails if the hand-out were a cold start.
+ */
+const READY_LOGIN_TIMEOUT_MS = 8_000;
+
+const log = pino({ level: "warn" }, pino.destination(2));
+
+let dataDir: string;
+let pool: WarmPool;
+let stack: Stack;
+let sessionId: string;
+
+async function processesUnder(dir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fs.readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = await processArgv(Number(entry));
+    if (argv?.some((arg) => arg.includes(dir + "/"))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function statusStates(client: TerminalTestClient): string[] {
+  return client.messages.flatMap((m) => (m.type === "status" ? [m.state] : []));
+}
+
+describe("warm pool over the QEMU provider (real VMs)", () => {
+  beforeAll(async () => {
+    const image = await testImage();
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldp-")); // short: unix socket paths < 108 bytes
+    const qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: FILL_TIMEOUT_MS });
+    pool = new WarmPool(qemu, { size: 1, machines: LAB_MACHINES, log });
+    stack = await startStack({ provider: () => pool });
+    const started = Date.now();
+    pool.start();
+    await pool.settled();
+    console.log(`warm pool filled (3 VMs, cold) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(pool.status()).toMatchObject({ ready: 1, lastError: undefined });
+  }, IMAGE_BUILD_TIMEOUT_MS + FILL_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await pool?.stop().catch(() => undefined);
+    await stack?.stop();
+    if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("hands a learner a booted set: every machine answers SSH at once with its pinned host key", async () => {
+    const started = Date.now();
+    sessionId = await stack.startSession("learner-warm");
+    const handOutMs = Date.now() - started;
+    const machines = await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } });
+    for (const m of machines) {
+      const client = await connectSsh(m, READY_LOGIN_TIMEOUT_MS);
+      const hostname = await new Promise<string>((resolve, reject) => {
+        client.exec("hostname", (error, stream) => {
+          if (error) return reject(error);
+          let out = "";
+          stream.on("data", (d: Buffer) => (out += d.toString("utf8")));
+          stream.on("close", () => resolve(out.trim()));
+        });
+      });
+      client.end();
+      expect(hostname).toBe(m.name);
+    }
+    console.log(`warm hand-out: session ready in ${handOutMs} ms, three SSH logins ${Date.now() - started - handOutMs} ms`);
+    expect(pool.status().served).toEqual({ warm: 1, cold: 0 });
+    // The set was booted under the pool's own provider session and keeps that handle.
+    expect(machines.every((m) => m.providerRef.startsWith("pool-"))).toBe(true);
+    expect(pool.status().filling).toBe(true); // the refill started behind the hand-out
+  }, 60_000);
+
+  it("reboot from inside node02: the open terminal re-attaches when SSH is back and the disk kept its state", async () => {
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node02") });
+    await client.waitFor((c) => statusStates(c).includes("connected"), 30_000, "connected");
+    // `wr""itten` in the typed line, `written` only in the output.
+    client.input("cat /proc/sys/kernel/random/boot_id; echo survived-42 > /root/keep && sync && echo wr''itten\r");
+    await client.waitForText("written", 30_000);
+    const bootBefore = /([0-9a-f]{8}-[0-9a-f-]{27})/.exec(client.text())![1];
+
+    const before = client.messages.length;
+    client.input("systemctl reboot\r");
+    await client.waitFor(
+      (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state !== "connected"),
+      60_000,
+      "the terminal to notice the machine went away",
+    );
+    const down = Date.now();
+    await client.waitFor(
+      (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state === "connected"),
+      REBOOT_TIMEOUT_MS,
+      "the terminal to re-attach after the reboot",
+    );
+    console.log(`node02 reboot: terminal re-attached ${((Date.now() - down) / 1000).toFixed(1)} s after it went away`);
+
+    const mark = client.text().length;
+    client.input("echo boot=$(cat /proc/sys/kernel/random/boot_id) keep=$(cat /root/keep) && echo do''ne\r");
+    await client.waitFor((c) => c.text().slice(mark).includes("done"), 30_000, "commands after the reboot");
+    const after = client.text().slice(mark);
+    expect(after).toContain("keep=survived-42");
+    const bootAfter = /boot=([0-9a-f-]{36})/.exec(after)![1];
+    expect(bootAfter).not.toBe(bootBefore);
+    // One socket the whole time, output contiguous by offset.
+    expect(client.closed).toBeNull();
+    expect(client.gaps).toEqual([]);
+    await client.close();
+  }, REBOOT_TIMEOUT_MS + 120_000);
+
+  it("refills the pool to its size behind the hand-out", async () => {
+    await pool.settled();
+    expect(pool.status()).toMatchObject({ ready: 1, lastError: undefined });
+  }, FILL_TIMEOUT_MS);
+
+  it("ending the session and stopping the pool leave no process, socket or disk", async () => {
+    await endSession(stack.db, pool, sessionId);
+    await pool.stop();
+    expect(await processesUnder(dataDir)).toEqual([]);
+    expect(await fs.readdir(path.join(dataDir, "sessions")).catch(() => [])).toEqual([]);
+  }, 120_000);
+});
