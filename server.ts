@@ -17,7 +17,8 @@ import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
 import { loadSecret } from "./server/secret";
 import { setServices } from "./server/services";
-import { machineEndpoint } from "./server/sessions/lab-sessions";
+import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
+import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
@@ -37,13 +38,16 @@ async function main(): Promise<void> {
   const terminals = new TerminalRegistry(
     (sessionId, machine) => machineEndpoint(db, sessionId, machine),
     (event) => log.info(event, "terminal state"),
+    (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
   );
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
   const bus = new EventBus();
   const grader = new Grader({ db, labs, pool, bus, log });
-  setServices({ env, db, secret, provider, terminals, labs, pool, bus, grader });
+  const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
+  setServices({ env, db, secret, provider, terminals, labs, pool, bus, grader, sweeper });
   grader.start();
+  sweeper.start();
 
   const dev = env.NODE_ENV !== "production";
   const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
@@ -52,7 +56,13 @@ async function main(): Promise<void> {
   const nextUpgrade = app.getUpgradeHandler();
 
   const server = http.createServer((req, res) => void handle(req, res));
-  const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sessionId) => grader.nudge(sessionId) });
+  const gateway = terminalUpgrade({
+    secret,
+    terminals,
+    log,
+    onEnter: (sessionId) => grader.nudge(sessionId),
+    onInput: (sessionId) => sweeper.activity(sessionId),
+  });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
@@ -74,6 +84,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, "shutting down");
     gateway.closeAll();
+    sweeper.stop();
     grader.stop();
     pool.closeAll();
     server.close();

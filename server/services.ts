@@ -9,6 +9,7 @@ import type { Grader } from "./grader/grader";
 import type { LabCatalog } from "./labs/catalog";
 import type { MachineProvider } from "./machines/provider";
 import type { SshExecPool } from "./machines/ssh-exec";
+import type { SessionSweeper } from "./sessions/sweeper";
 import type { TerminalRegistry } from "./terminal/registry";
 
 export interface Services {
@@ -23,6 +24,8 @@ export interface Services {
   pool: SshExecPool;
   bus: EventBus;
   grader: Grader;
+  /** Session expiry and idle suspension; learner activity goes here. */
+  sweeper: SessionSweeper;
 }
 
 const KEY = Symbol.for("labdeck.services");

@@ -19,6 +19,7 @@ const STATUS_TEXT: Record<ConnectionStatus, string> = {
   reconnecting: "再接続中…",
   unreachable: "マシンに接続できません",
   refused: "接続を拒否しました",
+  stopped: "電源が切れています",
   failed: "接続できません",
 };
 
@@ -125,9 +126,41 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
           className={`px-3 py-1 text-xs ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
         >
           {machine}: {message ?? STATUS_TEXT[status]}
+          {status === "stopped" && <StartMachineButton slug={slug} machine={machine} />}
+          {status === "failed" && (
+            // Reloading starts or resumes the session (a suspended one powers its machines on again).
+            <button type="button" className="ml-2 rounded border border-red-300 px-2 underline" onClick={() => window.location.reload()}>
+              再読み込み
+            </button>
+          )}
         </div>
       )}
       <div ref={hostRef} className="min-h-0 flex-1 bg-[#0b1020] p-1" />
     </div>
+  );
+}
+
+/** Powers a stopped machine on again (POST …/machines/:name/start); the terminal re-attaches by itself. */
+function StartMachineButton({ slug, machine }: { slug: string; machine: string }) {
+  const [state, setState] = useState<"idle" | "starting" | "error">("idle");
+  const start = async () => {
+    setState("starting");
+    try {
+      const { sessionId } = await sessionTokens(slug);
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/start`, { method: "POST" });
+      setState(response.ok ? "idle" : "error");
+    } catch {
+      setState("error");
+    }
+  };
+  return (
+    <button
+      type="button"
+      className="ml-2 rounded border border-red-300 px-2 underline disabled:opacity-50"
+      disabled={state === "starting"}
+      onClick={() => void start()}
+    >
+      {state === "starting" ? "起動しています…" : state === "error" ? "起動に失敗しました。もう一度" : "起動する"}
+    </button>
   );
 }

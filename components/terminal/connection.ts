@@ -14,7 +14,7 @@ import {
 } from "@/server/terminal/protocol";
 
 /** What the page shows, and exposes as data-status for tests and assistive tech. */
-export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unreachable" | "refused" | "failed";
+export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unreachable" | "refused" | "stopped" | "failed";
 
 export interface TerminalScreen {
   write(data: Uint8Array): void;
@@ -200,6 +200,9 @@ function describeClose(code: number, reason: string): string {
       return "このターミナルを開く権限がありません。";
     case CloseCode.notFound:
       return "このセッションは終了しています。ページを再読み込みしてください。";
+    case CloseCode.sessionOver:
+      // The server says why in words for the learner (suspended after inactivity, time up, ended).
+      return reason || "このセッションは終了しています。ページを再読み込みしてください。";
     default:
       return `接続が閉じられました（${code} ${reason}）`;
   }

@@ -15,7 +15,16 @@ export interface SessionView {
   labSlug: string;
   learnerId: string;
   machines: string[];
+  expiresAt: Date | null;
 }
+
+/** Why a session stopped serving terminals, in words for the learner (close reason, banners). */
+export const SESSION_OVER_MESSAGES = {
+  suspended: "操作がなかったため、マシンを一時停止しました。ページを再読み込みすると再開します（ディスクの内容は残っています）。",
+  expired: "このセッションの時間が終了したため、マシンを解放しました。進捗は保存されています。",
+  learner: "このセッションは終了しました。",
+  admin: "このセッションは管理者によって終了されました。",
+} as const;
 
 /**
  * The learner's live session for a lab, or a new one with freshly provided machines. A provider
@@ -24,7 +33,7 @@ export interface SessionView {
 export async function startOrResumeSession(
   db: Db,
   provider: MachineProvider,
-  request: { learnerId: string; labSlug: string; machines: readonly string[] },
+  request: { learnerId: string; labSlug: string; machines: readonly string[]; limitMinutes?: number },
   /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
   prepare?: (sessionId: string) => Promise<void>,
 ): Promise<SessionView> {
@@ -36,7 +45,11 @@ export async function startOrResumeSession(
   for (let waited = 0; ; waited += CONCURRENT_START_POLL_MS) {
     const existing = await findLive();
     if (!existing) break;
-    if (existing.state === "ready") return view(existing);
+    if (existing.state === "ready") {
+      await touchSession(db, existing.id);
+      return view(existing);
+    }
+    if (existing.state === "suspended") return resumeSession(db, provider, existing.id);
     // Another request is providing this learner's machines right now: wait for it.
     if (waited >= CONCURRENT_START_WAIT_MS) throw new Error("the lab session is still starting; try again");
     await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
@@ -49,7 +62,7 @@ export async function startOrResumeSession(
     });
   } catch (error) {
     // The partial unique index "LabSession_live_per_learner_lab" lost us a race: use the winner's.
-    if ((error as { code?: string }).code === "P2002") return startOrResumeSession(db, provider, request);
+    if ((error as { code?: string }).code === "P2002") return startOrResumeSession(db, provider, request, prepare);
     throw error;
   }
   try {
@@ -61,9 +74,15 @@ export async function startOrResumeSession(
       await provider.destroy(session.id, machines).catch(() => undefined);
       throw error;
     }
+    const now = new Date();
     const ready = await db.labSession.update({
       where: { id: session.id },
-      data: { state: "ready", currentStepSince: new Date() },
+      data: {
+        state: "ready",
+        currentStepSince: now,
+        lastActivityAt: now,
+        expiresAt: request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null,
+      },
       include: { machines: { select: { name: true } } },
     });
     return view(ready);
@@ -73,18 +92,129 @@ export async function startOrResumeSession(
   }
 }
 
-/** Ends a session: releases its machines. Ending is final. */
-export async function endSession(db: Db, provider: MachineProvider, sessionId: string): Promise<void> {
+/**
+ * Ends a session: releases its machines. Ending is final; progress rows stay. Only the first of
+ * several concurrent calls releases the machines.
+ */
+export async function endSession(
+  db: Db,
+  provider: MachineProvider,
+  sessionId: string,
+  reason: "learner" | "expired" | "admin" = "learner",
+): Promise<boolean> {
   const session = await db.labSession.findUnique({ where: { id: sessionId }, include: { machines: true } });
-  if (!session || session.state === "ended") return;
+  if (!session || session.state === "ended") return false;
+  const claimed = await db.labSession.updateMany({
+    where: { id: sessionId, state: { not: "ended" } },
+    data: { state: "ended", endedAt: new Date(), endReason: reason },
+  });
+  if (claimed.count === 0) return false;
   await provider.destroy(sessionId, session.machines);
-  await db.labSession.update({ where: { id: sessionId }, data: { state: "ended", endedAt: new Date() } });
+  return true;
 }
 
-/** SSH endpoint of a machine of a live session, or null. */
+/**
+ * Powers an idle session's machines off, keeping their disks (providers that can; others are
+ * left running). False when the session was not ready or the provider cannot suspend.
+ */
+export async function suspendSession(db: Db, provider: MachineProvider, sessionId: string): Promise<boolean> {
+  if (!provider.suspend) return false;
+  const claimed = await db.labSession.updateMany({ where: { id: sessionId, state: "ready" }, data: { state: "suspended" } });
+  if (claimed.count === 0) return false;
+  const machines = await db.machine.findMany({ where: { sessionId } });
+  await provider.suspend(sessionId, machines);
+  return true;
+}
+
+/**
+ * Powers a suspended session's machines on again and serves it (new SSH ports are stored). A
+ * failure (no capacity) leaves it suspended.
+ */
+export async function resumeSession(db: Db, provider: MachineProvider, sessionId: string): Promise<SessionView> {
+  if (!provider.resume) throw new Error(`provider ${provider.name} cannot resume sessions`);
+  const claimed = await db.labSession.updateMany({ where: { id: sessionId, state: "suspended" }, data: { state: "starting" } });
+  if (claimed.count === 0) {
+    // Someone else is resuming it: wait as for a start.
+    const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+    return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] });
+  }
+  try {
+    const machines = await db.machine.findMany({ where: { sessionId } });
+    const now = await provider.resume(sessionId, machines);
+    for (const m of now) {
+      await db.machine.updateMany({ where: { sessionId, name: m.name }, data: { host: m.host, port: m.port } });
+    }
+    const ready = await db.labSession.update({
+      where: { id: sessionId },
+      data: { state: "ready", lastActivityAt: new Date() },
+      include: { machines: { select: { name: true } } },
+    });
+    return view(ready);
+  } catch (error) {
+    await db.labSession.updateMany({ where: { id: sessionId, state: "starting" }, data: { state: "suspended" } });
+    throw error;
+  }
+}
+
+/** Records a sign of the learner (terminal input, a check, a hint): the session is not idle. */
+export async function touchSession(db: Db, sessionId: string): Promise<void> {
+  await db.labSession.updateMany({ where: { id: sessionId, state: "ready" }, data: { lastActivityAt: new Date() } });
+}
+
+/** What one sweep did, by session id. */
+export interface SweepReport {
+  expired: string[];
+  suspended: string[];
+}
+
+/**
+ * Ends sessions whose time is up and suspends ready ones idle for `idleMs` (0: never). Each
+ * session's outcome is reported to `onOver` (to close its terminals). One session's failure does
+ * not stop the others.
+ */
+export async function sweepSessions(
+  db: Db,
+  provider: MachineProvider,
+  options: { now?: Date; idleMs: number; onOver?: (sessionId: string, why: "expired" | "suspended") => void; onError?: (sessionId: string, error: Error) => void },
+): Promise<SweepReport> {
+  const now = options.now ?? new Date();
+  const report: SweepReport = { expired: [], suspended: [] };
+  const expired = await db.labSession.findMany({
+    where: { state: { in: ["ready", "suspended"] }, expiresAt: { lt: now } },
+    select: { id: true },
+  });
+  for (const { id } of expired) {
+    try {
+      if (await endSession(db, provider, id, "expired")) {
+        report.expired.push(id);
+        options.onOver?.(id, "expired");
+      }
+    } catch (error) {
+      options.onError?.(id, error as Error);
+    }
+  }
+  if (options.idleMs > 0 && provider.suspend) {
+    const idle = await db.labSession.findMany({
+      where: { state: "ready", lastActivityAt: { lt: new Date(now.getTime() - options.idleMs) } },
+      select: { id: true },
+    });
+    for (const { id } of idle) {
+      try {
+        // Terminals close first: a learner typing into a shell that is going away loses nothing silently.
+        options.onOver?.(id, "suspended");
+        if (await suspendSession(db, provider, id)) report.suspended.push(id);
+      } catch (error) {
+        options.onError?.(id, error as Error);
+      }
+    }
+  }
+  return report;
+}
+
+/** SSH endpoint of a machine of a ready session (machines on), or null. */
 export async function machineEndpoint(db: Db, sessionId: string, name: string): Promise<SshEndpoint | null> {
   const machine = await db.machine.findFirst({
-    where: { sessionId, name, session: { state: { not: "ended" } } },
+    where: { sessionId, name, session: { state: { in: ["starting", "ready"] } } },
   });
   if (!machine) return null;
   return {
@@ -97,6 +227,27 @@ export async function machineEndpoint(db: Db, sessionId: string, name: string): 
   };
 }
 
+/** Whether a ready session's machine is powered off (guest poweroff, crash), as its provider sees it. */
+export async function machinePoweredOff(db: Db, provider: MachineProvider, sessionId: string, name: string): Promise<boolean> {
+  if (!provider.health) return false;
+  const machine = await db.machine.findFirst({ where: { sessionId, name, session: { state: "ready" } } });
+  if (!machine) return false;
+  const [health] = await provider.health(sessionId, [machine]);
+  return health?.state === "stopped";
+}
+
+/**
+ * Powers a ready session's machine on again (after a poweroff or crash) or hard-resets it;
+ * resolves when it answers SSH. False when the provider cannot or the machine does not exist.
+ */
+export async function restartMachine(db: Db, provider: MachineProvider, sessionId: string, name: string): Promise<boolean> {
+  if (!provider.reboot) return false;
+  const machine = await db.machine.findFirst({ where: { sessionId, name, session: { state: "ready" } } });
+  if (!machine) return false;
+  await provider.reboot(sessionId, machine);
+  return true;
+}
+
 /** Provider handles of live sessions' machines (static host groups in use). */
 export async function providerRefsInUse(db: Db, provider: string): Promise<Set<string>> {
   const rows = await db.machine.findMany({
@@ -107,6 +258,12 @@ export async function providerRefsInUse(db: Db, provider: string): Promise<Set<s
   return new Set(rows.map((r) => r.providerRef));
 }
 
-function view(session: { id: string; labSlug: string; learnerId: string; machines: { name: string }[] }): SessionView {
-  return { id: session.id, labSlug: session.labSlug, learnerId: session.learnerId, machines: session.machines.map((m) => m.name) };
+function view(session: { id: string; labSlug: string; learnerId: string; expiresAt: Date | null; machines: { name: string }[] }): SessionView {
+  return {
+    id: session.id,
+    labSlug: session.labSlug,
+    learnerId: session.learnerId,
+    machines: session.machines.map((m) => m.name),
+    expiresAt: session.expiresAt,
+  };
 }

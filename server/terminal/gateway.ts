@@ -38,6 +38,8 @@ export interface GatewayDeps {
   log: Logger;
   /** The learner pressed Enter in a terminal of this session (the grader checks soon after). */
   onEnter?: (sessionId: string) => void;
+  /** A writer typed in a terminal of this session (it is not idle). */
+  onInput?: (sessionId: string) => void;
 }
 
 /**
@@ -144,7 +146,9 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       case "hello":
         return close(CloseCode.badMessage, "hello sent twice");
       case "input":
-        if (viewer.terminal.input(viewer, message.data) && message.data.includes("\r")) deps.onEnter?.(sessionId!);
+        if (!viewer.terminal.input(viewer, message.data)) return;
+        deps.onInput?.(sessionId!);
+        if (message.data.includes("\r")) deps.onEnter?.(sessionId!);
         return;
       case "resize":
         viewer.terminal.resize(viewer, { cols: message.cols, rows: message.rows });

@@ -54,6 +54,11 @@ export const MachineState = z.enum([
   "unreachable",
   /** The machine answered with a host key other than the pinned one; the gateway refused it. */
   "refused",
+  /**
+   * The machine is powered off (the learner ran poweroff, or it crashed): its provider says so.
+   * Retrying continues; the browser offers to start it again.
+   */
+  "stopped",
 ]);
 export type MachineState = z.infer<typeof MachineState>;
 

@@ -15,6 +15,8 @@ export class TerminalRegistry {
   constructor(
     private readonly lookup: EndpointLookup,
     private readonly onEvent?: (event: { sessionId: string; machine: string; state: MachineState; message?: string }) => void,
+    /** Whether a machine that does not answer is powered off (its provider knows). */
+    private readonly isPoweredOff?: (sessionId: string, machine: string) => Promise<boolean>,
   ) {}
 
   /** The terminal for a machine, created on first use; null when there is no such machine. */
@@ -26,6 +28,7 @@ export class TerminalRegistry {
         endpoint
           ? new TerminalSession(sshConnector(endpoint), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
+              isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
             })
           : null,
       );

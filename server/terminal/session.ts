@@ -72,6 +72,11 @@ export interface TerminalSessionOptions {
   replayBufferBytes?: number;
   /** Called when a state change is worth logging (never with terminal content). */
   onEvent?: (event: { machine: string; state: MachineState; message?: string }) => void;
+  /**
+   * Asked when the machine does not answer: whether it is powered off (then viewers see
+   * "stopped" instead of "unreachable"). Absent: always "unreachable".
+   */
+  isPoweredOff?: () => Promise<boolean>;
 }
 
 /**
@@ -190,7 +195,8 @@ export class TerminalSession {
     if (this.closed || this.connecting) return;
     this.connecting = true;
     this.retryTimer = null;
-    this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
+    // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.
+    if (this.state !== "stopped") this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
     try {
       const channel = await this.connector.open(this.size, {
         onData: (chunk) => this.output(chunk),
@@ -233,12 +239,21 @@ export class TerminalSession {
     if (this.closed) return;
     if (error) {
       const refused = (error as Partial<HostKeyMismatchError>).hostKeyMismatch === true;
-      this.setState(
-        refused ? "refused" : "unreachable",
-        refused
-          ? `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`
-          : `${this.machine} に接続できません（再起動中または停止中の可能性があります）。自動で再接続します…`,
-      );
+      if (refused) {
+        this.setState("refused", `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`);
+      } else {
+        if (this.state !== "stopped") {
+          this.setState("unreachable", `${this.machine} に接続できません（再起動中または停止中の可能性があります）。自動で再接続します…`);
+        }
+        void this.options.isPoweredOff?.().then(
+          (off) => {
+            if (this.closed || this.channel) return;
+            if (off) this.setState("stopped", `${this.machine} の電源が切れています（poweroff またはクラッシュ）。「起動する」で電源を入れられます。`);
+            else if (this.state === "stopped") this.setState("unreachable", `${this.machine} を起動しています…`);
+          },
+          () => undefined,
+        );
+      }
     }
     const wait = delayMs ?? Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
     this.retryTimer = setTimeout(() => void this.connect(), wait);

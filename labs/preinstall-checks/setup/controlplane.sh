@@ -40,3 +40,12 @@ sysctl -q -w net.ipv4.ip_forward=0
 
 # A clean slate for what the learner adds.
 rm -f /etc/modules-load.d/k8s.conf /etc/sysctl.d/k8s.conf /root/before.txt /root/memtotal_mb.txt /root/memory-verdict.txt /root/who-fixes.txt
+
+# The agent is a listener before the learner arrives (python starts slowly under emulation).
+for _ in $(seq 1 60); do
+  ss -ltn 'sport = :10250' | grep -q 10250 && break
+  sleep 0.5
+done
+ss -ltn 'sport = :10250' | grep -q 10250 || { echo "setup: legacy-metrics-agent is not listening on 10250" >&2; exit 1; }
+# Everything planted is on disk before anyone pulls the plug.
+sync

@@ -23,11 +23,12 @@ export async function POST(_request: Request, context: { params: Promise<{ slug:
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId, labSlug: lab.slug, machines: lab.manifest.machines },
+      { learnerId, labSlug: lab.slug, machines: lab.manifest.machines, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );
     return NextResponse.json({
       sessionId: session.id,
+      expiresAt: session.expiresAt?.toISOString() ?? null,
       machines: session.machines.map((name) => ({
         name,
         token: signTerminalToken(services.secret, { sid: session.id, m: name, mode: "write", sub: learnerId }),

@@ -10,5 +10,6 @@ export async function POST(_request: Request, context: { params: Promise<{ id: s
   const services = getServicesOrThrow();
   const owned = await ownedSessionOr(services, id);
   if (owned.response) return owned.response;
+  services.sweeper.activity(id);
   return NextResponse.json({ progress: await services.grader.checkNow(id) });
 }

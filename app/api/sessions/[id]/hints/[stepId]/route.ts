@@ -10,6 +10,7 @@ export async function POST(_request: Request, context: { params: Promise<{ id: s
   const services = getServicesOrThrow();
   const owned = await ownedSessionOr(services, id);
   if (owned.response) return owned.response;
+  services.sweeper.activity(owned.session.id);
   const lab = await services.labs.get(owned.session.labSlug);
   const step = lab.steps.find((s) => s.id === stepId);
   if (!step) return NextResponse.json({ error: "no such step" }, { status: 404 });
