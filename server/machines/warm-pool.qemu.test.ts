@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endSession } from "../sessions/lab-sessions";
+import { endSession, restartMachine } from "../sessions/lab-sessions";
+import { CloseCode } from "../terminal/protocol";
 import { connectSsh } from "../terminal/ssh";
 import { LAB_MACHINES, startStack, type Stack } from "../testing/stack";
 import { TerminalTestClient } from "../testing/terminal-client";
@@ -27,6 +28,9 @@ const REBOOT_TIMEOUT_MS = 300_000;
  * need 30+ s, so this fails if the hand-out were a cold start.
  */
 const READY_LOGIN_TIMEOUT_MS = 8_000;
+
+/** Idle time of the stack's sweeper; sweeps are called with a clock past it. */
+const IDLE_MS = 60_000;
 
 const log = pino({ level: "warn" }, pino.destination(2));
 
@@ -55,7 +59,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldp-")); // short: unix socket paths < 108 bytes
     const qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: FILL_TIMEOUT_MS });
     pool = new WarmPool(qemu, { size: 1, machines: LAB_MACHINES, log });
-    stack = await startStack({ provider: () => pool });
+    stack = await startStack({ provider: () => pool, idleMs: IDLE_MS });
     const started = Date.now();
     pool.start();
     await pool.settled();
@@ -129,6 +133,52 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     expect(client.gaps).toEqual([]);
     await client.close();
   }, REBOOT_TIMEOUT_MS + 120_000);
+
+  it("poweroff from inside node01: the terminal says it is stopped; starting it brings the terminal back", async () => {
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node01") });
+    await client.waitFor((c) => statusStates(c).includes("connected"), 30_000, "connected");
+    const before = client.messages.length;
+    client.input("systemctl poweroff\r");
+    await client.waitFor(
+      (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state === "stopped"),
+      120_000,
+      "the terminal to say the machine is stopped",
+    );
+    const started = Date.now();
+    expect(await restartMachine(stack.db, pool, sessionId, "node01")).toBe(true);
+    // It went from "stopped" to "connected" (possibly before the start call returned).
+    await client.waitFor((c) => statusStates(c).at(-1) === "connected", 120_000, "the terminal to re-attach after the start");
+    console.log(`node01 powered on again and the terminal re-attached in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(client.closed).toBeNull();
+    await client.close();
+  }, 300_000);
+
+  it("an idle session is suspended (VMs off, terminals told why) and resumed with its disks on the next start", async () => {
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "controlplane") });
+    await client.waitFor((c) => statusStates(c).includes("connected"), 30_000, "connected");
+    client.input("echo idle-but-kept > /root/idle && sync && echo sy''nced\r");
+    await client.waitForText("synced", 30_000);
+
+    const suspendStarted = Date.now();
+    const report = await stack.sweeper.sweep(new Date(Date.now() + IDLE_MS + 60_000));
+    console.log(`suspend (ACPI shutdown of 3 VMs): ${((Date.now() - suspendStarted) / 1000).toFixed(1)} s`);
+    expect(report.suspended).toEqual([sessionId]);
+    const closed = await client.waitForClose(10_000);
+    expect(closed.code).toBe(CloseCode.sessionOver);
+    expect(closed.reason).toContain("一時停止");
+    const machines = await stack.db.machine.findMany({ where: { sessionId } });
+    expect((await pool.health!(sessionId, machines)).map((h) => h.state)).toEqual(["stopped", "stopped", "stopped"]);
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).state).toBe("suspended");
+
+    const resumeStarted = Date.now();
+    expect(await stack.startSession("learner-warm")).toBe(sessionId); // the same session, resumed
+    console.log(`resume (3 VMs powered on to SSH): ${((Date.now() - resumeStarted) / 1000).toFixed(1)} s`);
+    const again = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "controlplane") });
+    await again.waitFor((c) => statusStates(c).includes("connected"), 60_000, "connected after resume");
+    again.input("cat /root/idle\r");
+    await again.waitForText("idle-but-kept\r\n", 30_000);
+    await again.close();
+  }, 600_000);
 
   it("refills the pool to its size behind the hand-out", async () => {
     await pool.settled();

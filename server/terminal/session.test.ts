@@ -136,4 +136,38 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(viewer.text()).toContain("再接続しました");
     session.close();
   });
+
+  it("says a machine is stopped when its provider reports it powered off, without flicker, until it answers", async () => {
+    const pty = new InMemoryPty();
+    let off = true;
+    const session = new TerminalSession(pty, { isPoweredOff: async () => off });
+    const viewer = new RecordingViewer();
+    session.attach(viewer, 0);
+    await tick();
+    // The machine powers off: the shell's connection drops and new connections fail.
+    const open = pty.open.bind(pty);
+    pty.open = () => Promise.reject(new Error("connect ECONNREFUSED"));
+    pty.handlers!.onClose(new Error("connection lost"));
+    await tick();
+    expect(viewer.states.at(-1)).toBe("stopped");
+    await new Promise((r) => setTimeout(r, 1_700)); // two more failed attempts
+    expect(viewer.states.filter((s) => s === "stopped")).toHaveLength(1);
+    expect(viewer.states.at(-1)).toBe("stopped");
+    // Powered on again: it answers, the shell re-attaches.
+    off = false;
+    pty.open = open;
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(viewer.states.at(-1)).toBe("connected");
+    session.close();
+  });
+
+  it("tells every viewer why when it is closed for good", async () => {
+    const session = new TerminalSession(new InMemoryPty());
+    const a = new RecordingViewer();
+    const b = new RecordingViewer("read");
+    session.attach(a, 0);
+    session.attach(b, 0);
+    session.close("time is up");
+    expect([a.ended, b.ended]).toEqual([["time is up"], ["time is up"]]);
+  });
 });

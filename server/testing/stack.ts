@@ -21,7 +21,8 @@ import { log } from "../log";
 import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../machines/netns-hosts";
 import { staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
-import { machineEndpoint, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
+import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
+import { SessionSweeper } from "../sessions/sweeper";
 import { TerminalRegistry } from "../terminal/registry";
 import { signTerminalToken } from "../terminal/token";
 import { terminalUpgrade } from "../terminal/upgrade";
@@ -41,6 +42,8 @@ export interface Stack {
   bus: EventBus;
   /** Not started; call grader.start() in tests that want polling. */
   grader: Grader;
+  /** Not started; tests call sweep() with the time they want. Terminal input reaches activity(). */
+  sweeper: SessionSweeper;
   /**
    * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
    * directory gets its setup run; any other slug just gets the three machines.
@@ -67,7 +70,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
-export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions }): Promise<TestStack> {
+export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions; idleMs?: number }): Promise<TestStack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-hosts-"));
   // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
   const hosts = await createNetnsHosts({ id: `s${options.subnet}`, names: [...LAB_MACHINES], subnet: options.subnet, dir });
@@ -104,6 +107,8 @@ export async function startStack(options: {
   provider: (db: Db) => MachineProvider;
   labsDir?: string;
   grader?: GraderOptions;
+  /** Idle time after which sweeps suspend sessions, ms (0: never). */
+  idleMs?: number;
 }): Promise<Stack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
@@ -121,7 +126,11 @@ export async function startStack(options: {
 
     const secret = randomBytes(32);
     const provider = options.provider(db);
-    const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
+    const terminals = new TerminalRegistry(
+      (sid, machine) => machineEndpoint(db, sid, machine),
+      undefined,
+      (sid, machine) => machinePoweredOff(db, provider, sid, machine),
+    );
     cleanups.push(() => terminals.closeAll());
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
     const pool = new SshExecPool();
@@ -129,7 +138,15 @@ export async function startStack(options: {
     const bus = new EventBus();
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
-    const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sid) => grader.nudge(sid) });
+    const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
+    cleanups.push(async () => sweeper.stop());
+    const gateway = terminalUpgrade({
+      secret,
+      terminals,
+      log,
+      onEnter: (sid) => grader.nudge(sid),
+      onInput: (sid) => sweeper.activity(sid),
+    });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
       if (!gateway.handle(req, socket, head)) socket.destroy();
@@ -154,12 +171,13 @@ export async function startStack(options: {
       pool,
       bus,
       grader,
+      sweeper,
       async startSession(learnerId, slug = "test-lab") {
         const lab = await labs.get(slug).catch(() => null);
         const session = await startOrResumeSession(
           db,
           provider,
-          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES },
+          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES, limitMinutes: 60 },
           lab ? (sid) => runLabSetup(pool, lab, (m) => machineEndpoint(db, sid, m)) : undefined,
         );
         return session.id;
