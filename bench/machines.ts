@@ -1,7 +1,9 @@
 /**
  * Machine benchmark (local QEMU provider): a single-VM boot as the baseline, then a cold 3-VM
  * session start measured in the same run, a reboot from inside to SSH, resident memory and idle
- * CPU per VM, and how many 3-VM sessions this host could hold by memory and by idle CPU.
+ * CPU per VM, how many 3-VM sessions this host could hold by memory and by idle CPU, and the warm
+ * pool: a learner's start from a pooled set to three SSH-ready machines, and an idle session's
+ * suspend and resume (while the pool refills beside it, as in production).
  * Needs root and the host tools (scripts/install-deps.sh); builds the image on first use.
  *
  *   npx tsx bench/machines.ts [--image-dir /var/cache/labdeck-test-images] [--memory 512] [--idle-seconds 20] [--json out.json]
@@ -17,6 +19,8 @@ import { HOST_RESERVE_MIB, memAvailableMiB } from "../server/machines/qemu/capac
 import { buildImage } from "../server/machines/qemu/image";
 import { residentKiB } from "../server/machines/qemu/processes";
 import { qemuProvider } from "../server/machines/qemu/provider";
+import { TEST_IMAGE_CACHE_DIR } from "../server/machines/qemu/test-image";
+import { WarmPool } from "../server/machines/warm-pool";
 import { connectSsh } from "../server/terminal/ssh";
 
 const MACHINES = ["controlplane", "node01", "node02"];
@@ -30,7 +34,7 @@ const REBOOT_TIMEOUT_MS = 300_000;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 const Flags = z.strictObject({
-  "image-dir": z.string().min(1).default(process.getuid?.() === 0 ? "/var/cache/labdeck-test-images" : path.join(os.tmpdir(), "labdeck-test-images")),
+  "image-dir": z.string().min(1).default(TEST_IMAGE_CACHE_DIR),
   memory: z.coerce.number().int().min(256).max(8192).default(512),
   "idle-seconds": z.coerce.number().int().min(1).max(600).default(20),
   json: z.string().min(1).optional(),
@@ -140,6 +144,27 @@ try {
   const rssAfterRebootMiB = Math.round(((await residentKiB(pids[2]!)) ?? 0) / 1024);
   await provider.destroy("bench-three", []);
 
+  // Warm pool: fill it (a cold start in the background), then a learner's start from it.
+  const pool = new WarmPool(provider, { size: 1, machines: MACHINES, log });
+  t = Date.now();
+  pool.start();
+  await pool.settled();
+  const poolFillMs = Date.now() - t;
+  t = Date.now();
+  const warm = await pool.create({ sessionId: "bench-warm", labSlug: "bench", machines: MACHINES });
+  await Promise.all(warm.map((m) => exec(m, "hostname")));
+  const warmStartMs = Date.now() - t;
+  // Idle suspension and resume of that set, while the pool refills (three more VMs booting).
+  t = Date.now();
+  await pool.suspend!("bench-warm", warm);
+  const suspendMs = Date.now() - t;
+  t = Date.now();
+  const resumed = await pool.resume!("bench-warm", warm);
+  await Promise.all(resumed.map((m) => exec(m, "hostname")));
+  const resumeMs = Date.now() - t;
+  await pool.destroy("bench-warm", warm);
+  await pool.stop();
+
   const perSessionMiB = rssMiB.reduce((a, b) => a + b, 0);
   const bySessionMemory = Math.floor((availableAtStart - HOST_RESERVE_MIB) / Math.max(perSessionMiB, 1));
   const idlePerSession = idleCpu.reduce((a, b) => a + b, 0);
@@ -150,6 +175,10 @@ try {
     ["single VM, start to SSH (baseline)", `${seconds(singleBootMs)} s`],
     ["3-VM session, cold start to all SSH", `${seconds(sessionStartMs)} s  (${(sessionStartMs / singleBootMs).toFixed(2)}x the single VM)`],
     ["reboot from inside to SSH (node02)", `${seconds(rebootMs)} s`],
+    ["warm pool fill (3 VMs, background)", `${seconds(poolFillMs)} s`],
+    ["warm start: hand-out to 3 SSH-ready machines", `${seconds(warmStartMs)} s  (${(warmStartMs / sessionStartMs * 100).toFixed(1)}% of the cold start)`],
+    ["idle suspend (ACPI shutdown of 3 VMs)", `${seconds(suspendMs)} s`],
+    ["resume of 3 VMs to SSH (pool refilling beside)", `${seconds(resumeMs)} s`],
     [`RSS per VM after boot (-m ${opts.memory})`, `${rssMiB.join(", ")} MiB; node02 after its reboot ${rssAfterRebootMiB} MiB`],
     [`idle CPU per VM over ${opts["idle-seconds"]} s`, idleCpu.map((c) => `${(c * 100).toFixed(1)}%`).join(", ") + " of one core"],
     ["MemAvailable at start - reserve", `${availableAtStart} - ${HOST_RESERVE_MIB} MiB`],
@@ -163,11 +192,12 @@ try {
   if (opts.json) {
     await fs.writeFile(
       opts.json,
-      JSON.stringify({ singleBootMs, sessionStartMs, rebootMs, rssMiB, rssAfterRebootMiB, idleCpu, availableAtStart, bySessionMemory, bySessionCpu, load }, null, 2) + "\n",
+      JSON.stringify({ singleBootMs, sessionStartMs, rebootMs, poolFillMs, warmStartMs, suspendMs, resumeMs, rssMiB, rssAfterRebootMiB, idleCpu, availableAtStart, bySessionMemory, bySessionCpu, load }, null, 2) + "\n",
     );
   }
 } finally {
   await provider.destroy("bench-one", []).catch(() => undefined);
   await provider.destroy("bench-three", []).catch(() => undefined);
+  for (const s of await provider.list()) await provider.destroy(s.sessionId, []).catch(() => undefined);
   await fs.rm(dataDir, { recursive: true, force: true });
 }
