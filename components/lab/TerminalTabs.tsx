@@ -5,11 +5,17 @@
  * and each keeps its size (no refit or remote resize on every tab switch). The active machine is
  * the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
  */
-import { useId, type KeyboardEvent } from "react";
+import { useId, useState, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
+import { sessionTokens } from "@/components/terminal/session-tokens";
 
 const TEXT = {
   tablist: "マシン",
+  reset: "リセット",
+  resetting: "リセット中…",
+  resetFailed: "リセットに失敗しました",
+  confirmReset: (machine: string) =>
+    `${machine} をラボの最初の状態に戻します。このマシンで行った変更はすべて消えます（完了したステップは残ります）。よろしいですか？`,
 } as const;
 
 export function TerminalTabs(props: {
@@ -68,6 +74,7 @@ export function TerminalTabs(props: {
             </button>
           );
         })}
+        {active && <ResetMachineButton key={active} slug={slug} machine={active} />}
       </div>
       {/* Terminals are stacked in one box; each fills it, the active one is visible. */}
       <div className="relative min-h-0 flex-1">
@@ -88,5 +95,34 @@ export function TerminalTabs(props: {
         })}
       </div>
     </div>
+  );
+}
+
+/** Puts the active machine back to the lab's start (fresh disk + the lab's setup), after a confirm. */
+function ResetMachineButton({ slug, machine }: { slug: string; machine: string }) {
+  const [state, setState] = useState<"idle" | "busy" | "error">("idle");
+  const reset = async () => {
+    if (!window.confirm(TEXT.confirmReset(machine))) return;
+    setState("busy");
+    try {
+      const { sessionId } = await sessionTokens(slug);
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/reset`, {
+        method: "POST",
+      });
+      setState(response.ok ? "idle" : "error");
+    } catch {
+      setState("error");
+    }
+  };
+  return (
+    <button
+      type="button"
+      data-testid="reset-machine"
+      disabled={state === "busy"}
+      onClick={() => void reset()}
+      className="ml-auto self-center rounded px-2 py-0.5 text-xs text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-50"
+    >
+      {state === "busy" ? TEXT.resetting : state === "error" ? TEXT.resetFailed : TEXT.reset}
+    </button>
   );
 }

@@ -15,9 +15,11 @@ export async function runLabSetup(
   pool: SshExecPool,
   lab: Lab,
   endpointOf: (machine: string) => Promise<SshEndpoint | null>,
+  /** Only these machines (a reset machine); default all. */
+  only?: readonly string[],
 ): Promise<void> {
   await Promise.all(
-    Object.entries(lab.setup).map(async ([machine, scripts]) => {
+    Object.entries(lab.setup).filter(([machine]) => !only || only.includes(machine)).map(async ([machine, scripts]) => {
       const endpoint = await endpointOf(machine);
       if (!endpoint) throw new Error(`${lab.slug}: setup: the session has no machine ${machine}`);
       for (const script of scripts) {

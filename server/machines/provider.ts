@@ -68,6 +68,11 @@ export interface MachineProvider {
    */
   reboot?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
   /**
+   * Optional: puts one machine back to its first boot (a fresh disk), keeping its name, address,
+   * keys and endpoint. Resolves when it answers SSH. The lab's setup is run again by the caller.
+   */
+  reset?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  /**
    * Optional: powers a session's machines off to free the host (an idle learner), keeping their
    * disks, keys and addresses. Idempotent. `resume` brings them back.
    */

@@ -48,9 +48,10 @@ export class WarmPool implements MachineProvider {
     private readonly options: { size: number; machines: readonly string[]; log: Logger },
   ) {
     this.name = inner.name;
-    const { health, reboot, suspend, resume } = inner;
+    const { health, reboot, reset, suspend, resume } = inner;
     if (health) this.health = (sid, machines) => health.call(inner, providerSessionOf(sid, machines), machines);
     if (reboot) this.reboot = (sid, machine) => reboot.call(inner, providerSessionOf(sid, [machine]), machine);
+    if (reset) this.reset = (sid, machine) => reset.call(inner, providerSessionOf(sid, [machine]), machine);
     if (suspend) this.suspend = (sid, machines) => suspend.call(inner, providerSessionOf(sid, machines), machines);
     if (resume) this.resume = (sid, machines) => resume.call(inner, providerSessionOf(sid, machines), machines);
   }
@@ -85,6 +86,7 @@ export class WarmPool implements MachineProvider {
   // under the provider session id the set was made with.
   readonly health?: MachineProvider["health"];
   readonly reboot?: MachineProvider["reboot"];
+  readonly reset?: MachineProvider["reset"];
   readonly suspend?: MachineProvider["suspend"];
   readonly resume?: MachineProvider["resume"];
 

@@ -248,6 +248,26 @@ export async function restartMachine(db: Db, provider: MachineProvider, sessionI
   return true;
 }
 
+/**
+ * Puts a ready session's machine back to the lab's start: a fresh disk from the provider, then
+ * `prepare` (the lab's setup for that machine). Progress is not touched: steps done stay done.
+ * False when the provider cannot reset or the machine does not exist.
+ */
+export async function resetMachine(
+  db: Db,
+  provider: MachineProvider,
+  sessionId: string,
+  name: string,
+  prepare?: () => Promise<void>,
+): Promise<boolean> {
+  if (!provider.reset) return false;
+  const machine = await db.machine.findFirst({ where: { sessionId, name, session: { state: "ready" } } });
+  if (!machine) return false;
+  await provider.reset(sessionId, machine);
+  await prepare?.();
+  return true;
+}
+
 /** Provider handles of live sessions' machines (static host groups in use). */
 export async function providerRefsInUse(db: Db, provider: string): Promise<Set<string>> {
   const rows = await db.machine.findMany({

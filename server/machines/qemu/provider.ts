@@ -86,6 +86,7 @@ export interface QemuSessionSummary {
 export interface QemuProvider extends MachineProvider {
   health(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
   reboot(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  reset(sessionId: string, machine: ProvisionedMachine): Promise<void>;
   suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   adoptOrCleanup(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
@@ -419,6 +420,32 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  /**
+   * Puts one machine back to the image's first boot: QEMU is ended, its overlay replaced by a
+   * fresh one on the base, and it boots with the same seed (hostname, eth1, host key, login key),
+   * so pinned keys and the session's endpoints stay valid. The lab's setup is the caller's.
+   */
+  async function reset(sessionId: string, machine: ProvisionedMachine): Promise<void> {
+    const { id, name } = locate(sessionId, machine);
+    await serialised(id, async () => {
+      const runtime = await runtimeOrThrow(id);
+      const record = runtime.state.vms.find((r) => r.name === name);
+      if (!record) throw new Error(`session ${id} has no machine ${name}`);
+      const started = Date.now();
+      runtime.vms.delete(record.name); // its exit is expected, not a crash
+      if (record.pid > 0) await terminate(record.pid, vmPaths(record.dir).pidFile, KILL_GRACE_MS);
+      const paths = vmPaths(record.dir);
+      await fs.rm(paths.overlay, { force: true });
+      await ensureOverlay(runtime.state.image.base, paths.overlay);
+      const vm = await startRecord(runtime, record, true);
+      record.pid = vm.pid;
+      watch(runtime, vm);
+      await save(runtime);
+      await waitForSsh(vm, endpointOf(runtime.state, record), bootTimeoutMs);
+      log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine reset to a fresh disk");
+    });
+  }
+
   /** Session id behind a set of machines (a pooled set keeps the pool's id in its providerRef). */
   function sessionOf(sessionId: string, machines: readonly ProvisionedMachine[]): string {
     return machines[0] ? locate(sessionId, machines[0]).id : SessionId.parse(sessionId);
@@ -602,7 +629,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return provisioned(found.state);
   }
 
-  return { name: "qemu", create, destroy, health, reboot, suspend, resume, adoptOrCleanup, list, machinesOf };
+  return { name: "qemu", create, destroy, health, reboot, reset, suspend, resume, adoptOrCleanup, list, machinesOf };
 }
 
 /** The session id in a process's argv when one argument lies under `sessionsRoot`. */

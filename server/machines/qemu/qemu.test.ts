@@ -33,6 +33,7 @@ const LOGIN_TIMEOUT_MS = 20_000;
 
 const SESSION_A = "test-a";
 const SESSION_B = "test-b";
+const SESSION_C = "test-c";
 const MACHINES = ["controlplane", "node01", "node02"];
 
 // error: provider warnings such as "VM stopped" are expected here (a second provider instance ends VMs the first one watches).
@@ -124,6 +125,7 @@ describe("qemu provider (real VMs)", () => {
     if (!provider) return;
     await provider.destroy(SESSION_A, []).catch(() => undefined);
     await provider.destroy(SESSION_B, []).catch(() => undefined);
+    await provider.destroy(SESSION_C, []).catch(() => undefined);
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
   }, 60_000);
 
@@ -246,6 +248,37 @@ describe("qemu provider (real VMs)", () => {
     expect(await ok(machine(a, "controlplane"), "hostname")).toBe("controlplane");
     provider = restarted;
   }, 120_000);
+
+  it("resets a machine to a fresh disk with the same name, eth1 address and pinned host key", async () => {
+    const m = machine(a, "node01");
+    await ok(m, "echo gone > /root/reset-marker && sync");
+    const started = Date.now();
+    await provider.reset(SESSION_A, m);
+    console.log(`reset (fresh overlay, boot to SSH) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // ok() logs in with the pinned host key: it is unchanged.
+    expect(await ok(m, "test -e /root/reset-marker && echo present || echo absent")).toBe("absent");
+    expect(await ok(m, "hostname")).toBe("node01");
+    expect(await ok(m, "ip -4 -o addr show dev eth1")).toMatch(/192\.168\.56\.11\/24/);
+    await ok(machine(a, "controlplane"), "ping -c 1 -W 5 node01");
+  }, REBOOT_TIMEOUT_MS);
+
+  it("adopts a live session whose VMs are gone (host crash) as suspended, and resumes it with its disk", async () => {
+    const c = await provider.create({ sessionId: SESSION_C, labSlug: "test", machines: ["controlplane"] });
+    await ok(c[0]!, "echo survives-a-crash > /root/crash-marker && sync");
+    for (const pid of await processesUnder(path.join(dataDir, "sessions", SESSION_C))) process.kill(pid, "SIGKILL");
+    await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SESSION_C)), { timeout: 10_000 }).toEqual([]);
+
+    const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A || id === SESSION_C });
+    expect(report.adopted).toEqual([SESSION_A, SESSION_C]);
+    expect((await restarted.list()).find((s) => s.sessionId === SESSION_C)?.phase).toBe("suspended");
+    const started = Date.now();
+    const resumed = await restarted.resume(SESSION_C, c);
+    console.log(`resume of a crashed 1-VM session in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(await ok(resumed[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
+    await restarted.destroy(SESSION_C, c);
+    provider = restarted;
+  }, SESSION_TIMEOUT_MS + 120_000);
 
   it("stops a VM gracefully through its monitor (ACPI power button)", async () => {
     const dir = path.join(dataDir, "sessions", SESSION_A, "vm-controlplane");
