@@ -22,6 +22,8 @@ export interface MachineRequest {
   labSlug: string;
   /** Machine names the lab needs, in order. */
   machines: readonly string[];
+  /** Made ahead of need (a warm-pool spare): may boot at lower CPU priority until `promote`. */
+  background?: boolean;
 }
 
 /** Thrown when the provider has no machines to give right now; its message is shown to the learner. */
@@ -72,6 +74,8 @@ export interface MachineProvider {
    * keys and endpoint. Resolves when it answers SSH. The lab's setup is run again by the caller.
    */
   reset?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  /** Optional: gives background-made machines normal priority (when a learner gets them). */
+  promote?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   /**
    * Optional: powers a session's machines off to free the host (an idle learner), keeping their
    * disks, keys and addresses. Idempotent. `resume` brings them back.

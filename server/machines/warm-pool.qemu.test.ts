@@ -27,7 +27,7 @@ const REBOOT_TIMEOUT_MS = 300_000;
  * Login timeout for "answers at once": a booted VM logs in within ~1 s; a VM still booting would
  * need 30+ s, so this fails if the hand-out were a cold start.
  */
-const READY_LOGIN_TIMEOUT_MS = 8_000;
+const READY_LOGIN_TIMEOUT_MS = 15_000;
 
 /** Idle time of the stack's sweeper; sweeps are called with a clock past it. */
 const IDLE_MS = 60_000;
@@ -47,6 +47,19 @@ async function processesUnder(dir: string): Promise<number[]> {
     if (argv?.some((arg) => arg.includes(dir + "/"))) pids.push(Number(entry));
   }
   return pids;
+}
+
+/** Niceness of every QEMU process of a provider session, from /proc/<pid>/stat (field 19). */
+async function niceOfSession(providerSession: string): Promise<number[]> {
+  const pids = await processesUnder(path.join(dataDir, "sessions", providerSession));
+  const values: number[] = [];
+  for (const pid of pids) {
+    const argv = (await processArgv(pid)) ?? [];
+    if (!argv[0]?.includes("qemu-system")) continue;
+    const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8");
+    values.push(Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]));
+  }
+  return values;
 }
 
 function statusStates(client: TerminalTestClient): string[] {
@@ -96,6 +109,11 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     // The set was booted under the pool's own provider session and keeps that handle.
     expect(machines.every((m) => m.providerRef.startsWith("pool-"))).toBe(true);
     expect(pool.status().filling).toBe(true); // the refill started behind the hand-out
+    // The learner's machines run at normal priority; the spare set boots behind them at nice 10.
+    const handedOut = machines[0]!.providerRef.split("/")[0]!;
+    expect(await niceOfSession(handedOut)).toEqual([0, 0, 0]);
+    const spare = (await fs.readdir(path.join(dataDir, "sessions"))).find((id) => id.startsWith("pool-") && id !== handedOut)!;
+    await expect.poll(() => niceOfSession(spare), { timeout: 30_000 }).toEqual([10, 10, 10]);
   }, 60_000);
 
   it("reboot from inside node02: the open terminal re-attaches when SSH is back and the disk kept its state", async () => {

@@ -70,6 +70,7 @@ export class WarmPool implements MachineProvider {
     const set = fits ? this.ready.shift() : undefined;
     if (set) {
       this.served.warm++;
+      await this.inner.promote?.(providerSessionOf(request.sessionId, set), set).catch(() => undefined);
       this.options.log.info({ sessionId: request.sessionId, ready: this.ready.length }, "machines handed out from the warm pool");
       this.refill();
       return set;
@@ -109,7 +110,7 @@ export class WarmPool implements MachineProvider {
     const id = `pool-${randomBytes(6).toString("hex")}`;
     const started = Date.now();
     this.filling = this.inner
-      .create({ sessionId: id, labSlug: "(warm pool)", machines: this.options.machines })
+      .create({ sessionId: id, labSlug: "(warm pool)", machines: this.options.machines, background: true })
       .then(
         async (set) => {
           this.lastError = undefined;

@@ -29,7 +29,7 @@ import { isAlive, isOurProcess, processArgv, residentKiB, terminate } from "./pr
 import { hostsFile, seedFile } from "./seed";
 import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
-import { adoptVm, ensureOverlay, resetVm, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
+import { adoptVm, ensureOverlay, resetVm, setVmNice, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
 
 /** Guest RAM per VM when not configured, MiB: what the course's machines need without Kubernetes images running. */
 export const DEFAULT_MEMORY_MIB = 512;
@@ -47,6 +47,8 @@ const ADOPT_SSH_TIMEOUT_MS = 30_000;
 const SUSPEND_SHUTDOWN_MS = 60_000;
 /** How long a killed VM or switch gets between SIGTERM and SIGKILL, in ms (QEMU exits at once on SIGTERM). */
 const KILL_GRACE_MS = 3_000;
+/** Niceness of machines made in the background (warm-pool spares) until they are handed out. */
+const BACKGROUND_NICE = 10;
 /** Most machines one session may ask for. */
 const MAX_MACHINES = 8;
 /** Attempts to start a VM when its SSH forward port was taken by someone else meanwhile. */
@@ -87,6 +89,7 @@ export interface QemuProvider extends MachineProvider {
   health(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
   reboot(sessionId: string, machine: ProvisionedMachine): Promise<void>;
   reset(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   adoptOrCleanup(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
@@ -185,10 +188,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   }
 
   /** Starts one VM of the session, choosing a new SSH port when its port turns out to be taken. */
-  async function startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean): Promise<VmProcess> {
+  async function startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean, nice = 0): Promise<VmProcess> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await startVm(vmConfig(runtime.state, record));
+        return await startVm({ ...vmConfig(runtime.state, record), nice });
       } catch (error) {
         if (reusePort || attempt >= PORT_ATTEMPTS || !HOSTFWD_TAKEN.test((error as Error).message)) throw error;
         record.sshPort = await freeLoopbackPort();
@@ -242,7 +245,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
               authorizedKeys: `${runtime.state.clientKey.publicKey} labdeck-${sessionId}\n`,
             });
             await fs.writeFile(paths.seed, seed, { mode: 0o600 });
-            const vm = await startRecord(runtime, record, false);
+            const vm = await startRecord(runtime, record, false, request.background ? BACKGROUND_NICE : 0);
             record.pid = vm.pid;
             watch(runtime, vm);
           }),
@@ -446,6 +449,13 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  /** Gives a session's VMs normal CPU priority (a spare set handed to a learner). */
+  async function promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
+    const runtime = runtimes.get(sessionOf(sessionId, machines));
+    if (!runtime) return;
+    await Promise.all([...runtime.vms.values()].map((vm) => setVmNice(vm, 0)));
+  }
+
   /** Session id behind a set of machines (a pooled set keeps the pool's id in its providerRef). */
   function sessionOf(sessionId: string, machines: readonly ProvisionedMachine[]): string {
     return machines[0] ? locate(sessionId, machines[0]).id : SessionId.parse(sessionId);
@@ -629,7 +639,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return provisioned(found.state);
   }
 
-  return { name: "qemu", create, destroy, health, reboot, reset, suspend, resume, adoptOrCleanup, list, machinesOf };
+  return { name: "qemu", create, destroy, health, reboot, reset, suspend, resume, promote, adoptOrCleanup, list, machinesOf };
 }
 
 /** The session id in a process's argv when one argument lies under `sessionsRoot`. */
