@@ -8,6 +8,7 @@ import {
   decodeOutput,
   FATAL_CLOSE_CODES,
   parseServerMessage,
+  SessionOverReason,
   TERMINAL_WS_PATH,
   type ClientMessage,
   type MachineState,
@@ -192,6 +193,14 @@ export class TerminalConnection {
   }
 }
 
+/** What the learner reads when the server ends or suspends their session (close reason keys). */
+const SESSION_OVER_TEXT: Record<SessionOverReason, string> = {
+  suspended: "操作がなかったため、マシンを一時停止しました。再読み込みすると再開します（ディスクの内容は残っています）。",
+  expired: "このセッションの時間が終了したため、マシンを解放しました。進捗は保存されています。",
+  learner: "このセッションは終了しました。",
+  admin: "このセッションは管理者によって終了されました。",
+};
+
 function describeClose(code: number, reason: string): string {
   switch (code) {
     case CloseCode.unauthorized:
@@ -201,8 +210,7 @@ function describeClose(code: number, reason: string): string {
     case CloseCode.notFound:
       return "このセッションは終了しています。ページを再読み込みしてください。";
     case CloseCode.sessionOver:
-      // The server says why in words for the learner (suspended after inactivity, time up, ended).
-      return reason || "このセッションは終了しています。ページを再読み込みしてください。";
+      return SESSION_OVER_TEXT[SessionOverReason.catch("learner").parse(reason)];
     default:
       return `接続が閉じられました（${code} ${reason}）`;
   }

@@ -183,7 +183,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     expect(report.suspended).toEqual([sessionId]);
     const closed = await client.waitForClose(10_000);
     expect(closed.code).toBe(CloseCode.sessionOver);
-    expect(closed.reason).toContain("一時停止");
+    expect(closed.reason).toBe("suspended");
     const machines = await stack.db.machine.findMany({ where: { sessionId } });
     expect((await pool.health!(sessionId, machines)).map((h) => h.state)).toEqual(["stopped", "stopped", "stopped"]);
     expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).state).toBe("suspended");

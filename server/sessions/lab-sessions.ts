@@ -18,13 +18,6 @@ export interface SessionView {
   expiresAt: Date | null;
 }
 
-/** Why a session stopped serving terminals, in words for the learner (close reason, banners). */
-export const SESSION_OVER_MESSAGES = {
-  suspended: "操作がなかったため、マシンを一時停止しました。ページを再読み込みすると再開します（ディスクの内容は残っています）。",
-  expired: "このセッションの時間が終了したため、マシンを解放しました。進捗は保存されています。",
-  learner: "このセッションは終了しました。",
-  admin: "このセッションは管理者によって終了されました。",
-} as const;
 
 /**
  * The learner's live session for a lab, or a new one with freshly provided machines. A provider

@@ -60,7 +60,7 @@ describe("session lifecycle", () => {
 
     const closed = await client.waitForClose(10_000);
     expect(closed.code).toBe(CloseCode.sessionOver);
-    expect(closed.reason).toContain("時間が終了");
+    expect(closed.reason).toBe("expired");
     const ended = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId }, include: { completions: true } });
     expect(ended).toMatchObject({ state: "ended", endReason: "expired" });
     expect(ended.completions.map((c) => c.stepId)).toEqual(["first"]);

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import type { TerminalRegistry } from "../terminal/registry";
-import { SESSION_OVER_MESSAGES, sweepSessions, touchSession, type SweepReport } from "./lab-sessions";
+import { sweepSessions, touchSession, type SweepReport } from "./lab-sessions";
 
 /** How often sessions are swept, ms. Expiry and idleness are judged to within this. */
 export const SWEEP_INTERVAL_MS = 30_000;
@@ -44,7 +44,7 @@ export class SessionSweeper {
       onOver: (sessionId, why) => {
         this.lastWrite.delete(sessionId);
         this.deps.log.info({ sessionId, why }, "lab session is over for now");
-        void this.deps.terminals.closeSession(sessionId, SESSION_OVER_MESSAGES[why]);
+        void this.deps.terminals.closeSession(sessionId, why);
       },
       onError: (sessionId, error) => this.deps.log.error({ sessionId, err: error.message }, "session sweep failed for a session"),
     })

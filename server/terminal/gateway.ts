@@ -15,6 +15,7 @@ import {
   type ClientMessage,
   type MachineState,
   type ServerMessage,
+  type SessionOverReason,
 } from "./protocol";
 import type { TerminalRegistry } from "./registry";
 import type { TerminalSession, Viewer } from "./session";
@@ -85,7 +86,7 @@ class SocketViewer implements Viewer {
     this.send({ type: "status", state, message });
   }
 
-  end(reason: string): void {
+  end(reason: SessionOverReason): void {
     this.flush();
     this.ws.close(CloseCode.sessionOver, reason);
   }

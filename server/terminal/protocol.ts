@@ -93,7 +93,7 @@ export const CloseCode = {
   notFound: 4404,
   /**
    * The lab session was suspended (machines off after inactivity) or ended (time up, ended by
-   * the learner or an admin); the reason says which, in words for the learner.
+   * the learner or an admin); the close reason is a SessionOverReason, which the browser words.
    */
   sessionOver: 4410,
   /** The gateway failed; the client should reconnect. */
@@ -101,6 +101,10 @@ export const CloseCode = {
   /** The server is shutting down; the client should reconnect. */
   goingAway: 1001,
 } as const;
+
+/** Close reason of CloseCode.sessionOver (close reasons are at most 123 bytes: keys, not sentences). */
+export const SessionOverReason = z.enum(["suspended", "expired", "learner", "admin"]);
+export type SessionOverReason = z.infer<typeof SessionOverReason>;
 
 /** Close codes after which reconnecting cannot help. */
 export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([

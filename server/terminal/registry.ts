@@ -2,7 +2,7 @@
  * The live terminals of this process, one per (lab session, machine), created on first attach
  * and kept while the lab session lives so that shells outlive their WebSockets.
  */
-import type { MachineState } from "./protocol";
+import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession } from "./session";
 import { sshConnector, type SshEndpoint } from "./ssh";
 
@@ -42,8 +42,8 @@ export class TerminalRegistry {
     return entry;
   }
 
-  /** Closes every terminal of a lab session (suspended or ended); viewers are told `reason`. */
-  async closeSession(sessionId: string, reason?: string): Promise<void> {
+  /** Closes every terminal of a lab session (suspended or ended); viewers are told why. */
+  async closeSession(sessionId: string, reason?: SessionOverReason): Promise<void> {
     for (const [key, entry] of this.terminals) {
       if (!key.startsWith(`${sessionId}/`)) continue;
       this.terminals.delete(key);

@@ -167,7 +167,7 @@ describe("TerminalSession (in-memory PTY)", () => {
     const b = new RecordingViewer("read");
     session.attach(a, 0);
     session.attach(b, 0);
-    session.close("time is up");
-    expect([a.ended, b.ended]).toEqual([["time is up"], ["time is up"]]);
+    session.close("expired");
+    expect([a.ended, b.ended]).toEqual([["expired"], ["expired"]]);
   });
 });

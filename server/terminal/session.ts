@@ -5,7 +5,7 @@
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or is told to reset.
  */
-import type { MachineState } from "./protocol";
+import type { MachineState, SessionOverReason } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
 
 /** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
@@ -58,7 +58,7 @@ export interface Viewer {
   sendReset(offset: number): void;
   sendStatus(state: MachineState, message?: string): void;
   /** The terminal is gone for good (its lab session is over): the viewer's transport closes. */
-  end(reason: string): void;
+  end(reason: SessionOverReason): void;
 }
 
 interface ViewerState {
@@ -179,15 +179,18 @@ export class TerminalSession {
     return true;
   }
 
-  /** Ends the terminal for good: closes the shell and tells every viewer why. */
-  close(reason = "terminal closed"): void {
+  /**
+   * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
+   * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
+   */
+  close(reason?: SessionOverReason): void {
     if (this.closed) return;
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.channel?.close();
     this.channel = null;
-    for (const viewer of this.viewers.keys()) viewer.end(reason);
+    if (reason) for (const viewer of this.viewers.keys()) viewer.end(reason);
     this.viewers.clear();
   }
 
