@@ -17,6 +17,7 @@ import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
 import { qemuProvider } from "./machines/qemu/provider";
+import { recipeByName } from "./machines/qemu/recipe";
 import { SshExecPool } from "./machines/ssh-exec";
 import { loadStaticHosts } from "./machines/static-hosts";
 
@@ -65,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (group === "labs" && command === "test" && rest.length === 1) {
     const lab = await loadLab(labsDir, rest[0]!);
-    const { machines, close } = await openMachines(options.data.machines, lab.manifest.machines);
+    const { machines, close } = await openMachines(options.data.machines, lab.manifest.machines, lab.manifest.image);
     const pool = new SshExecPool();
     try {
       process.stdout.write(`testing ${lab.slug} (${lab.steps.length} steps) on ${options.data.machines}\n`);
@@ -82,11 +83,11 @@ async function main(argv: string[]): Promise<number> {
   throw new UsageError(`unknown command: ${parsed.positionals.join(" ") || "(none)"}`);
 }
 
-async function openMachines(spec: string, names: readonly string[]): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
+async function openMachines(spec: string, names: readonly string[], variant: string): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
   if (spec === "qemu") {
     const env = parseEnv();
-    const image = await findImage(env.LABDECK_DATA_DIR);
-    if (!image) throw new Error(`no lab image under ${env.LABDECK_DATA_DIR}: run \`npm run labdeck -- image build\` first`);
+    const image = await findImage(env.LABDECK_DATA_DIR, recipeByName(variant));
+    if (!image) throw new Error(`no ${variant} image under ${env.LABDECK_DATA_DIR}: run \`npm run labdeck -- image build --variant ${variant}\` first`);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
     const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log });
     const sessionId = `labtest-${Date.now().toString(36)}`;
