@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
+export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
+HA=$LABDECK_ROOT/root/ha
+# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+inv_members() {
+  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def members(g, seen):
+    if g in seen: return set()
+    seen.add(g)
+    e = d.get(g, {})
+    hs = set(e.get("hosts", []))
+    for c in e.get("children", []): hs |= members(c, seen)
+    return hs
+for g in d:
+    if g != "_meta":
+        for h in sorted(members(g, set())): print(g, h)
+'
+}
+# Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
+hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+host_var() {
+  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+}
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+f=$HA/api-access.txt
+if [ ! -s "$f" ]; then
+  echo "/root/ha/api-access.txt がまだありません。"
+  exit 1
+fi
+declare -A want=([loadbalancer_apiserver_localhost]=true [loadbalancer_apiserver_type]=nginx [kube_apiserver_port]=6443)
+for key in loadbalancer_apiserver_localhost loadbalancer_apiserver_type kube_apiserver_port; do
+  got=$(sed -n "s/^[[:space:]]*$key[[:space:]]*=[[:space:]]*\([^[:space:]#]*\).*/\1/p" "$f" | tail -1 | tr 'A-Z' 'a-z')
+  if [ -z "$got" ] || [ "$got" = "?" ]; then
+    problems+=("$key の値がありません")
+  elif [ "$got" != "${want[$key]}" ]; then
+    problems+=("$key の値「$got」は kubespray の既定値ではありません。roles/kubespray-defaults を読み直してください")
+  fi
+done
+finish "外部のロードバランサーがなければ、各ワーカーの nginx が localhost:6443 で受けて全 API サーバーに振り分けます。"

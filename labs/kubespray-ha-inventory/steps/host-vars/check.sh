@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
+export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
+HA=$LABDECK_ROOT/root/ha
+# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+inv_members() {
+  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def members(g, seen):
+    if g in seen: return set()
+    seen.add(g)
+    e = d.get(g, {})
+    hs = set(e.get("hosts", []))
+    for c in e.get("children", []): hs |= members(c, seen)
+    return hs
+for g in d:
+    if g != "_meta":
+        for h in sorted(members(g, set())): print(g, h)
+'
+}
+# Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
+hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+host_var() {
+  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+}
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+inv=$HA/inventory.ini
+declare -A want=([cp1]=10.20.0.11 [cp2]=10.20.0.12 [cp3]=10.20.0.13 [wk1]=10.20.0.21 [wk2]=10.20.0.22)
+for h in cp1 cp2 cp3 wk1 wk2; do
+  if [ ! -f "$HA/host_vars/$h.yml" ] && [ ! -f "$HA/host_vars/$h.yaml" ]; then
+    problems+=("/root/ha/host_vars/$h.yml がありません")
+    continue
+  fi
+  ah=$(host_var "$inv" "$h" ansible_host)
+  ip=$(host_var "$inv" "$h" ip)
+  [ "$ah" = "${want[$h]}" ] || problems+=("$h の ansible_host が ${want[$h]} ではありません(今: ${ah:-未設定})")
+  [ "$ip" = "${want[$h]}" ] || problems+=("$h の ip が ${want[$h]} ではありません(今: ${ip:-未設定})。ip を書かないと、kubespray は既定ルートのアドレスに API サーバーと etcd を結び付けます")
+done
+finish "5 台すべての host_vars に ansible_host と ip が入っています。"

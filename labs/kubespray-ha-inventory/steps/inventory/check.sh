@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
+export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
+HA=$LABDECK_ROOT/root/ha
+# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+inv_members() {
+  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def members(g, seen):
+    if g in seen: return set()
+    seen.add(g)
+    e = d.get(g, {})
+    hs = set(e.get("hosts", []))
+    for c in e.get("children", []): hs |= members(c, seen)
+    return hs
+for g in d:
+    if g != "_meta":
+        for h in sorted(members(g, set())): print(g, h)
+'
+}
+# Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
+hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+host_var() {
+  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+}
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+inv=$HA/inventory.ini
+if [ ! -f "$inv" ]; then
+  echo "/root/ha/inventory.ini がまだありません。kubespray のサンプル(/opt/kubespray/inventory/sample)を /root/ha にコピーしてから書き換えてください。"
+  exit 1
+fi
+[ -f "$HA/group_vars/all/all.yml" ] || problems+=("/root/ha/group_vars/all/all.yml がありません。サンプルの group_vars も一緒にコピーしてください(変数の既定値が入っています)。")
+if ! members=$(inv_members "$inv") || [ -z "$members" ]; then
+  echo "ansible-inventory が /root/ha/inventory.ini を読めません。次で原因を確かめてください: ansible-inventory -i /root/ha/inventory.ini --graph"
+  exit 1
+fi
+cps=$(hosts_of kube_control_plane <<<"$members")
+etcd=$(hosts_of etcd <<<"$members")
+workers=$(hosts_of kube_node <<<"$members")
+cluster=$(hosts_of k8s_cluster <<<"$members")
+[ "$cps" = "cp1 cp2 cp3" ] || problems+=("kube_control_plane は cp1 cp2 cp3 の 3 台にしてください(今: ${cps:-なし})")
+[ "$etcd" = "cp1 cp2 cp3" ] || problems+=("etcd はコントロールプレーンと同じ 3 台(stacked)にしてください。[etcd:children] に kube_control_plane を書きます(今: ${etcd:-なし})")
+[ "$workers" = "wk1 wk2" ] || problems+=("kube_node は wk1 wk2 の 2 台にしてください(今: ${workers:-なし})")
+for h in cp1 cp2 cp3 wk1 wk2; do
+  [[ " $cluster " == *" $h "* ]] || { problems+=("k8s_cluster に $h が入っていません([k8s_cluster:children] に kube_control_plane と kube_node を書きます)"); break; }
+done
+finish "インベントリは コントロールプレーン 3 台(etcd と同居)・ワーカー 2 台 になっています。"

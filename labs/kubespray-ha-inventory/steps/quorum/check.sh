@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
+export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
+HA=$LABDECK_ROOT/root/ha
+# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+inv_members() {
+  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def members(g, seen):
+    if g in seen: return set()
+    seen.add(g)
+    e = d.get(g, {})
+    hs = set(e.get("hosts", []))
+    for c in e.get("children", []): hs |= members(c, seen)
+    return hs
+for g in d:
+    if g != "_meta":
+        for h in sorted(members(g, set())): print(g, h)
+'
+}
+# Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
+hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+host_var() {
+  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+}
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+f=$HA/quorum.txt
+if [ ! -s "$f" ]; then
+  echo "/root/ha/quorum.txt がまだありません。"
+  exit 1
+fi
+for n in 1 2 3 4 5 6 7; do
+  q=$((n / 2 + 1)) t=$((n - (n / 2 + 1)))
+  row=$(awk -v n="$n" '$1 == n { print $2, $3; exit }' "$f")
+  if [ -z "$row" ]; then
+    problems+=("メンバー $n の行がありません")
+  elif [ "$row" != "$q $t" ]; then
+    problems+=("メンバー $n の行が違います(今: $row)。過半数は n // 2 + 1、耐えられる障害の数は n − 過半数 です")
+  fi
+done
+finish "クォーラムの表は正しく計算されています。2 台は 1 台と、4 台は 3 台と、耐えられる数が同じです。"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
+export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
+HA=$LABDECK_ROOT/root/ha
+# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+inv_members() {
+  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def members(g, seen):
+    if g in seen: return set()
+    seen.add(g)
+    e = d.get(g, {})
+    hs = set(e.get("hosts", []))
+    for c in e.get("children", []): hs |= members(c, seen)
+    return hs
+for g in d:
+    if g != "_meta":
+        for h in sorted(members(g, set())): print(g, h)
+'
+}
+# Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
+hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+host_var() {
+  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+}
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+f=$HA/runbook.md
+if [ ! -s "$f" ]; then
+  echo "/root/ha/runbook.md がまだありません。"
+  exit 1
+fi
+# First line number matching the regex $1 and not $2.
+line_of() { grep -nE -e "$1" "$f" | grep -vE -e "${2:-^$}" | head -1 | cut -d: -f1; }
+facts=$(line_of 'facts\.yml' '--limit')
+scale=$(line_of 'scale\.yml.*--limit[= ]wk3')
+remove=$(line_of 'remove-node\.yml.*node=wk3')
+[ -n "$facts" ] || problems+=("playbooks/facts.yml を --limit なしで流す行がありません(ファクトのキャッシュを新しくするため)")
+[ -n "$scale" ] || problems+=("scale.yml を --limit wk3 で流す行がありません")
+if [ -n "$facts" ] && [ -n "$scale" ] && ((facts > scale)); then problems+=("facts.yml は scale.yml より前に流します(今は後ろに書かれています)"); fi
+[ -n "$remove" ] || problems+=("remove-node.yml を -e node=wk3 で流す行がありません")
+for n in "$scale" "$remove"; do
+  [ -z "$n" ] || sed -n "${n}p" "$f" | grep -q 'inventory.ini' || problems+=("$(sed -n "${n}p" "$f" | head -c 60)… に -i /root/ha/inventory.ini がありません")
+done
+if [ -n "$remove" ] && ! tail -n +"$((remove + 1))" "$f" | grep -qE 'inventory\.ini|インベントリ'; then
+  problems+=("remove-node.yml の後に、wk3 をインベントリから消す手順がありません")
+fi
+finish "ランブックには、facts.yml → scale.yml --limit wk3、remove-node.yml -e node=wk3 → インベントリから削除、の順で手順が書かれています。"
