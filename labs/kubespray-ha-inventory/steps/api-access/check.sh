@@ -2,9 +2,12 @@
 # kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
 export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
 HA=$LABDECK_ROOT/root/ha
-# "group host" for every host of every group, child groups resolved, as ansible-inventory sees the inventory.
+# ansible-inventory --list of each inventory file, read once per check (Ansible starts slowly).
+declare -A INVENTORY=()
+inv_load() { INVENTORY[$1]=$(ansible-inventory -i "$1" --list 2>/dev/null); [ -n "${INVENTORY[$1]}" ]; }
+# "group host" for every host of every group, child groups resolved. Usage: inv_load FILE; inv_members FILE
 inv_members() {
-  ansible-inventory -i "$1" --list 2>/dev/null | python3 -c '
+  printf '%s' "${INVENTORY[$1]:-}" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 def members(g, seen):
@@ -17,13 +20,13 @@ def members(g, seen):
 for g in d:
     if g != "_meta":
         for h in sorted(members(g, set())): print(g, h)
-'
+' 2>/dev/null
 }
 # Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
 hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
-# The value of VAR for HOST (host_vars and group_vars merged), empty when unset.
+# The value of VAR for HOST (host_vars and group_vars merged), empty when unset. Usage: host_var FILE HOST VAR
 host_var() {
-  ansible-inventory -i "$1" --host "$2" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get(\"$3\", \"\"))" 2>/dev/null
+  printf '%s' "${INVENTORY[$1]:-}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).get(sys.argv[1], {}).get(sys.argv[2], ""))' "$2" "$3" 2>/dev/null
 }
 problems=()
 finish() {
