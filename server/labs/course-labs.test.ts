@@ -172,6 +172,27 @@ const RECORDED_LABS: RecordedLab[] = [
       },
     ],
   },
+  {
+    slug: "control-plane",
+    before: {
+      explore: [/\/root\/explore.txt がまだありません/],
+      labels: [/名前空間 shop がありません/],
+      context: [/\/root\/shop.kubeconfig がまだありません/],
+      "dry-run": [/\/root\/web.yaml がまだありません/],
+      crd: [/CustomResourceDefinition backups.labdeck.example がありません/],
+      reject: [/Backup nightly がありません/, /bad-backup.yaml がありません/, /reject.txt に、API サーバーが返した拒否のメッセージ/],
+    },
+    mistakes: [
+      { state: "mistake-context-not-selected", step: "context", expect: [/現在のコンテキストが決まっていません/, /認証できません/] },
+      {
+        state: "mistake-dry-run-strategy-not-set",
+        step: "dry-run",
+        expect: [/web.yaml に spec.strategy.rollingUpdate.maxUnavailable: 0 がありません/, /maxUnavailable が 0 ではありません\(今: 25%\)/],
+      },
+      { state: "mistake-crd-without-bounds", step: "crd", expect: [/spec.required に retentionDays がありません/, /minimum: 1 と maximum: 30 がありません/] },
+      { state: "mistake-reject-good-object", step: "reject", expect: [/API サーバーが受け付けてしまいます/] },
+    ],
+  },
 ];
 
 /** Every command name any recording of the lab fakes, plus the ones a check must never run for real here. */
