@@ -106,7 +106,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
       const after = await check(step.id);
       expect(after.code, `${step.id} after: ${after.stdout}${after.stderr}`).toBe(0);
     }
-  }, 120_000);
+  }, 240_000);
 
   it("the inventories the solutions wrote are what the lab designs: 3 stacked etcd in ha, 2 in ha-even, wk3 a worker", async () => {
     const graph = (inv: string, group: string) =>

@@ -24,9 +24,13 @@ for g in d:
 }
 # Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
 hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
-# The value of VAR for HOST (host_vars and group_vars merged), empty when unset. Usage: host_var FILE HOST VAR
-host_var() {
-  printf '%s' "${INVENTORY[$1]:-}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).get(sys.argv[1], {}).get(sys.argv[2], ""))' "$2" "$3" 2>/dev/null
+# "host value" for every host, VAR from host_vars and group_vars merged ("-" when unset). Usage: host_vars_of FILE VAR
+host_vars_of() {
+  printf '%s' "${INVENTORY[$1]:-}" | python3 -c '
+import json, sys
+for host, v in sorted(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).items()):
+    print(host, v.get(sys.argv[1], "-") or "-")
+' "$2" 2>/dev/null
 }
 problems=()
 finish() {

@@ -24,9 +24,13 @@ for g in d:
 }
 # Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
 hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
-# The value of VAR for HOST (host_vars and group_vars merged), empty when unset. Usage: host_var FILE HOST VAR
-host_var() {
-  printf '%s' "${INVENTORY[$1]:-}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).get(sys.argv[1], {}).get(sys.argv[2], ""))' "$2" "$3" 2>/dev/null
+# "host value" for every host, VAR from host_vars and group_vars merged ("-" when unset). Usage: host_vars_of FILE VAR
+host_vars_of() {
+  printf '%s' "${INVENTORY[$1]:-}" | python3 -c '
+import json, sys
+for host, v in sorted(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).items()):
+    print(host, v.get(sys.argv[1], "-") or "-")
+' "$2" 2>/dev/null
 }
 problems=()
 finish() {
@@ -35,14 +39,16 @@ finish() {
 }
 inv=$HA/inventory.ini
 inv_load "$inv"
+ansible_hosts=$(host_vars_of "$inv" ansible_host)
+ips=$(host_vars_of "$inv" ip)
 declare -A want=([cp1]=10.20.0.11 [cp2]=10.20.0.12 [cp3]=10.20.0.13 [wk1]=10.20.0.21 [wk2]=10.20.0.22)
 for h in cp1 cp2 cp3 wk1 wk2; do
   if [ ! -f "$HA/host_vars/$h.yml" ] && [ ! -f "$HA/host_vars/$h.yaml" ]; then
     problems+=("/root/ha/host_vars/$h.yml がありません")
     continue
   fi
-  ah=$(host_var "$inv" "$h" ansible_host)
-  ip=$(host_var "$inv" "$h" ip)
+  ah=$(awk -v h="$h" '$1 == h && $2 != "-" { print $2 }' <<<"$ansible_hosts")
+  ip=$(awk -v h="$h" '$1 == h && $2 != "-" { print $2 }' <<<"$ips")
   [ "$ah" = "${want[$h]}" ] || problems+=("$h の ansible_host が ${want[$h]} ではありません(今: ${ah:-未設定})")
   [ "$ip" = "${want[$h]}" ] || problems+=("$h の ip が ${want[$h]} ではありません(今: ${ip:-未設定})。ip を書かないと、kubespray は既定ルートのアドレスに API サーバーと etcd を結び付けます")
 done

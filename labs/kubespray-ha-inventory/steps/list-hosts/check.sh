@@ -24,9 +24,13 @@ for g in d:
 }
 # Hosts of GROUP in the output of inv_members (stdin), space-separated and sorted.
 hosts_of() { awk -v g="$1" '$1 == g { print $2 }' | sort | paste -sd" " -; }
-# The value of VAR for HOST (host_vars and group_vars merged), empty when unset. Usage: host_var FILE HOST VAR
-host_var() {
-  printf '%s' "${INVENTORY[$1]:-}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).get(sys.argv[1], {}).get(sys.argv[2], ""))' "$2" "$3" 2>/dev/null
+# "host value" for every host, VAR from host_vars and group_vars merged ("-" when unset). Usage: host_vars_of FILE VAR
+host_vars_of() {
+  printf '%s' "${INVENTORY[$1]:-}" | python3 -c '
+import json, sys
+for host, v in sorted(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).items()):
+    print(host, v.get(sys.argv[1], "-") or "-")
+' "$2" 2>/dev/null
 }
 problems=()
 finish() {
@@ -40,7 +44,7 @@ members=$(inv_members "$inv")
 for g in etcd kube_control_plane; do
   [[ " $(hosts_of "$g" <<<"$members") " != *" wk3 "* ]] || problems+=("wk3 が $g にも入っています。ワーカーとして足すだけです")
 done
-[ "$(host_var "$inv" wk3 ip)" = 10.20.0.23 ] || problems+=("/root/ha/host_vars/wk3.yml に ip: 10.20.0.23(と ansible_host)がありません")
+[ "$(host_vars_of "$inv" ip | awk '$1 == "wk3" { print $2 }')" = 10.20.0.23 ] || problems+=("/root/ha/host_vars/wk3.yml に ip: 10.20.0.23(と ansible_host)がありません")
 # "play|host" for every host every play targets, from ansible-playbook --list-hosts output.
 targets() {
   awk '/^ *play #[0-9]+ / { p = $0; sub(/^ *play #[0-9]+ \([^)]*\): /, "", p); sub(/\t.*| +TAGS:.*/, "", p); h = 0; next }
