@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 # fonts-noto-cjk: Japanese glyphs in the browser
 # qemu-system-x86 + qemu-utils: lab VMs and their qcow2 disks; debootstrap: builds the lab image
 # from Debian packages; vde-switch: each session's private L2 network (server/machines/qemu/)
+# ansible-core: the kubespray lab's checks are tested with real ansible-inventory/ansible-playbook
+# (server/labs/course-labs.test.ts)
 APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
-  qemu-system-x86 qemu-utils debootstrap vde-switch)
+  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

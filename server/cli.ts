@@ -12,12 +12,14 @@ import { parseArgs } from "node:util";
 import pino from "pino";
 import { z } from "zod";
 import { parseEnv } from "./config";
-import { listLabs, loadLab, LabError } from "./labs/load";
+import { labImageStatus } from "./labs/image-status";
+import { listLabs, loadLab, LabError, type Lab } from "./labs/load";
 import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
 import { qemuLabMachines } from "./machines/qemu/lab-machines";
 import { qemuProvider } from "./machines/qemu/provider";
+import { recipeByName } from "./machines/qemu/recipe";
 import { SshExecPool } from "./machines/ssh-exec";
 import { loadStaticHosts } from "./machines/static-hosts";
 
@@ -69,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (group === "labs" && command === "test" && rest.length === 1) {
     const lab = await loadLab(labsDir, rest[0]!);
-    const { machines, close } = await openMachines(options.data.machines, lab.manifest.machines);
+    const { machines, close } = await openMachines(options.data.machines, lab);
     const pool = new SshExecPool();
     try {
       process.stdout.write(`testing ${lab.slug} (${lab.steps.length} steps) on ${options.data.machines}\n`);
@@ -86,11 +88,12 @@ async function main(argv: string[]): Promise<number> {
   throw new UsageError(`unknown command: ${parsed.positionals.join(" ") || "(none)"}`);
 }
 
-async function openMachines(spec: string, names: readonly string[]): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
+async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
+  const names = lab.manifest.machines;
   if (spec === "qemu") {
     const env = parseEnv();
-    const image = await findImage(env.LABDECK_DATA_DIR);
-    if (!image) throw new Error(`no lab image under ${env.LABDECK_DATA_DIR}: run \`npm run labdeck -- image build\` first`);
+    const image = await findImage(env.LABDECK_DATA_DIR, recipeByName(lab.manifest.image));
+    if (!image) throw new Error((await labImageStatus(env.LABDECK_DATA_DIR, lab)).message.en);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
     // An offline tool on a possibly busy host: boots may take long; a real failure still ends it.
     const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log, bootTimeoutMs: LAB_TEST_BOOT_TIMEOUT_MS });

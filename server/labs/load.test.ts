@@ -253,3 +253,26 @@ describe("lab steps", () => {
     expect(err.message).toMatch(/steps\[0\]\.timeoutSeconds/);
   });
 });
+
+describe("image variants in lab.yaml", () => {
+  it("rejects an unknown image variant, naming the file, the field and the known variants", async () => {
+    await writeLab("img", { "lab.yaml": `${validManifest}image: k8s-v9\n`, "lesson.md": "" });
+
+    const err = await labErrorOf(() => loadLab(labsDir, "img"));
+
+    expect(err.issues).toEqual([
+      {
+        file: path.join(labsDir, "img", "lab.yaml"),
+        field: "image",
+        message: 'unknown image variant "k8s-v9" (known: debian-base, k8s-v1.31, kubespray-v2.26.0; server/machines/qemu/recipe.ts)',
+      },
+    ]);
+  });
+
+  it("accepts every registered variant", async () => {
+    for (const image of ["debian-base", "k8s-v1.31", "kubespray-v2.26.0"]) {
+      await writeLab(`v-${image.replace(/\./g, "")}`, { "lab.yaml": `${validManifest}image: ${image}\n`, "lesson.md": "" });
+      expect((await loadLab(labsDir, `v-${image.replace(/\./g, "")}`)).manifest.image).toBe(image);
+    }
+  });
+});

@@ -5,6 +5,7 @@
  * raw YAML elsewhere.
  */
 import { z } from "zod";
+import { RECIPES } from "../machines/qemu/recipe";
 
 /** A lab's slug is its directory name and URL segment; checked before any path is built from it. */
 export const LAB_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -84,8 +85,13 @@ export const LabManifest = z
     image: z
       .string()
       .min(1)
+      .superRefine((name, ctx) => {
+        if (!Object.hasOwn(RECIPES, name)) {
+          ctx.addIssue({ code: "custom", message: `unknown image variant "${name}" (known: ${Object.keys(RECIPES).join(", ")}; server/machines/qemu/recipe.ts)` });
+        }
+      })
       .default("debian-base")
-      .describe("Machine image every machine of the lab boots from"),
+      .describe("Image variant every machine of the lab boots from (server/machines/qemu/recipe.ts: RECIPES)"),
     machines: z
       .array(MachineName)
       .min(1)

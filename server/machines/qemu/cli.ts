@@ -2,7 +2,8 @@
  * Command line of the QEMU provider, for developers and the `labdeck` CLI (which imports the
  * exported functions). Standalone:
  *
- *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL]
+ *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL] [--variant NAME]
+ *   npx tsx server/machines/qemu/cli.ts image variants
  *   npx tsx server/machines/qemu/cli.ts image list    [--data-dir D]
  *   npx tsx server/machines/qemu/cli.ts session up    [--data-dir D] [--machines a,b,c] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
  *   npx tsx server/machines/qemu/cli.ts session down  <id> [--data-dir D]
@@ -22,6 +23,7 @@ import { parseEnv } from "../../config";
 import { detectAccel } from "./accel";
 import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage } from "./image";
 import { qemuProvider } from "./provider";
+import { DEBIAN_BASE_RECIPE, needsUpstream, recipeByName, recipeHash, RECIPES } from "./recipe";
 import { SessionId, sessionDir } from "./state";
 
 const EXIT_FAILURE = 1;
@@ -30,7 +32,8 @@ const EXIT_USAGE = 2;
 const DEFAULT_MACHINES = ["controlplane", "node01", "node02"];
 
 const USAGE = `usage:
-  cli.ts image build   [--data-dir D] [--mirror URL]
+  cli.ts image build   [--data-dir D] [--mirror URL] [--variant ${Object.keys(RECIPES).join("|")}]
+  cli.ts image variants                    (which variants exist, which need downloads from outside Debian)
   cli.ts image list    [--data-dir D]
   cli.ts session up    [--data-dir D] [--machines ${DEFAULT_MACHINES.join(",")}] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
   cli.ts session down  <id> [--data-dir D]
@@ -44,13 +47,16 @@ function stderrLogger(): Logger {
 export interface ImageBuildOptions {
   dataDir: string;
   mirror?: string;
+  /** Image variant (recipe.ts RECIPES); default debian-base. */
+  variant?: string;
   /** Progress lines; default: none. */
   onProgress?: (progress: BuildProgress) => void;
 }
 
 /** Builds (or finds) the lab base image; resolves with its paths and manifest. */
 export function imageBuild(opts: ImageBuildOptions): Promise<BuiltImage> {
-  return buildImage({ dataDir: opts.dataDir, mirror: opts.mirror, onProgress: opts.onProgress });
+  const recipe = recipeByName(opts.variant ?? DEBIAN_BASE_RECIPE.name);
+  return buildImage({ dataDir: opts.dataDir, recipe, mirror: opts.mirror, onProgress: opts.onProgress });
 }
 
 export interface SessionUpOptions {
@@ -133,6 +139,10 @@ export async function sessionList(opts: { dataDir: string; log?: Logger }) {
 const Flags = z.strictObject({
   "data-dir": z.string().min(1).optional(),
   mirror: z.string().url().optional(),
+  variant: z
+    .string()
+    .refine((v) => Object.hasOwn(RECIPES, v), `unknown image variant (known: ${Object.keys(RECIPES).join(", ")})`)
+    .optional(),
   machines: z
     .string()
     .transform((s) => s.split(",").map((n) => n.trim()))
@@ -166,6 +176,7 @@ export async function runQemuCli(argv: string[]): Promise<void> {
       options: {
         "data-dir": { type: "string" },
         mirror: { type: "string" },
+        variant: { type: "string" },
         machines: { type: "string" },
         lab: { type: "string" },
         memory: { type: "string" },
@@ -188,6 +199,7 @@ export async function runQemuCli(argv: string[]): Promise<void> {
     const started = Date.now();
     const image = await imageBuild({
       dataDir,
+      variant: flags.data.variant,
       mirror: flags.data.mirror ?? env.LABDECK_DEBIAN_MIRROR,
       // One line per percent (debootstrap alone says ~600 things), plus every warning.
       onProgress: (p) => {
@@ -197,6 +209,16 @@ export async function runQemuCli(argv: string[]): Promise<void> {
       },
     });
     print({ ...image, seconds: Math.round((Date.now() - started) / 1000) });
+  } else if (group === "image" && command === "variants" && rest.length === 0) {
+    print(
+      Object.values(RECIPES).map((r) => ({
+        name: r.name,
+        hash: recipeHash(r),
+        summary: r.summary,
+        needsUpstream: needsUpstream(r),
+        upstream: r.upstream.map((u) => ({ name: u.name, url: u.url, pinned: u.sha256 ?? u.gpgFingerprint ?? null })),
+      })),
+    );
   } else if (group === "image" && command === "list" && rest.length === 0) {
     print(await listImages(dataDir));
   } else if (group === "session" && command === "up" && rest.length === 0) {

@@ -19,7 +19,7 @@ import { requireTools, run } from "./command";
 import { DISABLED_UNITS, ENABLED_UNITS, GUEST_DIRECTORIES, INITRAMFS_CONF, MASKED_UNITS, guestFiles } from "./guest";
 import { debianMirror } from "./mirror";
 import { isAlive } from "./processes";
-import { ImageRecipe, DEBIAN_BASE_RECIPE, recipeHash, recipePackages } from "./recipe";
+import { ImageRecipe, DEBIAN_BASE_RECIPE, needsUpstream, recipeHash, recipePackages, type UpstreamSource } from "./recipe";
 
 /** Longest a debootstrap may take (downloads ~200 packages, unpacks, configures), in ms. */
 const DEBOOTSTRAP_TIMEOUT_MS = 30 * 60_000;
@@ -27,6 +27,8 @@ const DEBOOTSTRAP_TIMEOUT_MS = 30 * 60_000;
 const SETUP_TIMEOUT_MS = 15 * 60_000;
 /** Longest mkfs.ext4 -d or qemu-img convert may take, in ms. */
 const DISK_TIMEOUT_MS = 15 * 60_000;
+/** How long the pre-build probe waits for each upstream (non-Debian) URL, in ms. */
+const UPSTREAM_PROBE_TIMEOUT_MS = 10_000;
 /** How long a second builder of the same image waits for the first one, in ms. */
 const CONCURRENT_BUILD_WAIT_MS = 45 * 60_000;
 /** Polling interval while waiting for a concurrent build, in ms. */
@@ -145,6 +147,9 @@ export async function buildImage(options: BuildOptions): Promise<BuiltImage> {
     progress({ phase: "done", percent: 100, message: `image ${recipe.name} ${hash} already built` });
     return existing;
   }
+  // Before anything slow: a variant that downloads from outside Debian fails here, in seconds,
+  // where those sources are unreachable (this workplace), instead of after the debootstrap.
+  await checkUpstream(recipe);
   const tools = await requireTools(["debootstrap", "qemu-img", "mkfs.ext4", "chroot"]);
   if (process.getuid?.() !== 0) throw new Error("building a lab image needs root (debootstrap, chroot, mount)");
   const mirror = await debianMirror(recipe.suite, options.mirror);
@@ -180,6 +185,44 @@ export async function buildImage(options: BuildOptions): Promise<BuiltImage> {
   if (!built) throw new Error(`image ${hash}: build finished but ${finalDir} is not a complete image`);
   progress({ phase: "done", percent: 100, message: `image ${recipe.name} ${hash} ready in ${finalDir}` });
   return built;
+}
+
+/** A variant's upstream source cannot be reached from this host; the message says what to do. */
+export class UpstreamUnreachableError extends Error {
+  override readonly name = "UpstreamUnreachableError";
+  constructor(
+    readonly variant: string,
+    readonly source: UpstreamSource,
+    reason: string,
+  ) {
+    super(
+      `image variant ${variant} cannot be built on this host: it downloads ${source.name} from ${source.url}, ` +
+        `which is unreachable from here (${reason}). This workplace reaches only Debian's mirror and the npm registry, ` +
+        `and ${variant} installs software Debian does not ship. Build it on a host with internet access ` +
+        `(\`npm run labdeck -- image build --variant ${variant}\`) and copy its directory <data dir>/images/<hash>/ ` +
+        `into this server's data directory (\`image list\` shows the hash), or use labs that run on debian-base.`,
+    );
+  }
+}
+
+/**
+ * Fetches every upstream URL of the recipe (body discarded) and throws UpstreamUnreachableError
+ * for the first one that does not answer 2xx within the timeout. Recipes from Debian alone pass
+ * without any request.
+ */
+export async function checkUpstream(recipe: ImageRecipe, timeoutMs = UPSTREAM_PROBE_TIMEOUT_MS): Promise<void> {
+  for (const source of recipe.upstream) {
+    let reason: string | undefined;
+    try {
+      const response = await fetch(source.url, { signal: AbortSignal.timeout(timeoutMs), redirect: "follow" });
+      await response.body?.cancel();
+      if (!response.ok) reason = `HTTP ${response.status}`;
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      reason = cause?.code ?? cause?.message ?? (error as Error).message;
+    }
+    if (reason !== undefined) throw new UpstreamUnreachableError(recipe.name, source, reason);
+  }
 }
 
 async function buildInto(
@@ -239,6 +282,11 @@ async function buildInto(
       await fs.writeFile(target, file.content, { mode: file.mode ?? 0o644 });
       await fs.chmod(target, file.mode ?? 0o644);
     }
+    // The guest's resolv.conf points at QEMU's DNS (10.0.2.3), which the chroot cannot use:
+    // downloads during the build resolve with the host's, then the guest file goes back.
+    const resolv = path.join(rootfs, "etc/resolv.conf");
+    const guestResolv = needsUpstream(p.recipe) ? await fs.readFile(resolv) : null;
+    if (guestResolv) await fs.copyFile("/etc/resolv.conf", resolv);
     const script = "/root/labdeck-setup.sh";
     await fs.writeFile(path.join(rootfs, script), setupScript(p.recipe), { mode: 0o700 });
     await withProc(rootfs, () =>
@@ -249,6 +297,7 @@ async function buildInto(
       }),
     );
     await fs.rm(path.join(rootfs, script));
+    if (guestResolv) await fs.writeFile(resolv, guestResolv);
   });
 
   // 3. kernel + initrd for direct boot

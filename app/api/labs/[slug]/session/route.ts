@@ -3,6 +3,7 @@
  * machines and the lab's setup) and hand out a terminal token per machine.
  */
 import { NextResponse } from "next/server";
+import { refuseUnbuiltImage } from "@/server/labs/image-status";
 import { runLabSetup } from "@/server/labs/setup";
 import { learnerIdOrCreate } from "@/server/http/learner";
 import { log } from "@/server/log";
@@ -18,6 +19,8 @@ export async function POST(_request: Request, context: { params: Promise<{ slug:
   const services = getServicesOrThrow();
   const lab = await services.labs.get(slug).catch(() => null);
   if (!lab) return NextResponse.json({ error: "no such lab" }, { status: 404 });
+  const refusal = await refuseUnbuiltImage(services, lab);
+  if (refusal) return NextResponse.json(refusal, { status: 503 });
   const learnerId = await learnerIdOrCreate();
   try {
     const session = await startOrResumeSession(

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Checks read the cluster as its admin; the learner's own ~/.kube/config does not matter.
+export KUBECONFIG=$LABDECK_ROOT/etc/kubernetes/admin.conf
+MANIFESTS=$LABDECK_ROOT/etc/kubernetes/manifests
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}
+# The value of KEY in a key=value answer file (last one wins), empty when missing.
+answer() { sed -n "s/^[[:space:]]*$2[[:space:]]*=[[:space:]]*\([^[:space:]#]*\).*/\1/p" "$1" 2>/dev/null | tail -1; }
+bad=$LABDECK_ROOT/root/bad-backup.yaml
+good=$(kubectl -n shop get backup nightly -o 'jsonpath={.spec.schedule}|{.spec.retentionDays}' 2>/dev/null)
+[ -n "$good" ] || problems+=("名前空間 shop に Backup nightly がありません")
+if [ ! -s "$bad" ]; then
+  problems+=("/root/bad-backup.yaml がありません")
+else
+  out=$(kubectl create --dry-run=server -f "$bad" 2>&1) && rc=0 || rc=$?
+  if [ "$rc" = 0 ]; then
+    problems+=("/root/bad-backup.yaml を API サーバーが受け付けてしまいます。retentionDays を範囲の外(たとえば 90)にしてください")
+  elif [[ $out != *"is invalid"* ]]; then
+    problems+=("/root/bad-backup.yaml はスキーマ検証以外の理由で断られています: $(head -c 200 <<<"$out")")
+  fi
+fi
+grep -qs 'is invalid' "$LABDECK_ROOT/root/reject.txt" ||
+  problems+=("/root/reject.txt に、API サーバーが返した拒否のメッセージ(... is invalid: ...)がありません")
+finish "スキーマに合わない Backup は API サーバーの入口で拒まれ、正しい Backup nightly は保存されました。"

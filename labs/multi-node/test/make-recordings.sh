@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Writes test/recorded/*: the states of this lab a learner passes through, as the outputs the
+# commands its checks call would print (kubectl, systemctl, ip, curl formats). Written by hand from
+# those formats, not captured: this workplace cannot run Kubernetes (see README.md).
+set -euo pipefail
+D=$(cd "$(dirname "$0")" && pwd)/recorded
+rm -rf "$D"; mkdir -p "$D"
+NODES='{range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.status.conditions[?(@.type=="Ready")].status} {.metadata.annotations.flannel\.alpha\.coreos\.com/public-ip}{"\n"}{end}'
+WEB='{range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP} {.status.phase}{"\n"}{end}'
+state() { S=$D/$1; mkdir -p "$S/fs/etc" "$S/fs/root"; : >"$S/commands.txt"; hosts; }
+rec() { local rc=$1; shift; if [ "$rc" = 0 ]; then echo "### $*"; else echo "### rc=$rc $*"; fi >>"$S/commands.txt"; cat >>"$S/commands.txt"; }
+hosts() { printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n\n# Lab machines (eth1), written by Labdeck at first boot\n192.168.56.10\tcontrolplane\n192.168.56.11\tnode01\n192.168.56.12\tnode02\n' >"$S/fs/etc/hosts"; }
+admin() { mkdir -p "$S/fs/etc/kubernetes"; cat >"$S/fs/etc/kubernetes/admin.conf" <<'K'
+# Recorded /etc/kubernetes/admin.conf with its certificate and key data removed.
+apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: REMOVED
+    server: https://192.168.56.10:6443
+  name: kubernetes
+contexts:
+- context:
+    cluster: kubernetes
+    user: kubernetes-admin
+  name: kubernetes-admin@kubernetes
+current-context: kubernetes-admin@kubernetes
+users:
+- name: kubernetes-admin
+  user:
+    client-certificate-data: REMOVED
+    client-key-data: REMOVED
+K
+mkdir -p "$S/fs/etc/default"; echo 'KUBELET_EXTRA_ARGS=--node-ip=192.168.56.10' >"$S/fs/etc/default/kubelet"; }
+ipcmds() {
+  rec 0 ip -4 -o addr show dev eth0 <<<'2: eth0    inet 10.0.2.15/24 metric 1024 brd 10.0.2.255 scope global dynamic eth0\       valid_lft 86153sec preferred_lft 86153sec'
+  rec 0 ip -4 route show default <<<'default via 10.0.2.2 dev eth0 proto dhcp src 10.0.2.15 metric 1024 '
+}
+nics() { printf 'controlplane eth0=10.0.2.15 eth1=192.168.56.10\nnode01 eth0=10.0.2.15 eth1=192.168.56.11\nnode02 eth0=10.0.2.15 eth1=192.168.56.12\ndefault=eth0\n' >"$S/fs/root/nics.txt"; }
+endpoints() { rec 0 kubectl get endpoints kubernetes -n default -o 'jsonpath={.subsets[0].addresses[0].ip}' <<<'192.168.56.10'; }
+ds_ok() { rec 0 kubectl -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.spec.template.spec.containers[0].args}' <<<'["--ip-masq","--kube-subnet-mgr","--iface=eth1"]'; }
+nodes() { rec 0 kubectl get nodes -o "jsonpath=$NODES"; }
+
+state 00-setup
+
+state 01-nics; nics; ipcmds
+
+state 02-init; nics; admin; endpoints
+nodes <<'O'
+controlplane 192.168.56.10 False 
+O
+rec "1 >&2" kubectl -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.spec.template.spec.containers[0].args}' <<<'Error from server (NotFound): namespaces "kube-flannel" not found'
+
+state 03-flannel; nics; admin; endpoints; ds_ok
+nodes <<'O'
+controlplane 192.168.56.10 True 192.168.56.10
+O
+
+state 04-join-node01; nics; admin; ds_ok
+nodes <<'O'
+controlplane 192.168.56.10 True 192.168.56.10
+node01 192.168.56.11 True 192.168.56.11
+O
+
+state 05-join-node02; nics; admin
+nodes <<'O'
+controlplane 192.168.56.10 True 192.168.56.10
+node01 192.168.56.11 True 192.168.56.11
+node02 192.168.56.12 True 192.168.56.12
+O
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" </dev/null
+
+state 06-cross-node; nics; admin
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" <<'O'
+web-6d4cf56db6-7xk2p node01 10.244.1.2 Running
+web-6d4cf56db6-q9m4z node02 10.244.2.2 Running
+O
+rec 0 curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://10.244.1.2/ <<<'200'
+rec 0 curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://10.244.2.2/ <<<'200'
+rec 0 kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' </dev/null
+
+state 07-drain; nics; admin
+rec 0 kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' <<<'true'
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" <<'O'
+web-6d4cf56db6-q9m4z node02 10.244.2.2 Running
+web-6d4cf56db6-zr8tw node02 10.244.2.3 Running
+O
+
+state 08-uncordon; nics; admin
+rec 0 kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' </dev/null
+cat >"$S/fs/root/after-uncordon.txt" <<'O'
+NAME                   READY   STATUS    RESTARTS   AGE     IP           NODE     NOMINATED NODE   READINESS GATES
+web-6d4cf56db6-q9m4z   1/1     Running   0          6m12s   10.244.2.2   node02   <none>           <none>
+web-6d4cf56db6-zr8tw   1/1     Running   0          2m41s   10.244.2.3   node02   <none>           <none>
+O
+# node02, not rebooted yet: kubelet was started by kubeadm join but never enabled.
+rec 0 systemctl is-active kubelet <<<'active'
+rec 1 systemctl is-enabled -- kubelet <<<'disabled'
+rec 0 kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'True'
+
+state 09-revive-node02; nics; admin
+rec 0 systemctl is-active kubelet <<<'active'
+rec 0 systemctl is-enabled -- kubelet <<<'enabled'
+rec 0 kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'True'
+
+# Mistakes a learner makes, each for one step's check (its feedback must name the mistake).
+state mistake-init-without-node-ip; nics; admin; rm "$S/fs/etc/default/kubelet"
+nodes <<'O'
+controlplane 10.0.2.15 False 
+O
+rec 0 kubectl get endpoints kubernetes -n default -o 'jsonpath={.subsets[0].addresses[0].ip}' <<<'10.0.2.15'
+
+state mistake-flannel-without-iface; nics; admin
+rec 0 kubectl -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.spec.template.spec.containers[0].args}' <<<'["--ip-masq","--kube-subnet-mgr"]'
+nodes <<'O'
+controlplane 192.168.56.10 True 10.0.2.15
+O
+
+state mistake-node02-rebooted-enabled-not-started; nics; admin
+rec 3 systemctl is-active kubelet <<<'inactive'
+rec 1 systemctl is-enabled -- kubelet <<<'disabled'
+rec "1 >&2" kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'The connection to the server 192.168.56.10:6443 was refused - did you specify the right host or port?'

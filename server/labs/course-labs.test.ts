@@ -1,0 +1,268 @@
+/**
+ * The course's labs (issue #5): every lab validates, and every check script is exercised.
+ * - kubespray-ha-inventory: checks and solutions run for real with Debian's Ansible on real
+ *   inventories in a temporary root; kubespray's playbooks are a test stand-in (labs/…/test/README.md).
+ * - multi-node, control-plane: Kubernetes cannot run here, so their checks run against RECORDED
+ *   OUTPUTS (fake kubectl/systemctl/ip/curl from server/labs/recorded-command.sh); each check fails
+ *   on the state before its step, naming what is wrong, and passes on the state after it.
+ */
+import { spawn } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHECK_LIB } from "../grader/grader";
+import { listLabs, loadLab, type Lab } from "./load";
+
+const LABS_DIR = path.resolve("labs");
+const RECORDED_COMMAND = path.resolve("server/labs/recorded-command.sh");
+const COURSE_LABS = ["preinstall-checks", "multi-node", "control-plane", "kubespray-ha-inventory"];
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a check or solution as the grader does (checklib first, `bash -s`), with extra env. */
+function runScript(script: string, env: Record<string, string>, cwd?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["-s"], { env: { ...process.env, ...env }, cwd, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(`${CHECK_LIB}\n${script}`);
+  });
+}
+
+const stepOf = (lab: Lab, id: string) => {
+  const step = lab.steps.find((s) => s.id === id);
+  if (!step) throw new Error(`${lab.slug} has no step ${id}`);
+  return step;
+};
+
+describe("course labs", () => {
+  it("labs validate accepts every lab, the four course labs among them, on their image variants", async () => {
+    const { labs, errors } = await listLabs(LABS_DIR);
+    expect(errors.map((e) => e.message)).toEqual([]);
+    const bySlug = new Map(labs.map((l) => [l.slug, l]));
+    for (const slug of COURSE_LABS) expect(bySlug.has(slug), slug).toBe(true);
+    expect(bySlug.get("preinstall-checks")!.manifest.image).toBe("debian-base");
+    expect(bySlug.get("multi-node")!.manifest.image).toBe("k8s-v1.31");
+    expect(bySlug.get("control-plane")!.manifest.image).toBe("k8s-v1.31");
+    expect(bySlug.get("kubespray-ha-inventory")!.manifest.image).toBe("kubespray-v2.26.0");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// kubespray-ha-inventory: real Ansible
+
+/** Feedback each check must give before its step is done (Japanese, naming what is missing). */
+const KUBESPRAY_BEFORE: Record<string, RegExp[]> = {
+  inventory: [/\/root\/ha\/inventory.ini がまだありません/],
+  "host-vars": [/host_vars\/cp1.yml がありません/, /host_vars\/wk2.yml がありません/],
+  validate: [/validate.log がまだありません/],
+  "even-etcd": [/ha-even\/inventory.ini がまだありません/],
+  quorum: [/quorum.txt がまだありません/],
+  "api-access": [/api-access.txt がまだありません/],
+  "list-hosts": [/wk3 が kube_node に入っていません/, /scale-hosts.txt に scale.yml の --list-hosts の出力がありません/],
+  runbook: [/runbook.md がまだありません/],
+};
+
+describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubespray playbooks: test stand-in)", () => {
+  let lab: Lab;
+  let root: string;
+  const env = () => ({ LABDECK_ROOT: root, HOME: path.join(root, "root") });
+  const check = (id: string) => runScript(stepOf(lab, id).check.content, env());
+  const solve = (id: string) => runScript(stepOf(lab, id).solution.content, env());
+
+  beforeAll(async () => {
+    lab = await loadLab(LABS_DIR, "kubespray-ha-inventory");
+    root = await mkdtemp(path.join(tmpdir(), "labdeck-kubespray-lab-"));
+    await mkdir(path.join(root, "opt"), { recursive: true });
+    await mkdir(path.join(root, "root"), { recursive: true });
+    await cp(path.join(lab.dir, "test/kubespray-standin"), path.join(root, "opt/kubespray"), { recursive: true });
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("has Debian's ansible-inventory and ansible-playbook (scripts/install-deps.sh installs ansible-core)", async () => {
+    const version = await runScript("ansible-inventory --version | head -1", {});
+    expect(version.stdout).toMatch(/^ansible-inventory \[core 2\.\d+/);
+  });
+
+  it("every step: the check fails before the solution, naming what is missing, and passes after it", async () => {
+    expect(lab.steps.map((s) => s.id)).toEqual(Object.keys(KUBESPRAY_BEFORE));
+    for (const step of lab.steps) {
+      const before = await check(step.id);
+      expect(before.code, `${step.id} before: ${before.stdout}`).toBe(1);
+      for (const want of KUBESPRAY_BEFORE[step.id]!) expect(before.stdout, step.id).toMatch(want);
+      const solution = await solve(step.id);
+      expect(solution.code, `${step.id} solution: ${solution.stderr}`).toBe(0);
+      const after = await check(step.id);
+      expect(after.code, `${step.id} after: ${after.stdout}${after.stderr}`).toBe(0);
+    }
+  }, 240_000);
+
+  it("the inventories the solutions wrote are what the lab designs: 3 stacked etcd in ha, 2 in ha-even, wk3 a worker", async () => {
+    const graph = (inv: string, group: string) =>
+      runScript(`ansible-inventory -i ${root}/root/${inv}/inventory.ini --graph ${group}`, env()).then((r) => r.stdout);
+    expect(await graph("ha", "etcd")).toMatch(/@etcd:\n {2}\|--@kube_control_plane:\n {2}\| {2}\|--cp1\n {2}\| {2}\|--cp2\n {2}\| {2}\|--cp3/);
+    expect((await graph("ha-even", "etcd")).match(/--cp\d/g)).toEqual(["--cp1", "--cp2"]);
+    expect(await graph("ha", "kube_node")).toMatch(/--wk1\n.*--wk2\n.*--wk3/);
+    const evenLog = await readFile(path.join(root, "root/ha-even/validate.log"), "utf8");
+    expect(evenLog).toMatch(/TASK \[validate_inventory : Stop if even number of etcd hosts\] \*+\nfatal: \[cp1\]: FAILED!/);
+  });
+
+  it("names the mistakes: a worker in etcd (even count), a missing ip, a recap with a failure, a wrong quorum row", async () => {
+    const ha = path.join(root, "root/ha");
+    const edit = (script: string) => runScript(script, env());
+    await edit(`sed -i 's/^\\[etcd:children\\]$/[etcd]\\nwk1\\n[etcd:children]/' ${ha}/inventory.ini`);
+    expect((await check("inventory")).stdout).toMatch(/etcd はコントロールプレーンと同じ 3 台.*今: cp1 cp2 cp3 wk1/);
+    expect((await check("validate")).stdout).toMatch(/etcd が 4 台\(偶数\)です/);
+    await edit(`sed -i '/^\\[etcd\\]$/,+1d' ${ha}/inventory.ini && sed -i '/^ip:/d' ${ha}/host_vars/cp2.yml`);
+    expect((await check("host-vars")).stdout).toMatch(/cp2 の ip が 10.20.0.12 ではありません\(今: 未設定\)/);
+    await edit(`sed -i 's/failed=0 /failed=1 /' ${ha}/validate.log`);
+    expect((await check("validate")).stdout).toMatch(/検査に失敗したホストがあります: cp1/);
+    await edit(`sed -i 's/^4 3 1$/4 2 2/' ${ha}/quorum.txt`);
+    expect((await check("quorum")).stdout).toBe("メンバー 4 の行が違います(今: 2 2)。過半数は n // 2 + 1、耐えられる障害の数は n − 過半数 です\n");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// multi-node and control-plane: RECORDED OUTPUTS
+
+interface RecordedLab {
+  slug: string;
+  /** Feedback each check must give on the state before its step. */
+  before: Record<string, RegExp[]>;
+  /** States with a typical mistake: the check of `step` must fail there, naming it. */
+  mistakes: { state: string; step: string; expect: RegExp[] }[];
+}
+
+const RECORDED_LABS: RecordedLab[] = [
+  {
+    slug: "multi-node",
+    before: {
+      nics: [/\/root\/nics.txt がまだありません/],
+      init: [/kubeadm init がまだ終わっていません/],
+      flannel: [/DaemonSet kube-flannel-ds がありません/, /controlplane ノードがまだ Ready ではありません/],
+      "join-node01": [/node01 がまだクラスターに参加していません/],
+      "join-node02": [/node02 がまだクラスターに参加していません/],
+      "cross-node": [/app=web の Pod がありません/],
+      drain: [/node01 はまだスケジュール可能です/, /node01 にまだ web の Pod があります: web-6d4cf56db6-7xk2p/],
+      uncordon: [/node01 はまだ cordon されたままです/, /after-uncordon.txt がありません/],
+      "revive-node02": [/kubelet は enable されていません。今は動いていても、次に再起動するとまた戻ってきません/],
+    },
+    mistakes: [
+      {
+        state: "mistake-init-without-node-ip",
+        step: "init",
+        expect: [/--node-ip=192.168.56.10 がありません/, /InternalIP が 192.168.56.10 ではありません\(今: 10.0.2.15\)/, /--apiserver-advertise-address=192.168.56.10/],
+      },
+      { state: "mistake-flannel-without-iface", step: "flannel", expect: [/--iface=eth1 がありません/, /controlplane で使っているアドレスが 192.168.56.10 ではありません\(今: 10.0.2.15\)/] },
+      {
+        state: "mistake-node02-rebooted-enabled-not-started",
+        step: "revive-node02",
+        expect: [/kubelet が動いていません\(状態: inactive\)/, /enable されていません/, /まだ Ready ではありません/],
+      },
+    ],
+  },
+  {
+    slug: "control-plane",
+    before: {
+      explore: [/\/root\/explore.txt がまだありません/],
+      labels: [/名前空間 shop がありません/],
+      context: [/\/root\/shop.kubeconfig がまだありません/],
+      "dry-run": [/\/root\/web.yaml がまだありません/],
+      crd: [/CustomResourceDefinition backups.labdeck.example がありません/],
+      reject: [/Backup nightly がありません/, /bad-backup.yaml がありません/, /reject.txt に、API サーバーが返した拒否のメッセージ/],
+    },
+    mistakes: [
+      { state: "mistake-context-not-selected", step: "context", expect: [/現在のコンテキストが決まっていません/, /認証できません/] },
+      {
+        state: "mistake-dry-run-strategy-not-set",
+        step: "dry-run",
+        expect: [/web.yaml に spec.strategy.rollingUpdate.maxUnavailable: 0 がありません/, /maxUnavailable が 0 ではありません\(今: 25%\)/],
+      },
+      { state: "mistake-crd-without-bounds", step: "crd", expect: [/spec.required に retentionDays がありません/, /minimum: 1 と maximum: 30 がありません/] },
+      { state: "mistake-reject-good-object", step: "reject", expect: [/API サーバーが受け付けてしまいます/] },
+    ],
+  },
+];
+
+/** Every command name any recording of the lab fakes, plus the ones a check must never run for real here. */
+async function fakedCommands(recordedDir: string): Promise<string[]> {
+  const names = new Set(["kubectl", "kubeadm", "systemctl", "journalctl", "crictl", "ip", "ss", "curl"]);
+  for (const state of await readdir(recordedDir)) {
+    const text = await readFile(path.join(recordedDir, state, "commands.txt"), "utf8");
+    for (const m of text.matchAll(/^### (?:rc=\d+ )?(\S+)/gm)) names.add(m[1]!);
+  }
+  return [...names];
+}
+
+for (const recorded of RECORDED_LABS) {
+  describe(`${recorded.slug}: checks against recorded outputs`, () => {
+    let lab: Lab;
+    let bin: string;
+    let recordedDir: string;
+
+    beforeAll(async () => {
+      lab = await loadLab(LABS_DIR, recorded.slug);
+      recordedDir = path.join(lab.dir, "test/recorded");
+      bin = await mkdtemp(path.join(tmpdir(), "labdeck-recorded-"));
+      for (const name of await fakedCommands(recordedDir)) await symlink(RECORDED_COMMAND, path.join(bin, name));
+    });
+    afterAll(async () => {
+      await rm(bin, { recursive: true, force: true });
+    });
+
+    /** Runs a step's check on a recorded state; a command line without a recording fails the test. */
+    async function checkOn(stepId: string, state: string): Promise<Run> {
+      const dir = path.join(recordedDir, state);
+      const misses = path.join(bin, `misses-${state}-${stepId}`);
+      const result = await runScript(stepOf(lab, stepId).check.content, {
+        PATH: `${bin}:${process.env.PATH}`,
+        LABDECK_ROOT: path.join(dir, "fs"),
+        LABDECK_RECORDING: path.join(dir, "commands.txt"),
+        LABDECK_RECORDING_MISSES: misses,
+      });
+      const missing = await readFile(misses, "utf8").catch(() => "");
+      expect(missing, `${stepId} on ${state} ran commands with no recorded output`).toBe("");
+      return result;
+    }
+
+    /** The trajectory: 00-setup, then one state per step in lab order. */
+    async function states(): Promise<string[]> {
+      const names = (await readdir(recordedDir)).filter((n) => /^\d\d-/.test(n)).sort();
+      expect(names).toEqual(["00-setup", ...lab.steps.map((s, i) => `${String(i + 1).padStart(2, "0")}-${s.id}`)]);
+      return names;
+    }
+
+    it("each step's check fails on the recorded state before it, naming what is wrong, and passes on the state after it", async () => {
+      const trajectory = await states();
+      expect(Object.keys(recorded.before)).toEqual(lab.steps.map((s) => s.id));
+      for (const [i, step] of lab.steps.entries()) {
+        const before = await checkOn(step.id, trajectory[i]!);
+        expect(before.code, `${step.id} on ${trajectory[i]}: ${before.stdout}`).toBe(1);
+        for (const want of recorded.before[step.id]!) expect(before.stdout, `${step.id} on ${trajectory[i]}`).toMatch(want);
+        const after = await checkOn(step.id, trajectory[i + 1]!);
+        expect(after.code, `${step.id} on ${trajectory[i + 1]}: ${after.stdout}${after.stderr}`).toBe(0);
+        expect(after.stdout.trim().length).toBeGreaterThan(0);
+      }
+    });
+
+    it("names the learner's typical mistakes (recorded states with the mistake)", async () => {
+      for (const mistake of recorded.mistakes) {
+        expect((await stat(path.join(recordedDir, mistake.state))).isDirectory()).toBe(true);
+        const result = await checkOn(mistake.step, mistake.state);
+        expect(result.code, `${mistake.state}: ${result.stdout}`).toBe(1);
+        for (const want of mistake.expect) expect(result.stdout, mistake.state).toMatch(want);
+      }
+    });
+  });
+}

@@ -1,0 +1,60 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { imagesDir } from "../machines/qemu/image";
+import { DEBIAN_BASE_RECIPE, recipeHash } from "../machines/qemu/recipe";
+import { labImageStatus, refuseUnbuiltImage } from "./image-status";
+
+let dataDir: string;
+beforeEach(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), "labdeck-imgstatus-"));
+});
+afterEach(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const lab = (image: string) => ({ slug: "x", manifest: { image } });
+
+describe("labImageStatus", () => {
+  it("reports the k8s variant as not buildable here, in Japanese and English, with what to do", async () => {
+    const status = await labImageStatus(dataDir, lab("k8s-v1.31"));
+    expect(status.state).toBe("needs-upstream-not-built");
+    expect(status.message.ja).toContain("インターネットに出られない環境では作れず");
+    expect(status.message.ja).toContain("npm run labdeck -- image build --variant k8s-v1.31");
+    expect(status.message.ja).toContain("pkgs.k8s.io");
+    expect(status.message.en).toContain("cannot be built here");
+    expect(status.message.en).toContain(`images/${status.hash}/`);
+  });
+
+  it("reports an unbuilt debian-base as buildable from Debian alone", async () => {
+    const status = await labImageStatus(dataDir, lab("debian-base"));
+    expect(status.state).toBe("buildable");
+    expect(status.message.en).toContain("Debian packages alone");
+  });
+
+  it("reports built for a complete image directory (hand-made files, not a real build)", async () => {
+    const dir = path.join(imagesDir(dataDir), recipeHash(DEBIAN_BASE_RECIPE));
+    await mkdir(dir, { recursive: true });
+    for (const f of ["base.qcow2", "vmlinuz", "initrd.img"]) await writeFile(path.join(dir, f), "");
+    const manifest = { hash: recipeHash(DEBIAN_BASE_RECIPE), recipe: DEBIAN_BASE_RECIPE, packages: [], mirror: "http://m", kernelVersion: "6", builtAt: "now", seconds: {}, baseBytes: 0 };
+    await writeFile(path.join(dir, "manifest.json"), JSON.stringify(manifest));
+    expect((await labImageStatus(dataDir, lab("debian-base"))).state).toBe("built");
+    // A k8s lab is still refused: its variant is another image.
+    expect((await labImageStatus(dataDir, lab("k8s-v1.31"))).state).toBe("needs-upstream-not-built");
+  });
+});
+
+describe("refuseUnbuiltImage (session start)", () => {
+  const env = () => ({ LABDECK_DATA_DIR: dataDir });
+
+  it("refuses a QEMU session whose image is missing, with the Japanese message for the learner", async () => {
+    const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env() }, lab("k8s-v1.31"));
+    expect(refusal?.error).toContain("このラボはマシンイメージ k8s-v1.31 を使います");
+    expect(refusal?.detail).toContain("cannot be built here");
+  });
+
+  it("lets static hosts through: their machines are the admin's, not an image", async () => {
+    expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env() }, lab("k8s-v1.31"))).toBeNull();
+  });
+});

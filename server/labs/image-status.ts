@@ -1,0 +1,81 @@
+/**
+ * Whether a lab's machine image exists on this server, and if not, whether it can be built here.
+ * Labs name an image variant (lab.yaml `image`, server/machines/qemu/recipe.ts); variants that
+ * install software Debian does not ship (Kubernetes, kubespray) need upstream downloads, which
+ * only a deployment with internet access can make. The session-start route calls
+ * refuseUnbuiltImage so a learner gets a clear message instead of a failed boot.
+ */
+import { findImage } from "../machines/qemu/image";
+import { needsUpstream, recipeByName, recipeHash } from "../machines/qemu/recipe";
+import type { LabManifest } from "./schema";
+
+export type LabImageState =
+  /** The image is on disk: sessions can boot it. */
+  | "built"
+  /** Not built, but Debian packages alone make it: an operator runs `image build`. */
+  | "buildable"
+  /** Not built, and it needs downloads from outside Debian: build it where the internet is reachable. */
+  | "needs-upstream-not-built";
+
+export interface LabImageStatus {
+  slug: string;
+  variant: string;
+  /** Directory name the image has (or will have) under <data dir>/images/. */
+  hash: string;
+  state: LabImageState;
+  /** What to tell a learner (ja) and an operator (en). */
+  message: { ja: string; en: string };
+}
+
+type LabRef = { slug: string; manifest: Pick<LabManifest, "image"> };
+
+/** The state of the lab's image under dataDir; reads the disk, never the network. */
+export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabImageStatus> {
+  const variant = lab.manifest.image;
+  const recipe = recipeByName(variant);
+  const hash = recipeHash(recipe);
+  const base = { slug: lab.slug, variant, hash };
+  const build = `npm run labdeck -- image build --variant ${variant}`;
+  if (await findImage(dataDir, recipe)) {
+    return { ...base, state: "built", message: { ja: `マシンイメージ ${variant} は用意できています。`, en: `image ${variant} (${hash}) is built` } };
+  }
+  if (!needsUpstream(recipe)) {
+    return {
+      ...base,
+      state: "buildable",
+      message: {
+        ja: `このラボのマシンイメージ(${variant})がまだ作られていません。管理者が \`${build}\` を実行すると使えるようになります。`,
+        en: `lab ${lab.slug} needs image ${variant}, which is not built yet; it is made from Debian packages alone: run \`${build}\``,
+      },
+    };
+  }
+  const sources = recipe.upstream.map((u) => u.name).join(", ");
+  return {
+    ...base,
+    state: "needs-upstream-not-built",
+    message: {
+      ja:
+        `このラボはマシンイメージ ${variant} を使います。このイメージは Debian にないソフトウェア(${sources})を配布元から取り込むため、` +
+        `インターネットに出られない環境では作れず、このサーバーにはまだありません。管理者に連絡してください` +
+        `(インターネットに出られるホストで \`${build}\` を実行し、できた images/${hash}/ をこのサーバーのデータディレクトリに置きます)。`,
+      en:
+        `lab ${lab.slug} needs image ${variant} (${hash}), which is not built on this server and cannot be built here: ` +
+        `it downloads from outside Debian (${sources}). Run \`${build}\` on a host with internet access and copy ` +
+        `<data dir>/images/${hash}/ into this server's data directory.`,
+    },
+  };
+}
+
+/**
+ * For the session-start route: null when the lab may start, else the refusal to send (Japanese
+ * for the learner, English detail for operators). Only QEMU machines boot lab images; static
+ * hosts are whatever the admin provides.
+ */
+export async function refuseUnbuiltImage(
+  services: { provider: { name: string }; env: { LABDECK_DATA_DIR: string } },
+  lab: LabRef,
+): Promise<{ error: string; detail: string } | null> {
+  if (services.provider.name !== "qemu") return null;
+  const status = await labImageStatus(services.env.LABDECK_DATA_DIR, lab);
+  return status.state === "built" ? null : { error: status.message.ja, detail: status.message.en };
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# TEST FAKE for tests against RECORDED command outputs (server/labs/course-labs.test.ts): the
+# test puts symlinks named kubectl, systemctl, ip, curl ... to this script first on PATH. It
+# prints the recorded output whose header in $LABDECK_RECORDING is exactly this command line:
+#
+#   ### kubectl get node node01 -o jsonpath={.spec.unschedulable}
+#   true
+#   ### rc=3 systemctl is-active kubelet
+#   inactive
+#   ### rc=1 >&2 kubectl -n kube-flannel get daemonset kube-flannel-ds ...
+#   Error from server (NotFound): daemonsets.apps "kube-flannel-ds" not found
+#
+# `rc=N` is the exit status; `>&2` sends the output to stderr. $LABDECK_ROOT (the fake root) is removed from the
+# arguments before matching, so recordings name real paths. A command line with no recording
+# is appended to $LABDECK_RECORDING_MISSES and exits 127, which fails the test.
+name=${0##*/}
+want="$name${*:+ $*}"
+[ -z "${LABDECK_ROOT:-}" ] || want=${want//"$LABDECK_ROOT"/}
+found=0 rc=0 err=0 out=""
+while IFS= read -r line || [ -n "$line" ]; do
+  if [[ $line == "### "* ]]; then
+    ((found)) && break
+    header=${line#"### "} r=0 e=0
+    if [[ $header =~ ^rc=([0-9]+)\ (\>\&2\ )?(.*)$ ]]; then r=${BASH_REMATCH[1]} header=${BASH_REMATCH[3]}; [ -z "${BASH_REMATCH[2]}" ] || e=1; fi
+    if [ "$header" = "$want" ]; then found=1 rc=$r err=$e; fi
+    continue
+  fi
+  ((found)) && out+="$line"$'\n'
+done <"$LABDECK_RECORDING"
+if ((!found)); then
+  echo "recorded-command: no recorded output for: $want" >&2
+  echo "$want" >>"${LABDECK_RECORDING_MISSES:-/dev/null}"
+  exit 127
+fi
+if ((err)); then printf '%s' "$out" >&2; else printf '%s' "$out"; fi
+exit "$rc"
