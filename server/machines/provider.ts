@@ -22,6 +22,8 @@ export interface MachineRequest {
   labSlug: string;
   /** Machine names the lab needs, in order. */
   machines: readonly string[];
+  /** The lab's image variant (lab.yaml `image`); providers that boot images boot this one. */
+  image?: string;
   /** Made ahead of need (a warm-pool spare): may boot at lower CPU priority until `promote`. */
   background?: boolean;
 }

@@ -12,11 +12,14 @@ import type { MachineProvider } from "./provider";
 import { detectAccel } from "./qemu/accel";
 import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
+import { recipeByName } from "./qemu/recipe";
 import { staticHostsProvider } from "./static-hosts";
 import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 
 /** The lab machines every pooled set has (the course's three-node layout). */
 const POOL_MACHINES = ["controlplane", "node01", "node02"];
+/** The image variant pooled sets boot (the one this workplace builds; labs on others start cold). */
+const POOL_IMAGE = "debian-base";
 
 export interface Machines {
   provider: MachineProvider;
@@ -50,7 +53,14 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
     accel = choice.accel;
     log.info({ accel, detail: choice.detail }, "QEMU accelerator chosen by a timed boot");
   }
-  const qemu = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image: image ?? undefined, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel, log });
+  const qemu = qemuProvider({
+    dataDir: env.LABDECK_DATA_DIR,
+    image: image ?? undefined,
+    imageFor: (variant) => findImage(env.LABDECK_DATA_DIR, recipeByName(variant)),
+    memoryMiB: env.LABDECK_VM_MEMORY_MIB,
+    accel,
+    log,
+  });
 
   // Sessions the database still counts as live keep their VMs; anything else is a leftover.
   const live = await db.machine.findMany({
@@ -64,7 +74,7 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
   if (!image || env.LABDECK_POOL_SIZE === 0) {
     return { kind, provider: qemu, pool: null, reboot: qemu.reboot, stop: async () => {} };
   }
-  const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, log });
+  const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, image: POOL_IMAGE, log });
   pool.start();
   return { kind, provider: pool, pool, reboot: qemu.reboot, stop: () => pool.stop() };
 }

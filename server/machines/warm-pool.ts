@@ -45,7 +45,8 @@ export class WarmPool implements MachineProvider {
 
   constructor(
     private readonly inner: MachineProvider,
-    private readonly options: { size: number; machines: readonly string[]; log: Logger },
+    /** `image`: the variant every pooled set boots; requests for another variant are created cold. */
+    private readonly options: { size: number; machines: readonly string[]; image?: string; log: Logger },
   ) {
     this.name = inner.name;
     const { health, reboot, reset, suspend, resume } = inner;
@@ -66,7 +67,7 @@ export class WarmPool implements MachineProvider {
   }
 
   async create(request: MachineRequest): Promise<ProvisionedMachine[]> {
-    const fits = sameNames(request.machines, this.options.machines);
+    const fits = sameNames(request.machines, this.options.machines) && (request.image ?? this.options.image) === this.options.image;
     const set = fits ? this.ready.shift() : undefined;
     if (set) {
       this.served.warm++;
@@ -110,7 +111,7 @@ export class WarmPool implements MachineProvider {
     const id = `pool-${randomBytes(6).toString("hex")}`;
     const started = Date.now();
     this.filling = this.inner
-      .create({ sessionId: id, labSlug: "(warm pool)", machines: this.options.machines, background: true })
+      .create({ sessionId: id, labSlug: "(warm pool)", machines: this.options.machines, image: this.options.image, background: true })
       .then(
         async (set) => {
           this.lastError = undefined;

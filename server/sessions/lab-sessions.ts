@@ -26,7 +26,7 @@ export interface SessionView {
 export async function startOrResumeSession(
   db: Db,
   provider: MachineProvider,
-  request: { learnerId: string; labSlug: string; machines: readonly string[]; limitMinutes?: number },
+  request: { learnerId: string; labSlug: string; machines: readonly string[]; image?: string; limitMinutes?: number },
   /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
   prepare?: (sessionId: string) => Promise<void>,
 ): Promise<SessionView> {
@@ -59,7 +59,7 @@ export async function startOrResumeSession(
     throw error;
   }
   try {
-    const machines = await provider.create({ sessionId: session.id, labSlug: request.labSlug, machines: request.machines });
+    const machines = await provider.create({ sessionId: session.id, labSlug: request.labSlug, machines: request.machines, image: request.image });
     try {
       await db.machine.createMany({ data: machines.map((m) => ({ ...m, sessionId: session.id })) });
       await prepare?.(session.id);

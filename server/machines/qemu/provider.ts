@@ -67,6 +67,8 @@ export interface QemuProviderOptions {
   dataDir: string;
   /** The built image new VMs boot (image.ts); without one the provider can only list, adopt and destroy. */
   image?: Pick<BuiltImage, "base" | "kernel" | "initrd">;
+  /** Finds the built image of a variant a request names (lab.yaml `image`); else `image` is booted. */
+  imageFor?: (variant: string) => Promise<Pick<BuiltImage, "base" | "kernel" | "initrd"> | null>;
   /** Guest RAM per VM, MiB. */
   memoryMiB?: number;
   /** tcg (software, works everywhere) or kvm (only where a real timed boot showed it works). */
@@ -209,8 +211,12 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     }
     if (new Set(names).size !== names.length) throw new Error(`machine names repeat: ${names.join(", ")}`);
     const dir = sessionDir(options.dataDir, sessionId);
-    const image = options.image;
-    if (!image) throw new Error("the qemu provider has no image to boot: build one (server/machines/qemu/cli.ts image build)");
+    const image = request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
+    if (!image) {
+      throw new Error(
+        `the qemu provider has no image ${request.image ?? ""} to boot: build it (npm run labdeck -- image build${request.image ? ` --variant ${request.image}` : ""})`,
+      );
+    }
 
     return serialised(sessionId, async () => {
       if (runtimes.has(sessionId) || (await fs.stat(dir).catch(() => null))) {

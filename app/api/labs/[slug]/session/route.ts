@@ -26,7 +26,7 @@ export async function POST(_request: Request, context: { params: Promise<{ slug:
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId, labSlug: lab.slug, machines: lab.manifest.machines, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
+      { learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );
     return NextResponse.json({
