@@ -102,15 +102,24 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
 function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, started: number): Promise<{ url: string; timings: VmServerTimings }> {
   const tail: string[] = [];
   let url: string | undefined;
-  let listeningMs = 0;
+  let listeningMs: number | undefined;
+  let poolReadyMs: number | undefined;
   return new Promise((resolve, reject) => {
     const fail = (reason: string) => {
       clearTimeout(timer);
       reject(new Error(`${reason}\n--- last server output (full log: ${SERVER_LOG}) ---\n${tail.join("\n")}`));
     };
-    const timer = setTimeout(() => fail(`the warm pool had no booted set after ${POOL_READY_TIMEOUT_MS / 1000} s`), POOL_READY_TIMEOUT_MS);
+    const timer = setTimeout(() => fail(`the server was not listening with a booted pool set after ${POOL_READY_TIMEOUT_MS / 1000} s`), POOL_READY_TIMEOUT_MS);
     const onExit = (code: number | null, signal: NodeJS.Signals | null) => fail(`server.ts exited during start-up (code ${code}, signal ${signal})`);
     server.once("exit", onExit);
+    // Either may come first: the pool starts booting before Next.js prepares, and three TCG
+    // boots slow that preparation down.
+    const settleWhenBoth = () => {
+      if (url === undefined || listeningMs === undefined || poolReadyMs === undefined) return;
+      clearTimeout(timer);
+      server.off("exit", onExit);
+      resolve({ url, timings: { listeningMs, poolReadyMs } });
+    };
     const lines = readline.createInterface({ input: server.stdout! });
     lines.on("line", (line) => {
       logFile.write(`${line}\n`);
@@ -120,18 +129,17 @@ function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, st
       if (ready) {
         url = ready[1];
         listeningMs = Date.now() - started;
-        return;
+        return settleWhenBoth();
       }
       const parsed = LogLine.safeParse(safeJson(line));
       if (!parsed.success) return;
       const { msg, err } = parsed.data;
+      if (poolReadyMs !== undefined) return;
       if (msg === "warm pool refill failed") return fail(`the warm pool could not boot a set: ${err ?? "(no message)"}`);
       if (msg.startsWith("no lab image yet")) return fail("the server found no lab image under its data directory");
       if (msg === "warm pool set ready") {
-        clearTimeout(timer);
-        server.off("exit", onExit);
-        if (!url) return fail("the pool was ready before the server printed LABDECK_READY");
-        resolve({ url, timings: { listeningMs, poolReadyMs: Date.now() - started } });
+        poolReadyMs = Date.now() - started;
+        settleWhenBoth();
       }
     });
   });
