@@ -7,8 +7,11 @@ import { test as base } from "@playwright/test";
 import { IMAGE_BUILD_TIMEOUT_MS } from "../../server/machines/qemu/test-image";
 import { POOL_READY_TIMEOUT_MS, startVmServer, type VmServer } from "./vm-server";
 
-/** Port of the VM e2e server (loopback); the netns e2e server has 3217. PostgreSQL takes the next one. */
-const PORT = Number(process.env.E2E_VM_PORT ?? 3218);
+/**
+ * Port of the VM e2e server (loopback); its embedded PostgreSQL takes the next one. The netns e2e
+ * server, which runs at the same time, has 3217 and 3218.
+ */
+const PORT = Number(process.env.E2E_VM_PORT ?? 3227);
 /** A cold image build, then the pool's first boot, plus the graceful stop. */
 const SERVER_FIXTURE_TIMEOUT_MS = IMAGE_BUILD_TIMEOUT_MS + POOL_READY_TIMEOUT_MS + 2 * 60_000;
 

@@ -13,6 +13,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import fs from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -60,6 +61,9 @@ export interface VmServer {
 
 export async function startVmServer(options: { port: number }): Promise<VmServer> {
   await removeDeadRuns();
+  for (const port of [options.port, options.port + 1]) {
+    if (!(await portFree(port))) throw new Error(`e2e vm server: 127.0.0.1:${port} is in use (the server takes ${options.port}, its PostgreSQL ${options.port + 1}; E2E_VM_PORT moves both)`);
+  }
   const image = await testImage();
   const runDir = await fs.mkdtemp(path.join(os.tmpdir(), RUN_DIR_PREFIX));
   await fs.chmod(runDir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
@@ -142,6 +146,15 @@ function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, st
         settleWhenBoth();
       }
     });
+  });
+}
+
+/** Whether a loopback TCP port can be listened on now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
   });
 }
 
