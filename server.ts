@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   } catch (error) {
     // A taken port: nothing will ever serve these machines, so the pool's sets go now (they are
     // detached processes and would outlive this one) and the database stops.
+    sweeper.stop();
     grader.stop();
     await machines.stop().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
