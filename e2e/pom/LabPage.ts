@@ -51,9 +51,22 @@ export class LabPage {
     if (lines.includes("EOF")) throw new Error(`${label}: the script has a line "EOF", which would end the here-document early`);
     if (script.includes("\t")) throw new Error(`${label}: a tab would be completion in an interactive shell`);
     await this.open(machine);
-    await this.run(`bash <<'EOF'; echo "${label} exit=$?"`);
-    for (const line of lines) await this.run(line);
+    // Each line after the shell asks for it ("> "), as a person types: typed ahead, the echo
+    // lands before the prompt and the screen shows the lines jumbled (the commands still run).
+    let prompts = await this.continuationPrompts(machine);
+    for (const line of [`bash <<'EOF'; echo "${label} exit=$?"`, ...lines]) {
+      await this.run(line);
+      prompts++;
+      await expect
+        .poll(() => this.continuationPrompts(machine), { timeout: 30_000, message: `${label}: the shell's "> " prompt after: ${line}` })
+        .toBeGreaterThanOrEqual(prompts);
+    }
     await this.run("EOF");
+  }
+
+  /** Rows of a machine's terminal that start with the shell's continuation prompt "> ". */
+  private async continuationPrompts(machine: string): Promise<number> {
+    return (await this.text(machine)).split("\n").filter((row) => row.startsWith("> ") || row === ">").length;
   }
 
   /** Waits for the line `runScript` prints and returns the script's exit status. */
