@@ -21,8 +21,11 @@ export const test = base.extend<object, { vmServer: VmServer }>({
     async ({}, use) => {
       const server = await startVmServer({ port: PORT });
       await use(server);
-      const { removedSessions } = await server.stop();
-      console.log(`e2e vm server: stopped; removed the VMs of ${removedSessions.length} learner session(s); no QEMU process of the run is left`);
+      const stopped = await server.stop();
+      console.log(
+        `e2e vm server: ${stopped.killed ? "killed after its graceful stop timed out" : "stopped"} in ${stopped.serverStopMs} ms; ` +
+          `then removed QEMU sessions: ${stopped.removedSessions.join(", ") || "none"}; no process of the run is left`,
+      );
     },
     { scope: "worker", timeout: SERVER_FIXTURE_TIMEOUT_MS },
   ],

@@ -35,6 +35,8 @@ export const POOL_READY_TIMEOUT_MS = 10 * 60_000;
 const STOP_TIMEOUT_MS = 60_000;
 /** SIGTERM-to-SIGKILL grace for leftover processes, in ms. */
 const KILL_GRACE_MS = 3_000;
+/** argv[0] of the processes a VM run must not leave behind. */
+const QEMU_OR_SWITCH = /(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/;
 /** Server output lines kept for an error message when start-up fails. */
 const TAIL_LINES = 40;
 /** Where the server's log goes (kept after the run; .test-reports/ is git-ignored). */
@@ -50,13 +52,22 @@ export interface VmServerTimings {
   poolReadyMs: number;
 }
 
+export interface StopReport {
+  /** QEMU sessions removed after the server had stopped (learners' sessions, a pool set caught mid-boot). */
+  removedSessions: string[];
+  /** SIGTERM to the server's exit, ms. */
+  serverStopMs: number;
+  /** Whether the server needed SIGKILL after STOP_TIMEOUT_MS. */
+  killed: boolean;
+}
+
 export interface VmServer {
   url: string;
   /** LABDECK_DATA_DIR of the run. */
   dataDir: string;
   timings: VmServerTimings;
   /** Stops the server and removes every VM of the run; throws when a process of the run is left. */
-  stop(): Promise<{ removedSessions: string[] }>;
+  stop(): Promise<StopReport>;
 }
 
 export async function startVmServer(options: { port: number }): Promise<VmServer> {
@@ -169,27 +180,46 @@ function safeJson(line: string): unknown {
 /**
  * Ends a run: the server's graceful stop (SIGKILL after STOP_TIMEOUT_MS), then the QEMU
  * provider's own clean-up for every session left in the data directory, then any process still
- * naming the run directory (embedded PostgreSQL after a SIGKILL). Throws when a VM or switch is
- * left, after removing the directory's other contents is no longer safe.
+ * naming the run directory (embedded PostgreSQL after a SIGKILL). Throws when the provider's
+ * clean-up missed a QEMU or vde_switch process (after ending it) or a process survives SIGKILL.
  */
-async function stopRun(server: ChildProcess, runDir: string, dataDir: string): Promise<{ removedSessions: string[] }> {
+async function stopRun(server: ChildProcess, runDir: string, dataDir: string): Promise<StopReport> {
+  const started = Date.now();
+  let killed = false;
   if (server.exitCode === null && server.signalCode === null) {
     const exited = new Promise((r) => server.once("exit", r));
     server.kill("SIGTERM");
-    const timer = setTimeout(() => server.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    const timer = setTimeout(() => {
+      killed = true;
+      server.kill("SIGKILL");
+    }, STOP_TIMEOUT_MS);
     await exited;
     clearTimeout(timer);
   }
+  const serverStopMs = Date.now() - started;
   const removedSessions = await removeMachines(dataDir);
-  for (const pid of await processesNaming(runDir)) {
-    const argv = (await processArgv(pid)) ?? [];
-    const marker = argv.find((arg) => arg.includes(runDir));
-    if (marker) await terminate(pid, marker, KILL_GRACE_MS);
-  }
+  const missed = await killProcessesNaming(runDir);
   const left = await processesNaming(runDir);
-  if (left.length > 0) throw new Error(`processes of the e2e VM run are still alive: ${left.join(", ")} (run directory ${runDir} kept)`);
+  if (left.length > 0) throw new Error(`processes of the e2e VM run survived SIGKILL: ${left.join(", ")} (run directory ${runDir} kept)`);
   await fs.rm(runDir, { recursive: true, force: true });
-  return { removedSessions };
+  const machines = missed.filter((p) => QEMU_OR_SWITCH.test(p.argv0));
+  if (machines.length > 0) {
+    throw new Error(`the QEMU provider's clean-up missed ${machines.map((p) => `${p.argv0} (pid ${p.pid})`).join(", ")}; killed by pid`);
+  }
+  return { removedSessions, serverStopMs, killed };
+}
+
+/** Ends every process naming `dir` (a SIGKILLed server's PostgreSQL, anything a clean-up missed); returns what it ended. */
+async function killProcessesNaming(dir: string): Promise<{ pid: number; argv0: string }[]> {
+  const ended: { pid: number; argv0: string }[] = [];
+  for (const pid of await processesNaming(dir)) {
+    const argv = (await processArgv(pid)) ?? [];
+    const marker = argv.find((arg) => arg.includes(dir));
+    if (!marker) continue;
+    await terminate(pid, marker, KILL_GRACE_MS);
+    ended.push({ pid, argv0: argv[0] ?? "" });
+  }
+  return ended;
 }
 
 /** Removes every QEMU session under a data directory with the provider's own teardown; returns their ids. */
@@ -222,10 +252,7 @@ async function removeDeadRuns(): Promise<void> {
     console.log(`e2e vm server: removing the leftovers of a dead run in ${runDir}`);
     const removed = await removeMachines(path.join(runDir, "data"));
     if (removed.length > 0) console.log(`e2e vm server: removed sessions ${removed.join(", ")}`);
-    for (const pid of await processesNaming(runDir)) {
-      const marker = (await processArgv(pid))?.find((arg) => arg.includes(runDir));
-      if (marker) await terminate(pid, marker, KILL_GRACE_MS);
-    }
+    await killProcessesNaming(runDir);
     await fs.rm(runDir, { recursive: true, force: true });
   }
 }
