@@ -28,6 +28,13 @@ export default defineConfig({
       ],
     },
   },
+  projects: [
+    // Real sshd hosts in network namespaces: the terminal path, the grader, the UI (webServer below).
+    { name: "netns", testIgnore: "**/e2e/vm/**" },
+    // Real QEMU VMs (real kernels) for labs that need them; the server is a worker fixture
+    // (e2e/vm/fixtures.ts) so only runs that include this project boot VMs. Minutes under TCG.
+    { name: "vm", testDir: "e2e/vm" },
+  ],
   webServer: {
     // Real sshd hosts in network namespaces + the real server (production build) on embedded PostgreSQL.
     command: `npx tsx e2e/serve.ts --port ${PORT}`,

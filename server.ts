@@ -70,7 +70,24 @@ async function main(): Promise<void> {
     socket.destroy();
   });
 
-  await new Promise<void>((resolve) => server.listen(env.PORT, env.HOST, resolve));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(env.PORT, env.HOST, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    // A taken port: nothing will ever serve these machines, so the pool's sets go now (they are
+    // detached processes and would outlive this one) and the database stops.
+    sweeper.stop();
+    grader.stop();
+    await machines.stop().catch(() => undefined);
+    await db.$disconnect().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    throw error;
+  }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const url = env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`;

@@ -49,6 +49,9 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
         cursorBlink: true,
         fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
         fontSize: 14,
+        // xterm's DOM renderer clips each row at the cell height, and DejaVu Sans Mono draws "_"
+        // below it: at 1.0, ip_forward showed as "ip forward" (xtermjs/xterm.js#4067).
+        lineHeight: 1.1,
         theme: { background: "#0b1020" },
       });
       term.loadAddon(new Unicode11Addon());

@@ -33,6 +33,61 @@ export class LabPage {
     await this.page.keyboard.press("Enter");
   }
 
+  /** Waits until every machine's shell is live; `timeout` in ms (VM-backed sessions run the lab's setup first). */
+  async expectTerminalsConnected(machines: readonly string[], timeout: number): Promise<void> {
+    for (const machine of machines) {
+      await expect(this.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout });
+    }
+  }
+
+  /**
+   * Runs a script in a machine's shell the way a learner runs a script they were given: typed
+   * into `bash <<'EOF'` … `EOF`, so the script gets its own shell (its `set -e` cannot end the
+   * learner's shell) and each line goes through the terminal as keystrokes. The shell then prints
+   * `<label> exit=<status>`; read it with `exitStatus`.
+   */
+  async runScript(machine: string, script: string, label: string): Promise<void> {
+    const lines = script.replace(/\n+$/, "").split("\n");
+    if (lines.includes("EOF")) throw new Error(`${label}: the script has a line "EOF", which would end the here-document early`);
+    if (script.includes("\t")) throw new Error(`${label}: a tab would be completion in an interactive shell`);
+    await this.open(machine);
+    // Each line after the shell asks for it ("> "), as a person types: typed ahead, the echo
+    // lands before the prompt and the screen shows the lines jumbled (the commands still run).
+    let prompts = await this.continuationPrompts(machine);
+    for (const line of [`bash <<'EOF'; echo "${label} exit=$?"`, ...lines]) {
+      await this.run(line);
+      prompts++;
+      await expect
+        .poll(() => this.continuationPrompts(machine), { timeout: 30_000, message: `${label}: the shell's "> " prompt after: ${line}` })
+        .toBeGreaterThanOrEqual(prompts);
+    }
+    await this.run("EOF");
+  }
+
+  /** Rows of a machine's terminal that start with the shell's continuation prompt "> ". */
+  private async continuationPrompts(machine: string): Promise<number> {
+    return (await this.text(machine)).split("\n").filter((row) => row.startsWith("> ") || row === ">").length;
+  }
+
+  /** Waits for the line `runScript` prints and returns the script's exit status. */
+  async exitStatus(machine: string, label: string, timeout: number): Promise<number> {
+    const line = new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} exit=(\\d+)$`);
+    let status: number | undefined;
+    await expect
+      .poll(
+        async () => {
+          for (const l of (await this.text(machine)).split("\n")) {
+            const match = line.exec(l.trimEnd());
+            if (match) status = Number(match[1]);
+          }
+          return status;
+        },
+        { timeout, message: `${label}: the script's exit status on ${machine}` },
+      )
+      .not.toBeUndefined();
+    return status!;
+  }
+
   /** Whole buffer text of a machine's terminal, read through xterm's buffer API. */
   text(machine: string): Promise<string> {
     return this.page.evaluate((m) => window.__labdeck?.terminals[m]?.text() ?? "", machine);

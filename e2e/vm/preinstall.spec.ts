@@ -1,0 +1,69 @@
+/**
+ * Issue #5: a learner completes `preinstall-checks` end to end in the browser, on real QEMU VMs
+ * (swap, kernel modules and sysctl need real kernels). For each step the learner types the step's
+ * solution into its machine's terminal and sees the step turn done and the next one current,
+ * from the grader's background checks alone (no Check click). No reboot here: the labs' reboot
+ * proofs run in `labs test`.
+ */
+import path from "node:path";
+import { expect } from "@playwright/test";
+import { loadLab } from "../../server/labs/load";
+import { LabPage } from "../pom/LabPage";
+import { test } from "./fixtures";
+
+const SLUG = "preinstall-checks";
+/**
+ * Page load to every terminal connected, in ms: the session request takes the pooled set and runs
+ * the lab's setup on controlplane under TCG (a 128 MiB swap file, a systemd unit) before the
+ * terminals get tokens.
+ */
+const CONNECT_TIMEOUT_MS = 180_000;
+/** Typing a solution to its exit status: the keystrokes, then the script under TCG. */
+const SOLUTION_TIMEOUT_MS = 60_000;
+/** A solution done to the step shown done: the grader polls every ~2 s (and on Enter); a check under TCG takes 1-3 s; room for a busy host. */
+const UNLOCK_TIMEOUT_MS = 90_000;
+/** The whole walk: connect plus seven steps at their limits. */
+const TEST_TIMEOUT_MS = CONNECT_TIMEOUT_MS + 7 * (SOLUTION_TIMEOUT_MS + UNLOCK_TIMEOUT_MS);
+/** Where the README's picture of the lab page comes from. */
+const SCREENSHOT = "docs/screenshots/lab-page.png";
+
+test("a learner types each step's solution into the terminal and every step of preinstall-checks unlocks", async ({ page, vmServer }, testInfo) => {
+  test.setTimeout(TEST_TIMEOUT_MS);
+  const lab = await loadLab(path.resolve("labs"), SLUG);
+  const learner = new LabPage(page);
+  const timings: string[] = [`server start to warm pool ready: ${vmServer.timings.poolReadyMs} ms (listening after ${vmServer.timings.listeningMs} ms)`];
+
+  const loadStarted = Date.now();
+  await learner.goto(SLUG);
+  await learner.expectTerminalsConnected(lab.manifest.machines, CONNECT_TIMEOUT_MS);
+  timings.push(`page load to ${lab.manifest.machines.length} terminals connected: ${Date.now() - loadStarted} ms`);
+  const [first] = lab.steps;
+  if (!first) throw new Error(`${SLUG} has no steps`);
+  await learner.expectStepState(first.id, "current");
+
+  try {
+    for (const [index, step] of lab.steps.entries()) {
+      const next = lab.steps[index + 1];
+      await learner.expectStepState(step.id, "current");
+      if (next) await learner.expectStepState(next.id, "locked");
+      const started = Date.now();
+      await learner.runScript(step.machine, step.solution.content, step.id);
+      expect(await learner.exitStatus(step.machine, step.id, SOLUTION_TIMEOUT_MS), `${step.solution.file} exit status`).toBe(0);
+      const solved = Date.now();
+      await learner.expectStepState(step.id, "done", UNLOCK_TIMEOUT_MS);
+      if (next) await learner.expectStepState(next.id, "current");
+      timings.push(`step ${index + 1} ${step.id}: typed and ran in ${solved - started} ms, shown done ${Date.now() - solved} ms later`);
+    }
+  } finally {
+    // What the learner saw, for a failure: each machine's terminal and the last check's message.
+    for (const machine of lab.manifest.machines) {
+      await testInfo.attach(`terminal-${machine}.txt`, { body: await learner.text(machine), contentType: "text/plain" });
+    }
+    await testInfo.attach("timings.txt", { body: timings.join("\n"), contentType: "text/plain" });
+    console.log(timings.map((t) => `  ${t}`).join("\n"));
+  }
+
+  await expect(learner.complete()).toBeVisible();
+  for (const step of lab.steps) await learner.expectStepState(step.id, "done");
+  await page.screenshot({ path: SCREENSHOT });
+});

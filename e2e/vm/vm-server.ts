@@ -1,0 +1,258 @@
+/**
+ * The server for VM-backed e2e: server.ts in production mode (run `next build` first) on its own
+ * port, with QEMU machines (TCG unless LABDECK_QEMU_ACCEL says otherwise), a warm pool of one
+ * set, embedded PostgreSQL and a throw-away data directory whose `images` is the cached test
+ * image (server/machines/qemu/test-image.ts). Ready only once the pool holds a booted set, so the
+ * page gets machines at once. `stop()` stops the server gracefully (it destroys the unclaimed pool
+ * set), removes the VMs learners' sessions still hold (the server keeps those on purpose, to adopt
+ * them after a restart) and fails when any QEMU or vde_switch process of the run is left.
+ *
+ *   <tmp>/labdeck-e2e-vm-XXXXXX/   runner.pid (the test process that owns the run)
+ *                                  data/       LABDECK_DATA_DIR; data/images -> the image cache
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import fs from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import pino from "pino";
+import { z } from "zod";
+import { imagesDir } from "../../server/machines/qemu/image";
+import { isAlive, processArgv, terminate } from "../../server/machines/qemu/processes";
+import { qemuProvider } from "../../server/machines/qemu/provider";
+import { TEST_IMAGE_CACHE_DIR, testImage } from "../../server/machines/qemu/test-image";
+
+/** Prefix of run directories under the OS temp dir; leftovers of dead runs are cleaned by prefix. */
+const RUN_DIR_PREFIX = "labdeck-e2e-vm-";
+/**
+ * From spawning the server to a booted pool set, in ms. Measured: 65-75 s for 3 VMs under TCG on
+ * 2 shared cores (longer when the host is busy); the rest is room for a loaded CI host.
+ */
+export const POOL_READY_TIMEOUT_MS = 10 * 60_000;
+/** How long the server gets for its graceful stop (pool teardown, embedded PostgreSQL), in ms. */
+const STOP_TIMEOUT_MS = 60_000;
+/** SIGTERM-to-SIGKILL grace for leftover processes, in ms. */
+const KILL_GRACE_MS = 3_000;
+/** argv[0] of the processes a VM run must not leave behind. */
+const QEMU_OR_SWITCH = /(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/;
+/** Server output lines kept for an error message when start-up fails. */
+const TAIL_LINES = 40;
+/** Where the server's log goes (kept after the run; .test-reports/ is git-ignored). */
+export const SERVER_LOG = path.resolve(".test-reports/e2e-vm-server.log");
+
+/** The pino lines the start-up waits for (server.ts, warm-pool.ts, select.ts). */
+const LogLine = z.object({ level: z.number(), msg: z.string(), err: z.string().optional() }).passthrough();
+
+export interface VmServerTimings {
+  /** Spawn to `LABDECK_READY` (database, migrations, Next.js), ms. */
+  listeningMs: number;
+  /** Spawn to the first pooled set booted and SSH-ready, ms. */
+  poolReadyMs: number;
+}
+
+export interface StopReport {
+  /** QEMU sessions removed after the server had stopped (learners' sessions, a pool set caught mid-boot). */
+  removedSessions: string[];
+  /** SIGTERM to the server's exit, ms. */
+  serverStopMs: number;
+  /** Whether the server needed SIGKILL after STOP_TIMEOUT_MS. */
+  killed: boolean;
+}
+
+export interface VmServer {
+  url: string;
+  /** LABDECK_DATA_DIR of the run. */
+  dataDir: string;
+  timings: VmServerTimings;
+  /** Stops the server and removes every VM of the run; throws when a process of the run is left. */
+  stop(): Promise<StopReport>;
+}
+
+export async function startVmServer(options: { port: number }): Promise<VmServer> {
+  await removeDeadRuns();
+  for (const port of [options.port, options.port + 1]) {
+    if (!(await portFree(port))) throw new Error(`e2e vm server: 127.0.0.1:${port} is in use (the server takes ${options.port}, its PostgreSQL ${options.port + 1}; E2E_VM_PORT moves both)`);
+  }
+  const image = await testImage();
+  const runDir = await fs.mkdtemp(path.join(os.tmpdir(), RUN_DIR_PREFIX));
+  await fs.chmod(runDir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
+  await fs.writeFile(path.join(runDir, "runner.pid"), `${process.pid}\n`);
+  const dataDir = path.join(runDir, "data");
+  await fs.mkdir(dataDir, { mode: 0o711 });
+  await fs.symlink(imagesDir(TEST_IMAGE_CACHE_DIR), imagesDir(dataDir));
+
+  await fs.mkdir(path.dirname(SERVER_LOG), { recursive: true });
+  const logFile = createWriteStream(SERVER_LOG);
+  const started = Date.now();
+  const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      PORT: String(options.port),
+      HOST: "127.0.0.1",
+      LABDECK_DATA_DIR: dataDir,
+      LABDECK_PG_PORT: String(options.port + 1),
+      LABDECK_MACHINES: "qemu",
+      LABDECK_POOL_SIZE: "1",
+      LABDECK_QEMU_ACCEL: process.env.LABDECK_QEMU_ACCEL ?? "tcg",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  server.stderr!.pipe(logFile, { end: false });
+  const stop = () => stopRun(server, runDir, dataDir);
+
+  try {
+    const ready = await waitUntilReady(server, logFile, started);
+    console.log(`e2e vm server: image ${image.hash}, listening after ${ready.timings.listeningMs} ms, pool set ready after ${ready.timings.poolReadyMs} ms`);
+    return { url: ready.url, dataDir, timings: ready.timings, stop };
+  } catch (error) {
+    await stop().catch((stopError: Error) => console.error(`e2e vm server: clean-up after failed start: ${stopError.message}`));
+    throw error;
+  }
+}
+
+/** Reads the server's stdout until it listens and its pool holds a set; fails on exit, a failed refill or the timeout. */
+function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, started: number): Promise<{ url: string; timings: VmServerTimings }> {
+  const tail: string[] = [];
+  let url: string | undefined;
+  let listeningMs: number | undefined;
+  let poolReadyMs: number | undefined;
+  return new Promise((resolve, reject) => {
+    const fail = (reason: string) => {
+      clearTimeout(timer);
+      reject(new Error(`${reason}\n--- last server output (full log: ${SERVER_LOG}) ---\n${tail.join("\n")}`));
+    };
+    const timer = setTimeout(() => fail(`the server was not listening with a booted pool set after ${POOL_READY_TIMEOUT_MS / 1000} s`), POOL_READY_TIMEOUT_MS);
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => fail(`server.ts exited during start-up (code ${code}, signal ${signal})`);
+    server.once("exit", onExit);
+    // Either may come first: the pool starts booting before Next.js prepares, and three TCG
+    // boots slow that preparation down.
+    const settleWhenBoth = () => {
+      if (url === undefined || listeningMs === undefined || poolReadyMs === undefined) return;
+      clearTimeout(timer);
+      server.off("exit", onExit);
+      resolve({ url, timings: { listeningMs, poolReadyMs } });
+    };
+    const lines = readline.createInterface({ input: server.stdout! });
+    lines.on("line", (line) => {
+      logFile.write(`${line}\n`);
+      tail.push(line);
+      if (tail.length > TAIL_LINES) tail.shift();
+      const ready = /^LABDECK_READY (\S+)$/.exec(line);
+      if (ready) {
+        url = ready[1];
+        listeningMs = Date.now() - started;
+        return settleWhenBoth();
+      }
+      const parsed = LogLine.safeParse(safeJson(line));
+      if (!parsed.success) return;
+      const { msg, err } = parsed.data;
+      if (poolReadyMs !== undefined) return;
+      if (msg === "warm pool refill failed") return fail(`the warm pool could not boot a set: ${err ?? "(no message)"}`);
+      if (msg.startsWith("no lab image yet")) return fail("the server found no lab image under its data directory");
+      if (msg === "warm pool set ready") {
+        poolReadyMs = Date.now() - started;
+        settleWhenBoth();
+      }
+    });
+  });
+}
+
+/** Whether a loopback TCP port can be listened on now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Ends a run: the server's graceful stop (SIGKILL after STOP_TIMEOUT_MS), then the QEMU
+ * provider's own clean-up for every session left in the data directory, then any process still
+ * naming the run directory (embedded PostgreSQL after a SIGKILL). Throws when the provider's
+ * clean-up missed a QEMU or vde_switch process (after ending it) or a process survives SIGKILL.
+ */
+async function stopRun(server: ChildProcess, runDir: string, dataDir: string): Promise<StopReport> {
+  const started = Date.now();
+  let killed = false;
+  if (server.exitCode === null && server.signalCode === null) {
+    const exited = new Promise((r) => server.once("exit", r));
+    server.kill("SIGTERM");
+    const timer = setTimeout(() => {
+      killed = true;
+      server.kill("SIGKILL");
+    }, STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+  const serverStopMs = Date.now() - started;
+  const removedSessions = await removeMachines(dataDir);
+  const missed = await killProcessesNaming(runDir);
+  const left = await processesNaming(runDir);
+  if (left.length > 0) throw new Error(`processes of the e2e VM run survived SIGKILL: ${left.join(", ")} (run directory ${runDir} kept)`);
+  await fs.rm(runDir, { recursive: true, force: true });
+  const machines = missed.filter((p) => QEMU_OR_SWITCH.test(p.argv0));
+  if (machines.length > 0) {
+    throw new Error(`the QEMU provider's clean-up missed ${machines.map((p) => `${p.argv0} (pid ${p.pid})`).join(", ")}; killed by pid`);
+  }
+  return { removedSessions, serverStopMs, killed };
+}
+
+/** Ends every process naming `dir` (a SIGKILLed server's PostgreSQL, anything a clean-up missed); returns what it ended. */
+async function killProcessesNaming(dir: string): Promise<{ pid: number; argv0: string }[]> {
+  const ended: { pid: number; argv0: string }[] = [];
+  for (const pid of await processesNaming(dir)) {
+    const argv = (await processArgv(pid)) ?? [];
+    const marker = argv.find((arg) => arg.includes(dir));
+    if (!marker) continue;
+    await terminate(pid, marker, KILL_GRACE_MS);
+    ended.push({ pid, argv0: argv[0] ?? "" });
+  }
+  return ended;
+}
+
+/** Removes every QEMU session under a data directory with the provider's own teardown; returns their ids. */
+async function removeMachines(dataDir: string): Promise<string[]> {
+  const provider = qemuProvider({ dataDir, log: pino({ level: "silent" }) });
+  const report = await provider.adoptOrCleanup({ keep: () => false });
+  return report.cleaned;
+}
+
+/** Pids of live processes with an argument inside `dir`. */
+async function processesNaming(dir: string): Promise<number[]> {
+  const prefix = path.resolve(dir) + "/";
+  const pids: number[] = [];
+  for (const entry of await fs.readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const argv = await processArgv(Number(entry));
+    if (argv?.some((arg) => arg.includes(prefix)) && (await isAlive(Number(entry)))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Runs whose test process died without stopping them (a killed worker): their VMs and files go. */
+async function removeDeadRuns(): Promise<void> {
+  const tmp = os.tmpdir();
+  for (const name of await fs.readdir(tmp)) {
+    if (!name.startsWith(RUN_DIR_PREFIX)) continue;
+    const runDir = path.join(tmp, name);
+    const owner = Number((await fs.readFile(path.join(runDir, "runner.pid"), "utf8").catch(() => "")).trim());
+    if (Number.isInteger(owner) && owner > 0 && (await isAlive(owner))) continue;
+    console.log(`e2e vm server: removing the leftovers of a dead run in ${runDir}`);
+    const removed = await removeMachines(path.join(runDir, "data"));
+    if (removed.length > 0) console.log(`e2e vm server: removed sessions ${removed.join(", ")}`);
+    await killProcessesNaming(runDir);
+    await fs.rm(runDir, { recursive: true, force: true });
+  }
+}
