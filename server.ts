@@ -5,7 +5,10 @@
  */
 import http from "node:http";
 import next from "next";
-import { parseEnv } from "./server/config";
+import { createAuth } from "./server/auth/auth";
+import { terminalAuthorizer } from "./server/auth/terminal-access";
+import { ensureFirstAdmin } from "./server/auth/users";
+import { parseEnv, publicUrl } from "./server/config";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { LabCatalog } from "./server/labs/catalog";
@@ -32,6 +35,9 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const db = createDb(databaseUrl);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+  const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
+  // Shown once in the banner below (stdout, never the logger); only its hash is stored.
+  const firstAdmin = await ensureFirstAdmin(db, auth, env.LABDECK_ADMIN_EMAIL);
   const machines = await startMachines(env, db, log);
   const provider = machines.provider;
   const terminals = new TerminalRegistry(
@@ -42,7 +48,7 @@ async function main(): Promise<void> {
   const pool = new SshExecPool();
   const bus = new EventBus();
   const grader = new Grader({ db, labs, pool, bus, log });
-  setServices({ env, db, secret, provider, terminals, labs, pool, bus, grader });
+  setServices({ env, db, secret, auth, provider, terminals, labs, pool, bus, grader });
   grader.start();
 
   const dev = env.NODE_ENV !== "production";
@@ -52,7 +58,13 @@ async function main(): Promise<void> {
   const nextUpgrade = app.getUpgradeHandler();
 
   const server = http.createServer((req, res) => void handle(req, res));
-  const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sessionId) => grader.nudge(sessionId) });
+  const gateway = terminalUpgrade({
+    secret,
+    terminals,
+    log,
+    onEnter: (sessionId) => grader.nudge(sessionId),
+    authorize: terminalAuthorizer(auth, db),
+  });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
@@ -63,8 +75,14 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(env.PORT, env.HOST, resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
-  const url = env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
+  const url = publicUrl(env, port);
   log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
+  if (firstAdmin) {
+    process.stdout.write(
+      `\n  First admin account (shown only this once; sign in at ${url}/login):\n` +
+        `    email:    ${firstAdmin.email}\n    password: ${firstAdmin.password}\n\n`,
+    );
+  }
   // One plain line for people and scripts (e2e and bench read it to find the port).
   process.stdout.write(`LABDECK_READY ${url}\n`);
 

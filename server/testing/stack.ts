@@ -9,6 +9,8 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { createAuth, type Auth } from "../auth/auth";
+import { terminalAuthorizer } from "../auth/terminal-access";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
 import { Grader, type GraderOptions } from "../grader/grader";
@@ -22,6 +24,7 @@ import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../ma
 import { staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { machineEndpoint, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
+import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
 import { signTerminalToken } from "../terminal/token";
 import { terminalUpgrade } from "../terminal/upgrade";
@@ -33,6 +36,8 @@ export interface TestStack {
   wsUrl: string;
   db: Db;
   secret: Buffer;
+  /** better-auth on the stack's database (users via server/auth/users.ts). */
+  auth: Auth;
   hosts: NetnsHostSet;
   provider: MachineProvider;
   terminals: TerminalRegistry;
@@ -62,7 +67,19 @@ export async function freePort(): Promise<number> {
 }
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
-export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions }): Promise<TestStack> {
+/**
+ * Fake at the far edge, for tests of the terminal path itself: accepts every socket whose token
+ * verifies, without looking at the socket's sign-in. The authorization tests use "session".
+ */
+const acceptSignedTokenOnly: TerminalAuthorizer = async () => null;
+
+export async function startTestStack(options: {
+  subnet: number;
+  labsDir?: string;
+  grader?: GraderOptions;
+  /** How the gateway authorizes sockets: the token alone (default) or, as in production, also the sign-in cookie. */
+  terminalAuth?: "token-only" | "session";
+}): Promise<TestStack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
   // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
@@ -85,6 +102,7 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
     cleanups.push(() => db.$disconnect());
 
     const secret = randomBytes(32);
+    const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
     const provider = staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") });
     const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
     cleanups.push(() => terminals.closeAll());
@@ -94,7 +112,13 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
     const bus = new EventBus();
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
-    const gateway = terminalUpgrade({ secret, terminals, log, onEnter: (sid) => grader.nudge(sid) });
+    const gateway = terminalUpgrade({
+      secret,
+      terminals,
+      log,
+      onEnter: (sid) => grader.nudge(sid),
+      authorize: options.terminalAuth === "session" ? terminalAuthorizer(auth, db) : acceptSignedTokenOnly,
+    });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
       if (!gateway.handle(req, socket, head)) socket.destroy();
@@ -113,6 +137,7 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
       secret,
+      auth,
       hosts,
       provider,
       terminals,
