@@ -11,7 +11,8 @@ base=${BASE:-HEAD}
 old=$(mktemp --suffix=.prisma)
 git show "$base:prisma/schema.prisma" >"$old"
 dir=prisma/migrations/$(date -u +%Y%m%d%H%M%S)_$name
-npx tsx scripts/with-temp-db.ts npx prisma migrate diff --from-schema-datamodel "$old" --to-schema-datamodel prisma/schema.prisma --script >"$dir.sql.tmp"
+# LOG_LEVEL=silent: the embedded database logs to stdout, which is the migration file here.
+LOG_LEVEL=silent npx tsx scripts/with-temp-db.ts npx prisma migrate diff --from-schema-datamodel "$old" --to-schema-datamodel prisma/schema.prisma --script >"$dir.sql.tmp"
 mkdir -p "$dir" && mv "$dir.sql.tmp" "$dir/migration.sql"
 rm -f "$old"
 echo "wrote $dir/migration.sql"

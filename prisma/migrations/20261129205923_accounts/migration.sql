@@ -1,5 +1,3 @@
-{"level":30,"time":1795985976164,"pid":26131,"hostname":"vm","clusterDir":"/tmp/labdeck-tmpdb-8tA2Zy/postgres","msg":"initialising embedded PostgreSQL cluster"}
-{"level":30,"time":1795985980114,"pid":26131,"hostname":"vm","port":38775,"msg":"embedded PostgreSQL ready"}
 -- CreateEnum
 CREATE TYPE "UserRole" AS ENUM ('learner', 'instructor', 'admin');
 
