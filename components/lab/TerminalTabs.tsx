@@ -5,12 +5,10 @@
  * and each keeps its size (no refit or remote resize on every tab switch). The active machine is
  * the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
  */
+import { useTranslations } from "next-intl";
 import { useId, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
 
-const TEXT = {
-  tablist: "マシン",
-} as const;
 
 export function TerminalTabs(props: {
   slug: string;
@@ -18,6 +16,7 @@ export function TerminalTabs(props: {
   active: string | undefined;
   onSelect(machine: string): void;
 }) {
+  const t = useTranslations("lab");
   const { slug, machines, active, onSelect: setActive } = props;
   const idPrefix = useId();
   const tabId = (machine: string) => `${idPrefix}-tab-${machine}`;
@@ -38,7 +37,7 @@ export function TerminalTabs(props: {
     <div className="flex h-full flex-col bg-[#0b1020]" data-testid="terminal-tabs">
       <div
         role="tablist"
-        aria-label={TEXT.tablist}
+        aria-label={t("tablist")}
         onKeyDown={onKeyDown}
         className="flex shrink-0 gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1"
       >

@@ -5,22 +5,14 @@
  * `data-status` and its screen text through window.__labdeck (see terminal-registry.ts).
  */
 import "@xterm/xterm/css/xterm.css";
+import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState } from "react";
 import { TerminalConnection, type ConnectionStatus } from "./connection";
-import { sessionTokens } from "./session-tokens";
+import { sessionErrorText, sessionTokens } from "./session-tokens";
 import { registerTerminal } from "./terminal-registry";
 
 /** Lines of scrollback xterm keeps in the browser. */
 const SCROLLBACK_LINES = 5_000;
-
-const STATUS_TEXT: Record<ConnectionStatus, string> = {
-  connecting: "接続中…",
-  connected: "接続済み",
-  reconnecting: "再接続中…",
-  unreachable: "マシンに接続できません",
-  refused: "接続を拒否しました",
-  failed: "接続できません",
-};
 
 export function Terminal(props: { slug: string; machine: string; active: boolean }) {
   const { slug, machine, active } = props;
@@ -28,6 +20,10 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
   const fitRef = useRef<(() => void) | null>(null);
   const [status, setStatus] = useState<ConnectionStatus>("connecting");
   const [message, setMessage] = useState<string | undefined>();
+  const t = useTranslations("terminal");
+  // Read inside the connection's callbacks, so a language switch does not reconnect.
+  const tRef = useRef(t);
+  tRef.current = t;
 
   useEffect(() => {
     const host = hostRef.current;
@@ -66,9 +62,11 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
       const connection = new TerminalConnection(
         machine,
         async (fresh) => {
-          const { tokens } = await sessionTokens(slug, fresh);
+          const { tokens } = await sessionTokens(slug, fresh).catch((error: unknown) => {
+            throw new Error(sessionErrorText(error, tRef.current));
+          });
           const token = tokens.get(machine);
-          if (!token) throw new Error(`このラボに ${machine} はありません`);
+          if (!token) throw new Error(tRef.current("noMachine", { machine }));
           return token;
         },
         {
@@ -80,6 +78,21 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
           onStatus: (s, m) => {
             setStatus(s);
             setMessage(m);
+          },
+          messages: {
+            get lost() {
+              return tRef.current("lost");
+            },
+            get closeUnauthorized() {
+              return tRef.current("closeUnauthorized");
+            },
+            get closeForbidden() {
+              return tRef.current("closeForbidden");
+            },
+            get closeNotFound() {
+              return tRef.current("closeNotFound");
+            },
+            closed: (code, reason) => tRef.current("closed", { code, reason }),
           },
         },
       );
@@ -124,7 +137,7 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
           role="status"
           className={`px-3 py-1 text-xs ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
         >
-          {machine}: {message ?? STATUS_TEXT[status]}
+          {machine}: {message ?? t(`status.${status}`)}
         </div>
       )}
       <div ref={hostRef} className="min-h-0 flex-1 bg-[#0b1020] p-1" />

@@ -33,6 +33,16 @@ const QUEUED_INPUT_CHARS = 16 * 1024;
 
 export interface ConnectionEvents {
   onStatus(status: ConnectionStatus, message?: string): void;
+  /** The page's wording (in its language) of what the connection reports itself. */
+  messages: ConnectionMessages;
+}
+
+export interface ConnectionMessages {
+  lost: string;
+  closeUnauthorized: string;
+  closeForbidden: string;
+  closeNotFound: string;
+  closed(code: number, reason: string): string;
 }
 
 export class TerminalConnection {
@@ -172,10 +182,10 @@ export class TerminalConnection {
       return;
     }
     if (FATAL_CLOSE_CODES.has(code)) {
-      this.events.onStatus("failed", describeClose(code, reason));
+      this.events.onStatus("failed", describeClose(this.events.messages, code, reason));
       return;
     }
-    this.events.onStatus("reconnecting", "接続が切れました。再接続しています…");
+    this.events.onStatus("reconnecting", this.events.messages.lost);
     const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
     this.retryTimer = setTimeout(() => void this.connect(false), base * (1 + Math.random() * 0.3));
   }
@@ -192,15 +202,15 @@ export class TerminalConnection {
   }
 }
 
-function describeClose(code: number, reason: string): string {
+function describeClose(messages: ConnectionMessages, code: number, reason: string): string {
   switch (code) {
     case CloseCode.unauthorized:
-      return "認証に失敗しました。ページを再読み込みしてください。";
+      return messages.closeUnauthorized;
     case CloseCode.forbidden:
-      return "このターミナルを開く権限がありません。";
+      return messages.closeForbidden;
     case CloseCode.notFound:
-      return "このセッションは終了しています。ページを再読み込みしてください。";
+      return messages.closeNotFound;
     default:
-      return `接続が閉じられました（${code} ${reason}）`;
+      return messages.closed(code, reason);
   }
 }

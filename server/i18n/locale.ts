@@ -5,19 +5,10 @@
 import { createTranslator } from "next-intl";
 import en from "../../messages/en.json";
 import ja from "../../messages/ja.json";
-
-export const LOCALES = ["ja", "en"] as const;
-export type Locale = (typeof LOCALES)[number];
-export const DEFAULT_LOCALE: Locale = "ja";
-/** Cookie holding the chosen UI language. */
-export const LOCALE_COOKIE = "labdeck_locale";
+import { DEFAULT_LOCALE, isLocale, LOCALE_COOKIE, type Locale } from "./locales";
 
 export type Messages = typeof ja;
 export const MESSAGES: Record<Locale, Messages> = { ja, en };
-
-export function isLocale(value: unknown): value is Locale {
-  return value === "ja" || value === "en";
-}
 
 /** The locale named by a request's cookies, else the default. */
 export function localeFromHeaders(headers: Headers): Locale {
