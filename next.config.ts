@@ -1,4 +1,5 @@
 import type { NextConfig } from "next";
+import createNextIntlPlugin from "next-intl/plugin";
 
 const nextConfig: NextConfig = {
   // Native or process-level modules the custom server (server.ts) loads itself; bundling them
@@ -9,4 +10,5 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
 };
 
-export default nextConfig;
+// next-intl without locale routing: the language comes from a cookie (i18n/request.ts).
+export default createNextIntlPlugin("./i18n/request.ts")(nextConfig);

@@ -38,7 +38,7 @@ export default defineConfig({
   webServer: {
     // Real sshd hosts in network namespaces + the real server (production build) on embedded PostgreSQL.
     command: `npx tsx e2e/serve.ts --port ${PORT}`,
-    url: `http://127.0.0.1:${PORT}/`,
+    url: `http://127.0.0.1:${PORT}/login`,
     timeout: 180_000,
     reuseExistingServer: false,
     stdout: "pipe",

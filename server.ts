@@ -5,7 +5,10 @@
  */
 import http from "node:http";
 import next from "next";
-import { parseEnv } from "./server/config";
+import { createAuth } from "./server/auth/auth";
+import { terminalAuthorizer } from "./server/auth/terminal-access";
+import { ensureFirstAdmin } from "./server/auth/users";
+import { parseEnv, publicUrl } from "./server/config";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { LabCatalog } from "./server/labs/catalog";
@@ -33,6 +36,9 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const db = createDb(databaseUrl);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+  const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
+  // Shown once in the banner below (stdout, never the logger); only its hash is stored.
+  const firstAdmin = await ensureFirstAdmin(db, auth, env.LABDECK_ADMIN_EMAIL);
   const machines = await startMachines(env, db, log);
   const provider = machines.provider;
   const terminals = new TerminalRegistry(
@@ -45,7 +51,7 @@ async function main(): Promise<void> {
   const bus = new EventBus();
   const grader = new Grader({ db, labs, pool, bus, log });
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
-  setServices({ env, db, secret, provider, terminals, labs, pool, bus, grader, sweeper });
+  setServices({ env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper });
   grader.start();
   sweeper.start();
 
@@ -62,6 +68,7 @@ async function main(): Promise<void> {
     log,
     onEnter: (sessionId) => grader.nudge(sessionId),
     onInput: (sessionId) => sweeper.activity(sessionId),
+    authorize: terminalAuthorizer(auth, db),
   });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
@@ -90,8 +97,14 @@ async function main(): Promise<void> {
   }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
-  const url = env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
+  const url = publicUrl(env, port);
   log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
+  if (firstAdmin) {
+    process.stdout.write(
+      `\n  First admin account (shown only this once; sign in at ${url}/login):\n` +
+        `    email:    ${firstAdmin.email}\n    password: ${firstAdmin.password}\n\n`,
+    );
+  }
   // One plain line for people and scripts (e2e and bench read it to find the port).
   process.stdout.write(`LABDECK_READY ${url}\n`);
 

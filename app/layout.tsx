@@ -1,24 +1,48 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { NextIntlClientProvider } from "next-intl";
+import { getLocale, getTranslations } from "next-intl/server";
 import type { ReactNode } from "react";
+import { LanguageSwitcher } from "@/components/account/LanguageSwitcher";
+import { SignOutButton } from "@/components/account/SignOutButton";
+import { pageUserOrNull } from "@/server/auth/page";
 import "./globals.css";
 
-export const metadata: Metadata = {
-  title: "Labdeck",
-  description: "CKA コースのハンズオンラボ",
-};
+export async function generateMetadata(): Promise<Metadata> {
+  const t = await getTranslations("common");
+  return { title: t("appName"), description: t("description") };
+}
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const locale = await getLocale();
+  const t = await getTranslations("common");
+  const user = await pageUserOrNull();
   return (
-    <html lang="ja">
+    <html lang={locale}>
       {/* The body is a full-height column: the lab view's terminals need a definite height to fit. */}
       <body className="flex h-full flex-col bg-slate-50 font-sans text-slate-900 antialiased">
-        <header className="flex h-10 shrink-0 items-center border-b border-slate-200 bg-white px-4">
-          <Link href="/" className="text-sm font-semibold tracking-wide text-slate-800 hover:text-sky-700">
-            Labdeck
-          </Link>
-        </header>
-        <main className="flex min-h-0 flex-1 flex-col">{children}</main>
+        <NextIntlClientProvider>
+          <header className="flex h-10 shrink-0 items-center gap-4 border-b border-slate-200 bg-white px-4">
+            <Link href="/" className="text-sm font-semibold tracking-wide text-slate-800 hover:text-sky-700">
+              {t("appName")}
+            </Link>
+            <div className="ml-auto flex items-center gap-4">
+              {user?.role === "admin" && (
+                <Link href="/admin/invitations" className="text-xs text-slate-600 hover:text-sky-700">
+                  {t("admin")}
+                </Link>
+              )}
+              {user && (
+                <span className="text-xs text-slate-600" data-testid="signed-in-user" data-role={user.role}>
+                  {user.name} ({t(`roles.${user.role}`)})
+                </span>
+              )}
+              <LanguageSwitcher />
+              {user && <SignOutButton />}
+            </div>
+          </header>
+          <main className="flex min-h-0 flex-1 flex-col">{children}</main>
+        </NextIntlClientProvider>
       </body>
     </html>
   );

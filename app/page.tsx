@@ -1,44 +1,73 @@
 import Link from "next/link";
+import { getFormatter, getTranslations } from "next-intl/server";
+import { pageUser } from "@/server/auth/page";
 import { labsDirFromEnv, listLabs, type Lab } from "@/server/labs/load";
+import { getServicesOrThrow } from "@/server/services";
 
 // Lab content is read from disk on every request so an edited lab shows up without a rebuild.
 export const dynamic = "force-dynamic";
 
-const TEXT = {
-  heading: "ラボ一覧",
-  intro: "ラボを選ぶと、レッスンと 3 台のマシンのターミナルが開きます。",
-  empty: "ラボがありません。",
-  duration: "所要時間",
-  minutes: (n: number) => `約 ${n} 分`,
-  machines: "マシン",
-  brokenHeading: "読み込めなかったラボ",
-} as const;
-
-export default async function CatalogPage() {
-  const { labs, errors } = await listLabs(labsDirFromEnv());
+/** The signed-in user's home: their live sessions (resume) and the lab catalog (start or resume). */
+export default async function HomePage() {
+  const user = await pageUser("/");
+  const [{ labs, errors }, live] = await Promise.all([
+    listLabs(labsDirFromEnv()),
+    getServicesOrThrow().db.labSession.findMany({
+      where: { learnerId: user.id, state: { not: "ended" } },
+      orderBy: { createdAt: "desc" },
+      select: { id: true, labSlug: true, createdAt: true, currentStep: true, completedAt: true },
+    }),
+  ]);
+  const t = await getTranslations("home");
+  const format = await getFormatter();
+  const liveBySlug = new Map(live.map((s) => [s.labSlug, s]));
+  const titles = new Map(labs.map((l) => [l.slug, l]));
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-5xl px-6 py-8">
-        <h1 className="text-2xl font-bold">{TEXT.heading}</h1>
-        <p className="mt-1 text-sm text-slate-600">{TEXT.intro}</p>
+        <section data-testid="live-sessions">
+          <h2 className="text-lg font-semibold">{t("live")}</h2>
+          {live.length === 0 ? (
+            <p className="mt-1 text-sm text-slate-500">{t("liveEmpty")}</p>
+          ) : (
+            <ul className="mt-2 space-y-2">
+              {live.map((s) => {
+                const lab = titles.get(s.labSlug);
+                return (
+                  <li key={s.id} data-session-id={s.id} className="flex flex-wrap items-center gap-3 rounded border border-slate-200 bg-white px-4 py-2 text-sm">
+                    <span className="font-medium">{lab?.manifest.title ?? s.labSlug}</span>
+                    <span className="text-xs text-slate-500">
+                      {t("startedAt", { date: format.dateTime(s.createdAt, { dateStyle: "medium", timeStyle: "short" }) })}
+                    </span>
+                    <span className="text-xs text-slate-500">
+                      {s.completedAt ? t("completed") : t("progress", { done: s.currentStep, total: lab?.steps.length ?? 0 })}
+                    </span>
+                    <Link href={`/labs/${s.labSlug}`} className="ml-auto text-sky-700 hover:underline">
+                      {t("resume")}
+                    </Link>
+                  </li>
+                );
+              })}
+            </ul>
+          )}
+        </section>
 
-        {labs.length === 0 && errors.length === 0 && <p className="mt-8 text-slate-500">{TEXT.empty}</p>}
+        <h1 className="mt-10 text-2xl font-bold">{t("heading")}</h1>
+        <p className="mt-1 text-sm text-slate-600">{t("intro")}</p>
+
+        {labs.length === 0 && errors.length === 0 && <p className="mt-8 text-slate-500">{t("empty")}</p>}
 
         <ul className="mt-6 grid gap-4 sm:grid-cols-2" data-testid="lab-catalog">
           {labs.map((lab) => (
             <li key={lab.slug}>
-              <LabCard lab={lab} />
+              <LabCard lab={lab} resume={liveBySlug.has(lab.slug)} t={t} />
             </li>
           ))}
         </ul>
 
         {errors.length > 0 && (
-          <section
-            role="alert"
-            className="mt-8 rounded-md border border-red-200 bg-red-50 p-4 text-sm text-red-900"
-            data-testid="lab-errors"
-          >
-            <h2 className="font-semibold">{TEXT.brokenHeading}</h2>
+          <section role="alert" className="mt-8 rounded-md border border-red-200 bg-red-50 p-4 text-sm text-red-900" data-testid="lab-errors">
+            <h2 className="font-semibold">{t("brokenHeading")}</h2>
             <ul className="mt-2 space-y-2">
               {errors.map((error, i) => (
                 <li key={error.slug ?? i}>
@@ -53,7 +82,7 @@ export default async function CatalogPage() {
   );
 }
 
-function LabCard({ lab }: { lab: Lab }) {
+function LabCard({ lab, resume, t }: { lab: Lab; resume: boolean; t: Awaited<ReturnType<typeof getTranslations<"home">>> }) {
   const { manifest } = lab;
   return (
     <Link
@@ -65,16 +94,19 @@ function LabCard({ lab }: { lab: Lab }) {
       <p className="mt-2 text-sm leading-relaxed text-slate-700">{manifest.summary}</p>
       <dl className="mt-4 flex flex-wrap items-center gap-x-4 gap-y-1 text-xs text-slate-500">
         <div>
-          <dt className="sr-only">{TEXT.duration}</dt>
-          <dd>{TEXT.minutes(manifest.durationMinutes)}</dd>
+          <dt className="sr-only">{t("duration")}</dt>
+          <dd>{t("minutes", { n: manifest.durationMinutes })}</dd>
         </div>
         <div className="flex items-center gap-1">
-          <dt>{TEXT.machines}:</dt>
+          <dt>{t("machines")}:</dt>
           {manifest.machines.map((m) => (
             <dd key={m} className="rounded bg-slate-100 px-1.5 py-0.5 font-mono text-slate-700">
               {m}
             </dd>
           ))}
+        </div>
+        <div className="ml-auto font-semibold text-sky-700" data-testid="lab-action">
+          {resume ? t("resume") : t("start")}
         </div>
       </dl>
     </Link>

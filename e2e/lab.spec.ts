@@ -1,7 +1,7 @@
 /**
  * A learner in real Chromium: three live terminals to real sshd hosts through the gateway.
  */
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures";
 import { LabPage } from "./pom/LabPage";
 
 test("catalog lists the labs and links to a lab page", async ({ page }) => {

@@ -1,7 +1,9 @@
 /**
  * Serves the app for the e2e run: three real sshd hosts in network namespaces, a throw-away data
  * directory (embedded PostgreSQL), and server.ts in production mode (run `next build` first).
- * On SIGTERM/SIGINT it stops the server and removes the hosts.
+ * The first admin's login, which the server prints once at its first start, is kept in
+ * adminLoginFile(port) for the tests (e2e/accounts.ts). On SIGTERM/SIGINT it stops the server and
+ * removes the hosts.
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
@@ -10,6 +12,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { createNetnsHosts, writeStaticHostsFile } from "../server/machines/netns-hosts";
+import { adminLoginFile } from "./accounts";
 
 const Args = z.object({ port: z.coerce.number().int().min(1).max(65535) });
 const args = Args.parse(parseArgs({ options: { port: { type: "string" } } }).values);
@@ -33,7 +36,22 @@ const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
     LABDECK_PG_PORT: String(args.port + 1),
     LABDECK_HOSTS_FILE: hostsFile,
   },
-  stdio: "inherit",
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const adminFile = adminLoginFile(args.port);
+await fs.rm(adminFile, { force: true });
+/** Server output until the first admin's login has been seen in it. */
+let banner: string | null = "";
+server.stdout.on("data", (chunk: Buffer) => {
+  process.stdout.write(chunk);
+  if (banner === null) return;
+  banner += chunk.toString("utf8");
+  const email = /^\s+email:\s+(\S+)$/m.exec(banner)?.[1];
+  const password = /^\s+password:\s+(\S+)$/m.exec(banner)?.[1];
+  if (email && password) {
+    banner = null;
+    void fs.writeFile(adminFile, JSON.stringify({ email, password }), { mode: 0o600 });
+  }
 });
 
 let stopping = false;
@@ -45,6 +63,7 @@ async function stop(code: number) {
     await new Promise((r) => server.once("exit", r));
   }
   await hosts.destroy();
+  await fs.rm(adminFile, { force: true });
   await fs.rm(dir, { recursive: true, force: true });
   process.exit(code);
 }

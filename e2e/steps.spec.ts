@@ -4,7 +4,7 @@
  * click, no reload), a hint, a "run in machine" button, the lab complete, and all of it back
  * after a reload.
  */
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures";
 import { LabPage } from "./pom/LabPage";
 
 /** The grader re-checks the current step every ~2 s; 10 s is what the page promises, plus slack for a busy CI host. */

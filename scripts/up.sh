@@ -37,7 +37,9 @@ echo "==> starting Labdeck (Ctrl-C to stop)"
 NODE_ENV=production node --import tsx server.ts | while IFS= read -r line; do
   if [[ $line == LABDECK_READY* ]]; then
     url=${line#LABDECK_READY }
-    printf '\n  Labdeck is running: %s\n  Open it, pick a lab, and type in the terminals.\n  (No login yet: accounts and the first admin arrive with the People issue.)\n\n' "$url"
+    # On the very first start the server printed the first admin's email and password just above
+    # (once; only its hash is kept). Later starts print no password.
+    printf '\n  Labdeck is running: %s\n  Sign in at %s/login (first start: the admin login is printed above).\n  Invite learners at %s/admin/invitations.\n\n' "$url" "$url" "$url"
   else
     printf '%s\n' "$line"
   fi

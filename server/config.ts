@@ -43,6 +43,8 @@ export const Env = z.object({
   LABDECK_SECRET: z.string().min(32).optional(),
   /** Public URL printed at start (behind a proxy); unset: http://HOST:PORT. */
   LABDECK_PUBLIC_URL: z.string().url().optional(),
+  /** Email of the admin created on a first start (database without any admin). */
+  LABDECK_ADMIN_EMAIL: z.string().trim().toLowerCase().email().default("admin@labdeck.local"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
 });
@@ -55,4 +57,9 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     throw new Error(`invalid environment:\n${lines.join("\n")}`);
   }
   return result.data;
+}
+
+/** The URL people open: LABDECK_PUBLIC_URL, else http://HOST:PORT (links, cookies, allowed origin). */
+export function publicUrl(env: Env, port: number = env.PORT): string {
+  return (env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`).replace(/\/+$/, "");
 }

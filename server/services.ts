@@ -2,6 +2,7 @@
  * The process-wide services, built once by server.ts. Next.js compiles route handlers into its
  * own module graph, so they reach these through globalThis (getServices) rather than by import.
  */
+import type { Auth } from "./auth/auth";
 import type { Env } from "./config";
 import type { Db } from "./db/client";
 import type { EventBus } from "./events/bus";
@@ -15,8 +16,10 @@ import type { TerminalRegistry } from "./terminal/registry";
 export interface Services {
   env: Env;
   db: Db;
-  /** HMAC key for terminal tokens. */
+  /** HMAC key for terminal tokens (better-auth's key is derived from it). */
   secret: Buffer;
+  /** Identity: better-auth on our database (server/auth/auth.ts). */
+  auth: Auth;
   provider: MachineProvider;
   terminals: TerminalRegistry;
   labs: LabCatalog;

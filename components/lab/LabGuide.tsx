@@ -5,22 +5,18 @@
  * (StepPanel). The lesson folds away behind its heading; it starts folded for a learner coming
  * back to a lab they have already worked on, so they land on their current step.
  */
+import { useTranslations } from "next-intl";
 import { useEffect, useId, useRef, useState } from "react";
 import { Lesson } from "@/components/lesson/Lesson";
-import { sessionTokens } from "@/components/terminal/session-tokens";
+import { sessionErrorText, sessionTokens } from "@/components/terminal/session-tokens";
 import { StepPanel, type StepText } from "./StepPanel";
 import { useProgress } from "./useProgress";
-
-const TEXT = {
-  lesson: "レッスン",
-  show: "表示する",
-  hide: "折りたたむ",
-} as const;
 
 /** Wait before asking for the lab session again after it could not start, in ms. */
 const SESSION_RETRY_MS = 5_000;
 
 export function LabGuide({ slug, lessonMarkdown, steps }: { slug: string; lessonMarkdown: string; steps: readonly StepText[] }) {
+  const t = useTranslations("lab");
   const { sessionId, sessionError } = useSessionId(slug);
   const feed = useProgress(sessionId);
   const { progress } = feed;
@@ -57,8 +53,8 @@ export function LabGuide({ slug, lessonMarkdown, steps }: { slug: string; lesson
             <span aria-hidden="true" className={`text-slate-400 transition ${lessonOpen ? "rotate-90" : ""}`}>
               ▸
             </span>
-            {TEXT.lesson}
-            <span className="ml-auto text-xs font-normal text-slate-400">{lessonOpen ? TEXT.hide : TEXT.show}</span>
+            {t("lesson")}
+            <span className="ml-auto text-xs font-normal text-slate-400">{lessonOpen ? t("hide") : t("show")}</span>
         </button>
           <div id={lessonId} hidden={!lessonOpen}>
             <Lesson markdown={lessonMarkdown} />
@@ -74,6 +70,9 @@ export function LabGuide({ slug, lessonMarkdown, steps }: { slug: string; lesson
  * shares it). Retried while the session cannot start; the error is kept to show meanwhile.
  */
 function useSessionId(slug: string): { sessionId: string | undefined; sessionError: string | undefined } {
+  const t = useTranslations("terminal");
+  const tRef = useRef(t);
+  tRef.current = t;
   const [sessionId, setSessionId] = useState<string>();
   const [sessionError, setSessionError] = useState<string>();
   useEffect(() => {
@@ -88,7 +87,7 @@ function useSessionId(slug: string): { sessionId: string | undefined; sessionErr
         },
         (err: unknown) => {
           if (disposed) return;
-          setSessionError(err instanceof Error ? err.message : String(err));
+          setSessionError(sessionErrorText(err, tRef.current));
           timer = setTimeout(attempt, SESSION_RETRY_MS);
         },
       );

@@ -5,6 +5,7 @@
  * column), so the terminals get a definite size to fit to. Owns which machine's terminal is shown
  * and shares the switch with the code blocks' "run in machine" buttons.
  */
+import { useTranslations } from "next-intl";
 import Link from "next/link";
 import { useMemo, useState } from "react";
 import { Group, Panel, Separator } from "react-resizable-panels";
@@ -21,12 +22,8 @@ export type LabWorkspaceLab = {
   machines: string[];
 };
 
-const TEXT = {
-  back: "ラボ一覧",
-  resize: "レッスンとターミナルの幅を変更",
-} as const;
-
 export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
+  const t = useTranslations("lab");
   const { lab, lessonMarkdown, steps } = props;
   const [activeMachine, setActiveMachine] = useState(lab.machines[0]);
   const machineSwitch = useMemo<MachineSwitch>(() => ({ machines: lab.machines, select: setActiveMachine }), [lab.machines]);
@@ -35,7 +32,7 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
       <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug}>
         <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
           <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
-            ← {TEXT.back}
+            ← {t("back")}
           </Link>
           <h1 className="truncate text-sm font-semibold">{lab.title}</h1>
         </div>
@@ -49,7 +46,7 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
               )}
             </Panel>
             <Separator
-              aria-label={TEXT.resize}
+              aria-label={t("resize")}
               className="w-1.5 bg-slate-200 transition-colors data-[separator=active]:bg-sky-500 data-[separator=focus]:bg-sky-400 data-[separator=hover]:bg-sky-300"
             />
             <Panel id="terminals" minSize="25%" style={{ overflow: "hidden" }}>

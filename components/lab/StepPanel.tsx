@@ -12,10 +12,11 @@
  *
  * Tests read `data-step-id` / `data-state` on each step and `data-outcome` on the feedback.
  */
+import { useTranslations } from "next-intl";
 import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
 import { LessonMarkdown } from "@/components/lesson/Lesson";
 import type { CheckOutcome, CheckResult, StepState } from "@/server/grader/progress";
-import { GraderApiError, revealHint, runCheck } from "./grader-api";
+import { GraderApiError, graderErrorText, revealHint, runCheck } from "./grader-api";
 import type { ProgressFeed } from "./useProgress";
 
 /** What the page tells the browser about a step: never its check, hint or solution. */
@@ -26,38 +27,6 @@ export type StepText = {
   machine: string;
   textMarkdown: string;
 };
-
-const TEXT = {
-  list: "ステップ",
-  doneOf: (done: number, total: number) => `${done}/${total} 完了`,
-  step: (n: number) => `ステップ ${n}`,
-  state: { locked: "未開放", current: "取り組み中", done: "完了" } satisfies Record<StepState, string>,
-  show: "内容を表示",
-  hide: "内容を閉じる",
-  checkedOn: (machine: string) => `${machine} でチェックします`,
-  goToStep: "このステップを表示",
-  check: "チェック",
-  checking: "チェック中…",
-  checkFailed: "チェックを実行できませんでした",
-  outcome: {
-    pass: "合格",
-    fail: "まだです",
-    timeout: "タイムアウト",
-    unreachable: "接続できません",
-    error: "エラー",
-  } satisfies Record<CheckOutcome, string>,
-  noOutput: "（出力はありません）",
-  hint: "ヒントを見る",
-  hintLoading: "ヒントを読み込み中…",
-  hintTitle: "ヒント",
-  hintFailed: "ヒントを読み込めませんでした",
-  retry: "もう一度",
-  loading: "進捗を読み込み中…",
-  loadFailed: "進捗を読み込めません",
-  reconnecting: "進捗の自動更新が途切れています。再接続中…",
-  completedTitle: "すべてのステップを完了しました！",
-  completedBody: "おつかれさまでした。ターミナルはこのまま使えます。",
-} as const;
 
 /** A step's heading counts as in view when this much of it shows, in CSS pixels (about its height). */
 const STEP_HEADING_PX = 64;
@@ -78,6 +47,8 @@ type Props = {
 };
 
 export function StepPanel({ sessionId, steps, feed, sessionError, children }: Props) {
+  const t = useTranslations("steps");
+  const tg = useTranslations("grader");
   const { progress } = feed;
   const [checking, setChecking] = useState(false);
   const [checkError, setCheckError] = useState<string>();
@@ -118,7 +89,7 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
     try {
       feed.apply(await runCheck(sessionId));
     } catch (err) {
-      setCheckError(err instanceof GraderApiError ? `${TEXT.checkFailed}: ${err.message}` : TEXT.checkFailed);
+      setCheckError(err instanceof GraderApiError ? `${t("checkFailed")}: ${graderErrorText(err, tg)}` : t("checkFailed"));
     } finally {
       setChecking(false);
     }
@@ -140,20 +111,20 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
         {children}
         <div className="px-6 py-5">
           <h2 className="mb-3 flex items-baseline gap-3 text-lg font-semibold">
-            {TEXT.list}
+            {t("list")}
             {progress && (
               <span className="text-xs font-normal text-slate-500">
-                {TEXT.doneOf(progress.steps.filter((s) => s.state === "done").length, steps.length)}
+                {t("doneOf", { done: progress.steps.filter((s) => s.state === "done").length, total: steps.length })}
               </span>
             )}
           </h2>
           {progress?.completed && <CompletionBanner />}
           {progress === undefined && (
             <p role="status" className={`mb-4 text-sm ${loadError ? "text-red-700" : "text-slate-500"}`}>
-              {loadError ? `${TEXT.loadFailed}: ${loadError}` : TEXT.loading}
+              {loadError ? `${t("loadFailed")}: ${loadError}` : t("loading")}
             </p>
           )}
-          <ol aria-label={TEXT.list} className="space-y-3">
+          <ol aria-label={t("list")} className="space-y-3">
             {steps.map((step, i) => (
               <StepItem
                 key={step.id}
@@ -182,7 +153,7 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
           {feedback && <CheckFeedback result={feedback} title={steps.find((s) => s.id === feedback.stepId)?.title} />}
           {checkError && <p className="text-sm text-red-700">{checkError}</p>}
           {feed.status === "reconnecting" && progress !== undefined && (
-            <p className="text-xs text-amber-800">{TEXT.reconnecting}</p>
+            <p className="text-xs text-amber-800">{t("reconnecting")}</p>
           )}
         </div>
         {current && (
@@ -196,18 +167,18 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
               className="inline-flex items-center gap-2 rounded-md bg-sky-600 px-4 py-2 text-sm font-semibold text-white shadow-sm transition hover:bg-sky-700 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-sky-600 disabled:cursor-not-allowed disabled:bg-sky-400"
             >
               {checking && <Spinner />}
-              {checking ? TEXT.checking : TEXT.check}
+              {checking ? t("checking") : t("check")}
             </button>
             <button
               type="button"
               onClick={() => showStep(current.id)}
-              title={TEXT.goToStep}
+              title={t("goToStep")}
               className="min-w-0 text-left text-xs text-slate-500 hover:text-sky-700 focus-visible:outline-2 focus-visible:outline-sky-500"
             >
               <span className="block truncate font-medium text-slate-700">
-                {TEXT.step(steps.indexOf(current) + 1)}: {current.title}
+                {t("step", { n: steps.indexOf(current) + 1 })}: {current.title}
               </span>
-              <span className="block">{TEXT.checkedOn(current.machine)}</span>
+              <span className="block">{t("checkedOn", { machine: current.machine })}</span>
             </button>
           </div>
         )}
@@ -224,6 +195,7 @@ function StepItem(props: {
   onToggle(): void;
   hint: ReactNode;
 }) {
+  const t = useTranslations("steps");
   const { number, step, state, expanded, onToggle, hint } = props;
   const bodyId = useId();
   const open = state === "current" || (state === "done" && expanded);
@@ -232,8 +204,8 @@ function StepItem(props: {
       <StateIcon state={state} />
       <span className="min-w-0">
         <span className="block text-xs text-slate-500">
-          {TEXT.step(number)}
-          {state && <span className="sr-only">（{TEXT.state[state]}）</span>}
+          {t("step", { n: number })}
+          {state && <span className="sr-only">（{t(`state.${state}`)}）</span>}
         </span>
         <span className="block font-semibold">{step.title}</span>
       </span>
@@ -259,7 +231,7 @@ function StepItem(props: {
           onClick={onToggle}
           aria-expanded={expanded}
           aria-controls={bodyId}
-          title={expanded ? TEXT.hide : TEXT.show}
+          title={expanded ? t("hide") : t("show")}
           className="flex w-full items-start gap-3 rounded-lg px-4 py-3 text-left text-slate-700 hover:bg-emerald-50 focus-visible:outline-2 focus-visible:outline-sky-500"
         >
           {heading}
@@ -317,6 +289,7 @@ function StateIcon({ state }: { state: StepState | undefined }) {
 }
 
 function CheckFeedback({ result, title }: { result: CheckResult; title: string | undefined }) {
+  const t = useTranslations("steps");
   const pass = result.outcome === "pass";
   const tone = pass
     ? "border-emerald-300 bg-emerald-50 text-emerald-900"
@@ -326,12 +299,12 @@ function CheckFeedback({ result, title }: { result: CheckResult; title: string |
   return (
     <div data-testid="check-feedback" data-outcome={result.outcome} data-step-id={result.stepId} className={`rounded-md border px-3 py-2 ${tone}`}>
       <p className="text-sm">
-        <span className="font-semibold">{TEXT.outcome[result.outcome]}</span>
+        <span className="font-semibold">{t(`outcome.${result.outcome}`)}</span>
         {title && <span className="ml-2 text-xs opacity-80">{title}</span>}
       </p>
       {(result.output !== "" || !pass) && (
         <pre className="mt-1.5 max-h-40 overflow-auto rounded bg-white/70 px-2 py-1.5 font-mono text-xs leading-5 whitespace-pre-wrap text-slate-800">
-          {result.output === "" ? TEXT.noOutput : result.output}
+          {result.output === "" ? t("noOutput") : result.output}
         </pre>
       )}
     </div>
@@ -339,13 +312,14 @@ function CheckFeedback({ result, title }: { result: CheckResult; title: string |
 }
 
 function CompletionBanner() {
+  const t = useTranslations("steps");
   return (
     <div data-testid="lab-complete" role="status" className="mb-5 rounded-lg border border-emerald-300 bg-emerald-50 px-4 py-3 text-emerald-900">
       <p className="flex items-center gap-2 font-semibold">
         <StateIcon state="done" />
-        {TEXT.completedTitle}
+        {t("completedTitle")}
       </p>
-      <p className="mt-1 pl-7 text-sm">{TEXT.completedBody}</p>
+      <p className="mt-1 pl-7 text-sm">{t("completedBody")}</p>
     </div>
   );
 }
@@ -404,6 +378,7 @@ function without(set: ReadonlySet<string>, id: string): ReadonlySet<string> {
  * (progress.hintsRevealed, e.g. before a reload) is shown without a click.
  */
 function Hint({ stepId, canReveal, revealed, hints }: { stepId: string; canReveal: boolean; revealed: boolean; hints: Hints }) {
+  const t = useTranslations("steps");
   const text = hints.text[stepId];
   const loading = hints.loading.has(stepId);
   const failed = hints.failed.has(stepId);
@@ -416,7 +391,7 @@ function Hint({ stepId, canReveal, revealed, hints }: { stepId: string; canRevea
   if (text !== undefined) {
     return (
       <aside data-testid="hint" data-step-id={stepId} className="mt-4 rounded-md border border-amber-200 bg-amber-50 px-4 py-2">
-        <p className="text-xs font-semibold text-amber-800">{TEXT.hintTitle}</p>
+        <p className="text-xs font-semibold text-amber-800">{t("hintTitle")}</p>
         <LessonMarkdown markdown={text} />
       </aside>
     );
@@ -426,20 +401,20 @@ function Hint({ stepId, canReveal, revealed, hints }: { stepId: string; canRevea
     <div className="mt-4 flex items-center gap-3 text-sm">
       {failed ? (
         <>
-          <span className="text-red-700">{TEXT.hintFailed}</span>
+          <span className="text-red-700">{t("hintFailed")}</span>
           <button type="button" onClick={() => reveal(stepId)} className="text-sky-700 underline underline-offset-2 hover:text-sky-900">
-            {TEXT.retry}
+            {t("retry")}
           </button>
         </>
       ) : loading || revealed ? (
-        <span className="text-slate-500">{TEXT.hintLoading}</span>
+        <span className="text-slate-500">{t("hintLoading")}</span>
       ) : (
         <button
           type="button"
           onClick={() => reveal(stepId)}
           className="rounded-md border border-amber-300 bg-white px-3 py-1.5 text-amber-900 shadow-sm hover:bg-amber-50 focus-visible:outline-2 focus-visible:outline-amber-500"
         >
-          {TEXT.hint}
+          {t("hint")}
         </button>
       )}
     </div>

@@ -5,18 +5,10 @@
  * and each keeps its size (no refit or remote resize on every tab switch). The active machine is
  * the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
  */
+import { useTranslations } from "next-intl";
 import { useId, useState, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
 import { sessionTokens } from "@/components/terminal/session-tokens";
-
-const TEXT = {
-  tablist: "マシン",
-  reset: "リセット",
-  resetting: "リセット中…",
-  resetFailed: "リセットに失敗しました",
-  confirmReset: (machine: string) =>
-    `${machine} をラボの最初の状態に戻します。このマシンで行った変更はすべて消えます（完了したステップは残ります）。よろしいですか？`,
-} as const;
 
 export function TerminalTabs(props: {
   slug: string;
@@ -24,6 +16,7 @@ export function TerminalTabs(props: {
   active: string | undefined;
   onSelect(machine: string): void;
 }) {
+  const t = useTranslations("lab");
   const { slug, machines, active, onSelect: setActive } = props;
   const idPrefix = useId();
   const tabId = (machine: string) => `${idPrefix}-tab-${machine}`;
@@ -44,7 +37,7 @@ export function TerminalTabs(props: {
     <div className="flex h-full flex-col bg-[#0b1020]" data-testid="terminal-tabs">
       <div
         role="tablist"
-        aria-label={TEXT.tablist}
+        aria-label={t("tablist")}
         onKeyDown={onKeyDown}
         className="flex shrink-0 gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1"
       >
@@ -100,9 +93,10 @@ export function TerminalTabs(props: {
 
 /** Puts the active machine back to the lab's start (fresh disk + the lab's setup), after a confirm. */
 function ResetMachineButton({ slug, machine }: { slug: string; machine: string }) {
+  const t = useTranslations("lab");
   const [state, setState] = useState<"idle" | "busy" | "error">("idle");
   const reset = async () => {
-    if (!window.confirm(TEXT.confirmReset(machine))) return;
+    if (!window.confirm(t("confirmReset", { machine }))) return;
     setState("busy");
     try {
       const { sessionId } = await sessionTokens(slug);
@@ -122,7 +116,7 @@ function ResetMachineButton({ slug, machine }: { slug: string; machine: string }
       onClick={() => void reset()}
       className="ml-auto self-center rounded px-2 py-0.5 text-xs text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-50"
     >
-      {state === "busy" ? TEXT.resetting : state === "error" ? TEXT.resetFailed : TEXT.reset}
+      {state === "busy" ? t("resetting") : state === "error" ? t("resetFailed") : t("reset")}
     </button>
   );
 }

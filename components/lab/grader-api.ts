@@ -13,23 +13,29 @@ const HintResponse = z.object({ hint: z.string() });
 /** What the API answers with when it refuses; `error` is meant for the learner. */
 const ErrorResponse = z.object({ error: z.string() });
 
-/** A request failed; `message` can be shown to the learner. `status` is 0 without an HTTP answer. */
+/**
+ * A request failed. `kind` says how: the server refused with a message already in the user's
+ * language (`refused`, the text is `message`), or no usable answer came (`network`, `http`,
+ * `invalid`: the page words these from messages "grader.*"). `status` is 0 without an HTTP answer.
+ */
 export class GraderApiError extends Error {
   override readonly name = "GraderApiError";
 
   constructor(
     message: string,
     readonly status: number,
+    readonly kind: "refused" | "network" | "http" | "invalid" = "refused",
   ) {
     super(message);
   }
 }
 
-const TEXT = {
-  network: "サーバーに接続できません",
-  http: (status: number) => `サーバーエラーです（HTTP ${status}）`,
-  invalid: "サーバーの応答を読み取れません",
-} as const;
+/** Text for a GraderApiError in the page's language; `t` is useTranslations("grader"). */
+export function graderErrorText(err: unknown, t: (key: "network" | "http" | "invalid", values?: { status: number }) => string): string {
+  if (!(err instanceof GraderApiError)) return String(err);
+  if (err.kind === "refused") return err.message;
+  return t(err.kind, { status: err.status });
+}
 
 function sessionPath(sessionId: string): string {
   return `/api/sessions/${encodeURIComponent(sessionId)}`;
@@ -72,14 +78,15 @@ async function request<T>(url: string, init: RequestInit, schema: z.ZodType<T>):
     response = await fetch(url, { ...init, cache: "no-store" });
   } catch (err) {
     if (init.signal?.aborted) throw err;
-    throw new GraderApiError(TEXT.network, 0);
+    throw new GraderApiError("network", 0, "network");
   }
   const body: unknown = await response.json().catch(() => undefined);
   if (!response.ok) {
     const refusal = ErrorResponse.safeParse(body);
-    throw new GraderApiError(refusal.success ? refusal.data.error : TEXT.http(response.status), response.status);
+    if (refusal.success) throw new GraderApiError(refusal.data.error, response.status);
+    throw new GraderApiError("http", response.status, "http");
   }
   const parsed = schema.safeParse(body);
-  if (!parsed.success) throw new GraderApiError(TEXT.invalid, response.status);
+  if (!parsed.success) throw new GraderApiError("invalid", response.status, "invalid");
   return parsed.data;
 }

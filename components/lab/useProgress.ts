@@ -4,9 +4,10 @@
  * Server-Sent Events stream. EventSource reconnects by itself after a dropped connection; each
  * (re)open fetches /progress again, so changes made while disconnected are never missed.
  */
+import { useTranslations } from "next-intl";
 import { useCallback, useEffect, useState } from "react";
 import type { Progress } from "@/server/grader/progress";
-import { fetchProgress, GraderApiError, parseProgressEvent, progressEventsUrl } from "./grader-api";
+import { fetchProgress, graderErrorText, parseProgressEvent, progressEventsUrl } from "./grader-api";
 
 /**
  * Wait before opening the stream again after the server refused it (an HTTP error or a restart:
@@ -30,6 +31,7 @@ export type ProgressFeed = {
 };
 
 export function useProgress(sessionId: string | undefined): ProgressFeed {
+  const tg = useTranslations("grader");
   const [progress, setProgress] = useState<Progress>();
   const [status, setStatus] = useState<ProgressStreamStatus>("connecting");
   const [error, setError] = useState<string>();
@@ -56,7 +58,7 @@ export function useProgress(sessionId: string | undefined): ProgressFeed {
         },
         (err: unknown) => {
           if (disposed || abort.signal.aborted) return;
-          setError(err instanceof GraderApiError ? err.message : String(err));
+          setError(graderErrorText(err, tg));
         },
       );
     };
@@ -91,7 +93,7 @@ export function useProgress(sessionId: string | undefined): ProgressFeed {
       source?.close();
       pending?.abort();
     };
-  }, [sessionId, apply]);
+  }, [sessionId, apply, tg]);
 
   return { progress, status, error, apply };
 }

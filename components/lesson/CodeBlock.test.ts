@@ -1,7 +1,9 @@
-import { createElement } from "react";
+import { NextIntlClientProvider } from "next-intl";
+import { createElement, type ReactNode } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { MachineSwitchProvider, toKeystrokes } from "@/components/lab/active-machine";
+import { MESSAGES } from "@/server/i18n/locale";
 import { Lesson } from "./Lesson";
 
 const LESSON = [
@@ -22,10 +24,15 @@ const LESSON = [
   "```",
 ].join("\n");
 
+/** Rendered in Japanese, the default language, as the app does. */
+function inJapanese(children: ReactNode) {
+  return createElement(NextIntlClientProvider, { locale: "ja", messages: MESSAGES.ja, children });
+}
+
 function render(machines: string[] | undefined): string {
   const lesson = createElement(Lesson, { markdown: LESSON });
-  if (machines === undefined) return renderToStaticMarkup(lesson);
-  return renderToStaticMarkup(createElement(MachineSwitchProvider, { value: { machines, select: () => {} }, children: lesson }));
+  if (machines === undefined) return renderToStaticMarkup(inJapanese(lesson));
+  return renderToStaticMarkup(inJapanese(createElement(MachineSwitchProvider, { value: { machines, select: () => {} }, children: lesson })));
 }
 
 describe("run-in-machine buttons", () => {

@@ -4,17 +4,9 @@
  * when the block names a machine of this lab (`runOn`). Both use the text the block shows (read
  * from the DOM), so it is exactly what the learner sees.
  */
+import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import { useRunInMachine } from "@/components/lab/active-machine";
-
-const TEXT = {
-  copy: "コピー",
-  copied: "コピーしました",
-  failed: "コピーできません",
-  run: (machine: string) => `${machine} で実行`,
-  ran: "実行しました",
-  notReady: "ターミナルの準備中です",
-} as const;
 
 /** How long a button shows the result of a copy or run, in milliseconds. */
 const COPY_FEEDBACK_MS = 1500;
@@ -23,6 +15,7 @@ type CopyState = "idle" | "copied" | "failed";
 type RunState = "idle" | "ran" | "failed";
 
 export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: string }) {
+  const t = useTranslations("codeBlock");
   const preRef = useRef<HTMLPreElement>(null);
   const [state, setState] = useState<CopyState>("idle");
   const [runState, setRunState] = useState<RunState>("idle");
@@ -71,13 +64,13 @@ export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: st
             className="rounded border border-sky-500 bg-sky-600 px-2 py-0.5 text-xs font-medium text-white shadow-sm transition hover:bg-sky-500 focus-visible:outline-2 focus-visible:outline-offset-1 focus-visible:outline-sky-300"
           >
             {runState === "failed" ? (
-              TEXT.notReady
+              t("notReady")
             ) : runState === "ran" ? (
-              TEXT.ran
+              t("ran")
             ) : (
               <>
                 <span aria-hidden="true">▶ </span>
-                {TEXT.run(runOn)}
+                {t("run", { machine: runOn })}
               </>
             )}
           </button>
@@ -88,7 +81,7 @@ export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: st
           data-copy-state={state}
           className="rounded border border-slate-600 bg-slate-800 px-2 py-0.5 text-xs text-slate-200 opacity-80 transition hover:opacity-100 focus:opacity-100"
         >
-          {state === "copied" ? TEXT.copied : state === "failed" ? TEXT.failed : TEXT.copy}
+          {state === "copied" ? t("copied") : state === "failed" ? t("failed") : t("copy")}
         </button>
       </div>
     </div>

@@ -5,23 +5,14 @@
  * `data-status` and its screen text through window.__labdeck (see terminal-registry.ts).
  */
 import "@xterm/xterm/css/xterm.css";
+import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState } from "react";
 import { TerminalConnection, type ConnectionStatus } from "./connection";
-import { sessionTokens } from "./session-tokens";
+import { sessionErrorText, sessionTokens } from "./session-tokens";
 import { registerTerminal } from "./terminal-registry";
 
 /** Lines of scrollback xterm keeps in the browser. */
 const SCROLLBACK_LINES = 5_000;
-
-const STATUS_TEXT: Record<ConnectionStatus, string> = {
-  connecting: "接続中…",
-  connected: "接続済み",
-  reconnecting: "再接続中…",
-  unreachable: "マシンに接続できません",
-  refused: "接続を拒否しました",
-  stopped: "電源が切れています",
-  failed: "接続できません",
-};
 
 export function Terminal(props: { slug: string; machine: string; active: boolean }) {
   const { slug, machine, active } = props;
@@ -29,6 +20,10 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
   const fitRef = useRef<(() => void) | null>(null);
   const [status, setStatus] = useState<ConnectionStatus>("connecting");
   const [message, setMessage] = useState<string | undefined>();
+  const t = useTranslations("terminal");
+  // Read inside the connection's callbacks, so a language switch does not reconnect.
+  const tRef = useRef(t);
+  tRef.current = t;
 
   useEffect(() => {
     const host = hostRef.current;
@@ -70,9 +65,11 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
       const connection = new TerminalConnection(
         machine,
         async (fresh) => {
-          const { tokens } = await sessionTokens(slug, fresh);
+          const { tokens } = await sessionTokens(slug, fresh).catch((error: unknown) => {
+            throw new Error(sessionErrorText(error, tRef.current));
+          });
           const token = tokens.get(machine);
-          if (!token) throw new Error(`このラボに ${machine} はありません`);
+          if (!token) throw new Error(tRef.current("noMachine", { machine }));
           return token;
         },
         {
@@ -84,6 +81,22 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
           onStatus: (s, m) => {
             setStatus(s);
             setMessage(m);
+          },
+          messages: {
+            get lost() {
+              return tRef.current("lost");
+            },
+            get closeUnauthorized() {
+              return tRef.current("closeUnauthorized");
+            },
+            get closeForbidden() {
+              return tRef.current("closeForbidden");
+            },
+            get closeNotFound() {
+              return tRef.current("closeNotFound");
+            },
+            sessionOver: (reason) => tRef.current(`sessionOver.${reason}`),
+            closed: (code, reason) => tRef.current("closed", { code, reason }),
           },
         },
       );
@@ -128,12 +141,12 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
           role="status"
           className={`px-3 py-1 text-xs ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
         >
-          {machine}: {message ?? STATUS_TEXT[status]}
+          {machine}: {message ?? t(`status.${status}`)}
           {status === "stopped" && <StartMachineButton slug={slug} machine={machine} />}
           {status === "failed" && (
             // Reloading starts or resumes the session (a suspended one powers its machines on again).
             <button type="button" className="ml-2 rounded border border-red-300 px-2 underline" onClick={() => window.location.reload()}>
-              再読み込み
+              {t("reload")}
             </button>
           )}
         </div>
@@ -145,6 +158,7 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
 
 /** Powers a stopped machine on again (POST …/machines/:name/start); the terminal re-attaches by itself. */
 function StartMachineButton({ slug, machine }: { slug: string; machine: string }) {
+  const t = useTranslations("terminal");
   const [state, setState] = useState<"idle" | "starting" | "error">("idle");
   const start = async () => {
     setState("starting");
@@ -163,7 +177,7 @@ function StartMachineButton({ slug, machine }: { slug: string; machine: string }
       disabled={state === "starting"}
       onClick={() => void start()}
     >
-      {state === "starting" ? "起動しています…" : state === "error" ? "起動に失敗しました。もう一度" : "起動する"}
+      {state === "starting" ? t("starting") : state === "error" ? t("startError") : t("start")}
     </button>
   );
 }

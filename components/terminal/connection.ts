@@ -34,6 +34,18 @@ const QUEUED_INPUT_CHARS = 16 * 1024;
 
 export interface ConnectionEvents {
   onStatus(status: ConnectionStatus, message?: string): void;
+  /** The page's wording (in its language) of what the connection reports itself. */
+  messages: ConnectionMessages;
+}
+
+export interface ConnectionMessages {
+  lost: string;
+  closeUnauthorized: string;
+  closeForbidden: string;
+  closeNotFound: string;
+  /** Why the server ended or suspended the session (close code 4410). */
+  sessionOver(reason: SessionOverReason): string;
+  closed(code: number, reason: string): string;
 }
 
 export class TerminalConnection {
@@ -173,10 +185,10 @@ export class TerminalConnection {
       return;
     }
     if (FATAL_CLOSE_CODES.has(code)) {
-      this.events.onStatus("failed", describeClose(code, reason));
+      this.events.onStatus("failed", describeClose(this.events.messages, code, reason));
       return;
     }
-    this.events.onStatus("reconnecting", "接続が切れました。再接続しています…");
+    this.events.onStatus("reconnecting", this.events.messages.lost);
     const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
     this.retryTimer = setTimeout(() => void this.connect(false), base * (1 + Math.random() * 0.3));
   }
@@ -193,25 +205,17 @@ export class TerminalConnection {
   }
 }
 
-/** What the learner reads when the server ends or suspends their session (close reason keys). */
-const SESSION_OVER_TEXT: Record<SessionOverReason, string> = {
-  suspended: "操作がなかったため、マシンを一時停止しました。再読み込みすると再開します（ディスクの内容は残っています）。",
-  expired: "このセッションの時間が終了したため、マシンを解放しました。進捗は保存されています。",
-  learner: "このセッションは終了しました。",
-  admin: "このセッションは管理者によって終了されました。",
-};
-
-function describeClose(code: number, reason: string): string {
+function describeClose(messages: ConnectionMessages, code: number, reason: string): string {
   switch (code) {
     case CloseCode.unauthorized:
-      return "認証に失敗しました。ページを再読み込みしてください。";
+      return messages.closeUnauthorized;
     case CloseCode.forbidden:
-      return "このターミナルを開く権限がありません。";
+      return messages.closeForbidden;
     case CloseCode.notFound:
-      return "このセッションは終了しています。ページを再読み込みしてください。";
+      return messages.closeNotFound;
     case CloseCode.sessionOver:
-      return SESSION_OVER_TEXT[SessionOverReason.catch("learner").parse(reason)];
+      return messages.sessionOver(SessionOverReason.catch("learner").parse(reason));
     default:
-      return `接続が閉じられました（${code} ${reason}）`;
+      return messages.closed(code, reason);
   }
 }

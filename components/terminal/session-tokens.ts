@@ -7,6 +7,7 @@ export interface SessionTokens {
   tokens: Map<string, string>;
 }
 
+/** The session API refused; `message` is the server's text (in the user's language) or empty. */
 export class SessionError extends Error {
   constructor(
     message: string,
@@ -14,6 +15,12 @@ export class SessionError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Text for a failed session request in the page's language; `t` is useTranslations("terminal"). */
+export function sessionErrorText(error: unknown, t: (key: "startFailed", values: { status: number }) => string): string {
+  if (error instanceof SessionError) return error.message || t("startFailed", { status: error.status });
+  return error instanceof Error ? error.message : String(error);
 }
 
 const inFlight = new Map<string, Promise<SessionTokens>>();
@@ -36,8 +43,10 @@ async function fetchTokens(slug: string): Promise<SessionTokens> {
     sessionId?: string;
     machines?: { name: string; token: string }[];
   };
-  if (!response.ok || !body.sessionId || !body.machines) {
-    throw new SessionError(body.error ?? `ラボを開始できませんでした（HTTP ${response.status}）`, response.status);
+  if (response.status === 401) {
+    // Signed out (or the sign-in expired): back to the login page, then to this lab.
+    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
   }
+  if (!response.ok || !body.sessionId || !body.machines) throw new SessionError(body.error ?? "", response.status);
   return { sessionId: body.sessionId, tokens: new Map(body.machines.map((m) => [m.name, m.token])) };
 }

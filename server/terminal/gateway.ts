@@ -1,7 +1,8 @@
 /**
  * WebSocket adapter of the terminal sessions. Per socket: `hello` with a signed token must come
- * first (within HELLO_TIMEOUT_MS); then input, resize and ping. Output goes out as binary frames
- * numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
+ * first (within HELLO_TIMEOUT_MS) and `authorize` must accept the socket's request for it (the
+ * signed-in user the token names, still allowed on the session); then input, resize and ping.
+ * Output goes out as binary frames numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
  * with a 44xx code and a reason, and never affects other sockets.
  */
 import type { IncomingMessage } from "node:http";
@@ -19,7 +20,7 @@ import {
 } from "./protocol";
 import type { TerminalRegistry } from "./registry";
 import type { TerminalSession, Viewer } from "./session";
-import { verifyTerminalToken } from "./token";
+import { verifyTerminalToken, type TerminalClaims } from "./token";
 
 /** Bytes queued on one socket above which it counts as backed up... */
 export const SOCKET_HIGH_WATER_BYTES = 1024 * 1024;
@@ -41,7 +42,14 @@ export interface GatewayDeps {
   onEnter?: (sessionId: string) => void;
   /** A writer typed in a terminal of this session (it is not idle). */
   onInput?: (sessionId: string) => void;
+  /**
+   * Whether the socket's HTTP request (its cookies) may use a verified token's claims: null to
+   * allow, or the close code (4401 not signed in, 4403 not allowed) and reason.
+   */
+  authorize: TerminalAuthorizer;
 }
+
+export type TerminalAuthorizer = (request: IncomingMessage, claims: TerminalClaims) => Promise<{ code: number; reason: string } | null>;
 
 /**
  * WebSocket viewer of one terminal. Output chunks that arrive in the same event-loop turn are
@@ -177,9 +185,14 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
     const claims = verifyTerminalToken(deps.secret, message.token);
     if (!claims) return close(CloseCode.unauthorized, "invalid or expired token");
     early = [];
-    deps.terminals
-      .get(claims.sid, claims.m)
+    deps
+      .authorize(request, claims)
+      .then(async (denied) => {
+        if (denied) return close(denied.code, denied.reason);
+        return deps.terminals.get(claims.sid, claims.m);
+      })
       .then((terminal) => {
+        if (terminal === undefined) return; // refused above
         if (ws.readyState !== ws.OPEN) return;
         if (!terminal) return close(CloseCode.notFound, "no such session or machine");
         sessionId = claims.sid;

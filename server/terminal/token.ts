@@ -48,3 +48,14 @@ export function verifyTerminalToken(secret: Buffer, token: string, now = Date.no
 function mac(secret: Buffer, body: string): string {
   return createHmac("sha256", secret).update(body).digest("base64url");
 }
+
+/** One token per machine of a session, all with the same mode, for `sub`. */
+export function terminalTokens(
+  secret: Buffer,
+  sessionId: string,
+  machines: readonly string[],
+  mode: "write" | "read",
+  sub: string,
+): { name: string; token: string }[] {
+  return machines.map((name) => ({ name, token: signTerminalToken(secret, { sid: sessionId, m: name, mode, sub }) }));
+}

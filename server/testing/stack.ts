@@ -9,6 +9,8 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { createAuth, type Auth } from "../auth/auth";
+import { terminalAuthorizer } from "../auth/terminal-access";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
 import { Grader, type GraderOptions } from "../grader/grader";
@@ -23,6 +25,7 @@ import { staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
 import { SessionSweeper } from "../sessions/sweeper";
+import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
 import { signTerminalToken } from "../terminal/token";
 import { terminalUpgrade } from "../terminal/upgrade";
@@ -35,6 +38,8 @@ export interface Stack {
   wsUrl: string;
   db: Db;
   secret: Buffer;
+  /** better-auth on the stack's database (users via server/auth/users.ts). */
+  auth: Auth;
   provider: MachineProvider;
   terminals: TerminalRegistry;
   labs: LabCatalog;
@@ -70,7 +75,23 @@ export async function freePort(): Promise<number> {
 }
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
-export async function startTestStack(options: { subnet: number; labsDir?: string; grader?: GraderOptions; idleMs?: number }): Promise<TestStack> {
+/**
+ * Fake at the far edge, for tests of the terminal path itself: accepts every socket whose token
+ * verifies, without looking at the socket's sign-in. The authorization tests use "session".
+ */
+const acceptSignedTokenOnly: TerminalAuthorizer = async () => null;
+
+/** Options of every stack. */
+interface StackOptions {
+  labsDir?: string;
+  grader?: GraderOptions;
+  /** Idle time after which sweeps suspend sessions, ms (0: never). */
+  idleMs?: number;
+  /** How the gateway authorizes sockets: the token alone (default) or, as in production, also the sign-in cookie. */
+  terminalAuth?: "token-only" | "session";
+}
+
+export async function startTestStack(options: StackOptions & { subnet: number }): Promise<TestStack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-hosts-"));
   // One id per subnet: a crashed earlier run's leftovers on that subnet are cleaned up first.
   const hosts = await createNetnsHosts({ id: `s${options.subnet}`, names: [...LAB_MACHINES], subnet: options.subnet, dir });
@@ -103,13 +124,7 @@ export async function startTestStack(options: { subnet: number; labsDir?: string
  * A real embedded PostgreSQL with the committed migrations, the grader, and the terminal gateway
  * on an HTTP server on a free loopback port, over the machine provider `provider` makes.
  */
-export async function startStack(options: {
-  provider: (db: Db) => MachineProvider;
-  labsDir?: string;
-  grader?: GraderOptions;
-  /** Idle time after which sweeps suspend sessions, ms (0: never). */
-  idleMs?: number;
-}): Promise<Stack> {
+export async function startStack(options: StackOptions & { provider: (db: Db) => MachineProvider }): Promise<Stack> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-stack-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -125,6 +140,7 @@ export async function startStack(options: {
     cleanups.push(() => db.$disconnect());
 
     const secret = randomBytes(32);
+    const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
     const provider = options.provider(db);
     const terminals = new TerminalRegistry(
       (sid, machine) => machineEndpoint(db, sid, machine),
@@ -146,6 +162,7 @@ export async function startStack(options: {
       log,
       onEnter: (sid) => grader.nudge(sid),
       onInput: (sid) => sweeper.activity(sid),
+      authorize: options.terminalAuth === "session" ? terminalAuthorizer(auth, db) : acceptSignedTokenOnly,
     });
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
@@ -165,6 +182,7 @@ export async function startStack(options: {
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
       secret,
+      auth,
       provider,
       terminals,
       labs,

@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { cache } from "react";
 import { LabWorkspace } from "@/components/lab/LabWorkspace";
+import { pageUser } from "@/server/auth/page";
 import { LabError, labsDirFromEnv, loadLab, type Lab } from "@/server/labs/load";
 
 export const dynamic = "force-dynamic";
@@ -27,7 +28,9 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 }
 
 export default async function LabPage({ params }: Props) {
-  const lab = await loadLabOrNotFound((await params).slug);
+  const { slug } = await params;
+  await pageUser(`/labs/${encodeURIComponent(slug)}`);
+  const lab = await loadLabOrNotFound(slug);
   return (
     <LabWorkspace
       lab={{ slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines }}

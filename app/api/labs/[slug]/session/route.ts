@@ -1,45 +1,41 @@
 /**
- * POST /api/labs/:slug/session — start or resume the caller's session of a lab (new sessions get
- * machines and the lab's setup) and hand out a terminal token per machine.
+ * POST /api/labs/:slug/session — start or resume the caller's own session of a lab (new sessions
+ * get machines and the lab's setup) and hand out a write token per machine. Any signed-in user.
  */
-import { NextResponse } from "next/server";
 import { refuseUnbuiltImage } from "@/server/labs/image-status";
+import { requireUser } from "@/server/auth/guard";
+import { apiError, apiRoute } from "@/server/http/route";
 import { runLabSetup } from "@/server/labs/setup";
-import { learnerIdOrCreate } from "@/server/http/learner";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
-import { getServicesOrThrow } from "@/server/services";
 import { machineEndpoint, startOrResumeSession } from "@/server/sessions/lab-sessions";
-import { signTerminalToken } from "@/server/terminal/token";
+import { terminalTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";
 
-export async function POST(_request: Request, context: { params: Promise<{ slug: string }> }) {
+export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { slug } = await context.params;
-  const services = getServicesOrThrow();
   const lab = await services.labs.get(slug).catch(() => null);
-  if (!lab) return NextResponse.json({ error: "no such lab" }, { status: 404 });
+  if (!lab) return apiError(request, 404, "noSuchLab");
   const refusal = await refuseUnbuiltImage(services, lab);
-  if (refusal) return NextResponse.json(refusal, { status: 503 });
-  const learnerId = await learnerIdOrCreate();
+  if (refusal) return Response.json(refusal, { status: 503 });
   try {
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
+      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );
-    return NextResponse.json({
+    return Response.json({
       sessionId: session.id,
       expiresAt: session.expiresAt?.toISOString() ?? null,
-      machines: session.machines.map((name) => ({
-        name,
-        token: signTerminalToken(services.secret, { sid: session.id, m: name, mode: "write", sub: learnerId }),
-      })),
+      mode: "write",
+      machines: terminalTokens(services.secret, session.id, session.machines, "write", user.id),
     });
   } catch (error) {
-    if (isNoCapacity(error)) return NextResponse.json({ error: error.message }, { status: 503 });
+    if (isNoCapacity(error)) return apiError(request, 503, "noCapacity");
     log.error({ slug, err: (error as Error).message }, "starting lab session failed");
-    return NextResponse.json({ error: "ラボの開始に失敗しました。しばらくしてから再読み込みしてください。" }, { status: 500 });
+    return apiError(request, 500, "labStartFailed");
   }
-}
+});

@@ -1,15 +1,13 @@
-/** POST /api/sessions/:id/check — run the current step's check now (the Check button). */
-import { NextResponse } from "next/server";
-import { ownedSessionOr } from "@/server/http/learner";
-import { getServicesOrThrow } from "@/server/services";
+/** POST /api/sessions/:id/check — run the current step's check now (the Check button); the owner only. */
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { apiRoute } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
 
-export async function POST(_request: Request, context: { params: Promise<{ id: string }> }) {
+export const POST = apiRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
+  await requireSession(services.db, user, id, "owner");
   services.sweeper.activity(id);
-  return NextResponse.json({ progress: await services.grader.checkNow(id) });
-}
+  return Response.json({ progress: await services.grader.checkNow(id) });
+});

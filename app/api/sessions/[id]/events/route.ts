@@ -1,21 +1,20 @@
 /**
  * GET /api/sessions/:id/events — Server-Sent Events: `progress` with the full Progress whenever it
- * changes, first once on connect. A comment line every KEEPALIVE_MS keeps proxies from closing it.
+ * changes, first once on connect. For the session's owner and its watchers. A comment line every KEEPALIVE_MS keeps proxies from closing it.
  */
-import { ownedSessionOr } from "@/server/http/learner";
-import { getServicesOrThrow } from "@/server/services";
+import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
+import { apiRoute } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
 
 /** Interval of the keep-alive comment, in ms. */
 const KEEPALIVE_MS = 15_000;
 
-export async function GET(request: Request, context: { params: Promise<{ id: string }> }) {
+export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
+  await requireSession(services.db, user, id, "watch");
 
   const encoder = new TextEncoder();
   let cleanup = () => {};
@@ -57,4 +56,4 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
   return new Response(stream, {
     headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive" },
   });
-}
+});

@@ -1,14 +1,12 @@
-/** GET /api/sessions/:id/progress — the caller's progress in their lab session. */
-import { NextResponse } from "next/server";
-import { ownedSessionOr } from "@/server/http/learner";
-import { getServicesOrThrow } from "@/server/services";
+/** GET /api/sessions/:id/progress — progress of a session the caller owns or watches. */
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { apiRoute } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
 
-export async function GET(_request: Request, context: { params: Promise<{ id: string }> }) {
+export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
-  return NextResponse.json(await services.grader.progress(id));
-}
+  await requireSession(services.db, user, id, "watch");
+  return Response.json(await services.grader.progress(id));
+});

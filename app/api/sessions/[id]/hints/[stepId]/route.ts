@@ -1,28 +1,24 @@
-/** POST /api/sessions/:id/hints/:stepId — reveal a step's hint (recorded) and return it. */
-import { NextResponse } from "next/server";
-import { ownedSessionOr } from "@/server/http/learner";
-import { getServicesOrThrow } from "@/server/services";
+/** POST /api/sessions/:id/hints/:stepId — reveal a step's hint (recorded) and return it; the owner only. */
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { apiError, apiRoute } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
 
-export async function POST(_request: Request, context: { params: Promise<{ id: string; stepId: string }> }) {
+export const POST = apiRoute<{ params: Promise<{ id: string; stepId: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id, stepId } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
-  services.sweeper.activity(owned.session.id);
-  const lab = await services.labs.get(owned.session.labSlug);
+  const session = await requireSession(services.db, user, id, "owner");
+  services.sweeper.activity(id);
+  const lab = await services.labs.get(session.labSlug);
   const step = lab.steps.find((s) => s.id === stepId);
-  if (!step) return NextResponse.json({ error: "no such step" }, { status: 404 });
+  if (!step) return apiError(request, 404, "noSuchStep");
   const progress = await services.grader.progress(id);
-  if (progress.steps.find((s) => s.id === stepId)?.state === "locked") {
-    return NextResponse.json({ error: "this step is not unlocked yet" }, { status: 403 });
-  }
+  if (progress.steps.find((s) => s.id === stepId)?.state === "locked") return apiError(request, 403, "stepLocked");
   await services.db.hintReveal.upsert({
     where: { sessionId_stepId: { sessionId: id, stepId } },
     create: { sessionId: id, stepId },
     update: {},
   });
   services.bus.publishProgress(await services.grader.progress(id));
-  return NextResponse.json({ hint: step.hintMarkdown });
-}
+  return Response.json({ hint: step.hintMarkdown });
+});

@@ -1,31 +1,25 @@
 /**
  * POST /api/sessions/:id/machines/:name/reset — puts the caller's machine back to the lab's start
- * (fresh disk, then the lab's setup for it); answers when it is ready. Steps done stay done.
+ * (fresh disk, then the lab's setup for it); answers when it is ready. Steps done stay done. The
+ * owner only.
  */
-import { NextResponse } from "next/server";
-import { ownedSessionOr } from "@/server/http/learner";
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { apiError, apiRoute } from "@/server/http/route";
 import { runLabSetup } from "@/server/labs/setup";
-import { log } from "@/server/log";
-import { getServicesOrThrow } from "@/server/services";
 import { machineEndpoint, resetMachine } from "@/server/sessions/lab-sessions";
 
 export const dynamic = "force-dynamic";
 
-export async function POST(_request: Request, context: { params: Promise<{ id: string; name: string }> }) {
+export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id, name } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
+  const session = await requireSession(services.db, user, id, "owner");
   services.sweeper.activity(id);
-  try {
-    const lab = await services.labs.get(owned.session.labSlug);
-    const done = await resetMachine(services.db, services.provider, id, name, () =>
-      runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
-    );
-    if (!done) return NextResponse.json({ error: "このマシンはリセットできません" }, { status: 404 });
-    return NextResponse.json({ ok: true });
-  } catch (error) {
-    log.error({ sessionId: id, machine: name, err: (error as Error).message }, "resetting a machine failed");
-    return NextResponse.json({ error: "マシンをリセットできませんでした。しばらくしてからもう一度お試しください。" }, { status: 500 });
-  }
-}
+  if (!services.provider.reset) return apiError(request, 501, "machineActionUnsupported");
+  const lab = await services.labs.get(session.labSlug);
+  const done = await resetMachine(services.db, services.provider, id, name, () =>
+    runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
+  );
+  if (!done) return apiError(request, 404, "noSuchMachine");
+  return Response.json({ ok: true });
+});

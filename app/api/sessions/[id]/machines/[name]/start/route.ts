@@ -1,27 +1,19 @@
 /**
  * POST /api/sessions/:id/machines/:name/start — powers the caller's machine on again after a
- * poweroff or crash (a hard reset when it runs); answers when it takes SSH again.
+ * poweroff or crash (a hard reset when it runs); answers when it takes SSH again. The owner only.
  */
-import { NextResponse } from "next/server";
-import { ownedSessionOr } from "@/server/http/learner";
-import { log } from "@/server/log";
-import { getServicesOrThrow } from "@/server/services";
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { apiError, apiRoute } from "@/server/http/route";
 import { restartMachine } from "@/server/sessions/lab-sessions";
 
 export const dynamic = "force-dynamic";
 
-export async function POST(_request: Request, context: { params: Promise<{ id: string; name: string }> }) {
+export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
   const { id, name } = await context.params;
-  const services = getServicesOrThrow();
-  const owned = await ownedSessionOr(services, id);
-  if (owned.response) return owned.response;
+  await requireSession(services.db, user, id, "owner");
   services.sweeper.activity(id);
-  try {
-    const done = await restartMachine(services.db, services.provider, id, name);
-    if (!done) return NextResponse.json({ error: "このマシンは起動できません" }, { status: 404 });
-    return NextResponse.json({ ok: true });
-  } catch (error) {
-    log.error({ sessionId: id, machine: name, err: (error as Error).message }, "starting a machine failed");
-    return NextResponse.json({ error: "マシンを起動できませんでした。しばらくしてからもう一度お試しください。" }, { status: 500 });
-  }
-}
+  if (!services.provider.reboot) return apiError(request, 501, "machineActionUnsupported");
+  if (!(await restartMachine(services.db, services.provider, id, name))) return apiError(request, 404, "noSuchMachine");
+  return Response.json({ ok: true });
+});

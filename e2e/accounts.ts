@@ -1,0 +1,55 @@
+/**
+ * Accounts for e2e tests, made the way people make them: the first admin (printed once by the
+ * server at its first start; e2e/serve.ts keeps it in a file) invites a user through the API, and
+ * the user accepts the invitation, which signs their browser context in.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { request as playwrightRequest, type APIRequestContext, type BrowserContext } from "@playwright/test";
+
+/** Where e2e/serve.ts keeps the first admin's login for the server on `port`. */
+export function adminLoginFile(port: number): string {
+  return path.join(os.tmpdir(), `labdeck-e2e-${port}-admin.json`);
+}
+
+export const E2E_PASSWORD = "e2e password 12345";
+
+export async function adminLogin(port: number): Promise<{ email: string; password: string }> {
+  return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
+}
+
+/**
+ * An API client signed in as the first admin, one per worker: better-auth limits sign-ins per
+ * client address (3 per 10 s), and every e2e request comes from 127.0.0.1.
+ */
+let adminApiOnce: Promise<APIRequestContext> | null = null;
+export function adminApi(baseURL: string): Promise<APIRequestContext> {
+  adminApiOnce ??= (async () => {
+    const port = Number(new URL(baseURL).port);
+    const api = await playwrightRequest.newContext({ baseURL, extraHTTPHeaders: { origin: baseURL } });
+    const res = await api.post("/api/auth/sign-in/email", { data: await adminLogin(port) });
+    if (!res.ok()) throw new Error(`admin sign-in failed: HTTP ${res.status()} ${await res.text()}`);
+    return api;
+  })();
+  adminApiOnce.catch(() => (adminApiOnce = null));
+  return adminApiOnce;
+}
+
+let counter = 0;
+
+/** A new user with `role`, signed in in `context` (its cookies). Returns the email. */
+export async function signInNewUser(context: BrowserContext, baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<string> {
+  const admin = await adminApi(baseURL);
+  const email = `${role}-${Date.now()}-${++counter}@e2e.test`;
+  const created = await admin.post("/api/invitations", { data: { email, role } });
+  if (!created.ok()) throw new Error(`invitation failed: HTTP ${created.status()} ${await created.text()}`);
+  const { url } = (await created.json()) as { url: string };
+  const token = url.slice(url.lastIndexOf("/") + 1);
+  const accepted = await context.request.post(`${baseURL}/api/invitations/accept`, {
+    data: { token, name: `E2E ${role}`, password: E2E_PASSWORD },
+    headers: { origin: baseURL },
+  });
+  if (!accepted.ok()) throw new Error(`accepting the invitation failed: HTTP ${accepted.status()} ${await accepted.text()}`);
+  return email;
+}

@@ -1,0 +1,336 @@
+/**
+ * Authorization matrix, table-driven: every API route and the terminal socket × {anonymous,
+ * learner-owner, other learner, instructor of the owner's cohort, instructor of another cohort,
+ * admin} → the expected status or close code; allowed combinations really work. Real parts:
+ * embedded PostgreSQL, better-auth sessions from real sign-ins, the real route handlers (called
+ * with Fetch Requests, as Next calls them), sshd hosts and the gateway over a real WebSocket.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseEnv } from "../config";
+import { setServices } from "../services";
+import { TerminalTestClient } from "../testing/terminal-client";
+import { startTestStack, type TestStack } from "../testing/stack";
+import { signTerminalToken } from "../terminal/token";
+import { CloseCode } from "../terminal/protocol";
+import { createInvitation } from "./invitations";
+import { createUserWithPassword, type UserView } from "./users";
+import * as labSessionRoute from "@/app/api/labs/[slug]/session/route";
+import * as progressRoute from "@/app/api/sessions/[id]/progress/route";
+import * as eventsRoute from "@/app/api/sessions/[id]/events/route";
+import * as checkRoute from "@/app/api/sessions/[id]/check/route";
+import * as machineResetRoute from "@/app/api/sessions/[id]/machines/[name]/reset/route";
+import * as machineStartRoute from "@/app/api/sessions/[id]/machines/[name]/start/route";
+import * as hintRoute from "@/app/api/sessions/[id]/hints/[stepId]/route";
+import * as tokensRoute from "@/app/api/sessions/[id]/terminal-tokens/route";
+import * as invitationsRoute from "@/app/api/invitations/route";
+import * as acceptRoute from "@/app/api/invitations/accept/route";
+import * as authRoute from "@/app/api/auth/[...all]/route";
+
+const BASE = "http://127.0.0.1";
+const PASSWORD = "correct horse battery";
+const LAB = "hello-terminal";
+
+const ACTORS = ["anonymous", "owner", "otherLearner", "cohortInstructor", "otherInstructor", "admin"] as const;
+type Actor = (typeof ACTORS)[number];
+
+let stack: TestStack;
+const users = {} as Record<Exclude<Actor, "anonymous">, UserView>;
+const cookies = {} as Record<Actor, string>;
+let sessionId: string;
+
+function request(actor: Actor, path: string, init: RequestInit = {}): Request {
+  const headers = new Headers(init.headers);
+  if (cookies[actor]) headers.set("cookie", cookies[actor]);
+  return new Request(`${BASE}${path}`, { ...init, headers });
+}
+
+const params = <T extends object>(p: T) => ({ params: Promise.resolve(p) });
+
+async function signIn(email: string): Promise<string> {
+  const response = await stack.auth.api.signInEmail({ body: { email, password: PASSWORD }, asResponse: true });
+  expect(response.status).toBe(200);
+  return response.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ subnet: 52, terminalAuth: "session" });
+  const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
+  setServices({ ...stack, env });
+  const make = (key: string, role: "learner" | "instructor" | "admin") =>
+    createUserWithPassword(stack.db, stack.auth, { email: `${key.toLowerCase()}@example.test`, name: key, role, password: PASSWORD });
+  users.owner = await make("owner", "learner");
+  users.otherLearner = await make("otherLearner", "learner");
+  users.cohortInstructor = await make("cohortInstructor", "instructor");
+  users.otherInstructor = await make("otherInstructor", "instructor");
+  users.admin = await make("admin", "admin");
+  const cohort = await stack.db.cohort.create({ data: { name: "CKA 1" } });
+  const otherCohort = await stack.db.cohort.create({ data: { name: "CKA 2" } });
+  await stack.db.cohortMember.createMany({
+    data: [
+      { cohortId: cohort.id, userId: users.owner.id, role: "learner" },
+      { cohortId: cohort.id, userId: users.cohortInstructor.id, role: "instructor" },
+      { cohortId: otherCohort.id, userId: users.otherLearner.id, role: "learner" },
+      { cohortId: otherCohort.id, userId: users.otherInstructor.id, role: "instructor" },
+    ],
+  });
+  cookies.anonymous = "";
+  for (const actor of ACTORS) if (actor !== "anonymous") cookies[actor] = await signIn(users[actor].email);
+  sessionId = await stack.startSession(users.owner.id, LAB);
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+type Expect = Record<Actor, number>;
+/** Allowed for the session's owner and its watchers (admin, instructor of the owner's cohort). */
+const WATCHABLE: Expect = { anonymous: 401, owner: 200, otherLearner: 404, cohortInstructor: 200, otherInstructor: 404, admin: 200 };
+/** The owner's actions: watchers see the session but may not act (403); strangers do not see it (404). */
+const OWNER_ONLY: Expect = { anonymous: 401, owner: 200, otherLearner: 404, cohortInstructor: 403, otherInstructor: 404, admin: 403 };
+const ADMIN_ONLY: Expect = { anonymous: 401, owner: 403, otherLearner: 403, cohortInstructor: 403, otherInstructor: 403, admin: 200 };
+const SIGNED_IN: Expect = { anonymous: 401, owner: 200, otherLearner: 200, cohortInstructor: 200, otherInstructor: 200, admin: 200 };
+
+const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Response>; works?: (actor: Actor, res: Response) => Promise<void> }[] = [
+  {
+    name: "POST /api/labs/:slug/session (start or resume one's own)",
+    expect: SIGNED_IN,
+    call: (a) => labSessionRoute.POST(request(a, `/api/labs/${LAB}/session`, { method: "POST" }), params({ slug: LAB })),
+    works: async (actor, res) => {
+      const body = (await res.json()) as { sessionId: string; mode: string; machines: { name: string }[] };
+      expect(body.mode).toBe("write");
+      expect(body.machines.map((m) => m.name)).toEqual(["controlplane", "node01", "node02"]);
+      const row = await stack.db.labSession.findUniqueOrThrow({ where: { id: body.sessionId } });
+      expect(row.learnerId).toBe(users[actor as Exclude<Actor, "anonymous">].id);
+      if (actor === "owner") expect(body.sessionId).toBe(sessionId);
+    },
+  },
+  {
+    name: "GET /api/sessions/:id/progress",
+    expect: WATCHABLE,
+    call: (a) => progressRoute.GET(request(a, `/api/sessions/${sessionId}/progress`), params({ id: sessionId })),
+    works: async (_a, res) => expect(((await res.json()) as { sessionId: string }).sessionId).toBe(sessionId),
+  },
+  {
+    name: "GET /api/sessions/:id/events (SSE)",
+    expect: WATCHABLE,
+    call: async (a) => {
+      const controller = new AbortController();
+      const res = await eventsRoute.GET(request(a, `/api/sessions/${sessionId}/events`, { signal: controller.signal }), params({ id: sessionId }));
+      if (res.status !== 200) return res;
+      const reader = res.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      await reader.cancel();
+      return new Response(first, { status: 200 });
+    },
+    works: async (_a, res) => expect(await res.text()).toMatch(/^event: progress\ndata: \{/),
+  },
+  {
+    name: "POST /api/sessions/:id/check",
+    expect: OWNER_ONLY,
+    call: (a) => checkRoute.POST(request(a, `/api/sessions/${sessionId}/check`, { method: "POST" }), params({ id: sessionId })),
+    works: async (_a, res) => expect(((await res.json()) as { progress: { sessionId: string } }).progress.sessionId).toBe(sessionId),
+  },
+  {
+    name: "POST /api/sessions/:id/hints/:stepId",
+    expect: OWNER_ONLY,
+    call: (a) =>
+      hintRoute.POST(request(a, `/api/sessions/${sessionId}/hints/hello-file`, { method: "POST" }), params({ id: sessionId, stepId: "hello-file" })),
+    works: async (_a, res) => expect(((await res.json()) as { hint: string }).hint.length).toBeGreaterThan(0),
+  },
+  {
+    // The static hosts under this test cannot power machines on or reset them: the owner passes
+    // authorization and gets 501 from the route itself (QEMU: warm-pool.qemu.test.ts, qemu.test.ts).
+    name: "POST /api/sessions/:id/machines/:name/start",
+    expect: { ...OWNER_ONLY, owner: 501 },
+    call: (a) =>
+      machineStartRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/start`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+  },
+  {
+    name: "POST /api/sessions/:id/machines/:name/reset",
+    expect: { ...OWNER_ONLY, owner: 501 },
+    call: (a) =>
+      machineResetRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/reset`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+  },
+  {
+    name: "GET /api/sessions/:id/terminal-tokens",
+    expect: WATCHABLE,
+    call: (a) => tokensRoute.GET(request(a, `/api/sessions/${sessionId}/terminal-tokens`), params({ id: sessionId })),
+    works: async (actor, res) => {
+      const body = (await res.json()) as { mode: string; machines: unknown[] };
+      expect(body.mode).toBe(actor === "owner" ? "write" : "read");
+      expect(body.machines).toHaveLength(3);
+    },
+  },
+  {
+    name: "GET /api/invitations",
+    expect: ADMIN_ONLY,
+    call: (a) => invitationsRoute.GET(request(a, "/api/invitations"), {}),
+    works: async (_a, res) => expect(Array.isArray(((await res.json()) as { invitations: unknown[] }).invitations)).toBe(true),
+  },
+  {
+    name: "POST /api/invitations",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      invitationsRoute.POST(
+        request(a, "/api/invitations", { method: "POST", body: JSON.stringify({ email: `new-${a}@example.test`, role: "learner" }) }),
+        {},
+      ),
+    works: async (_a, res) => expect(((await res.json()) as { url: string }).url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/),
+  },
+];
+
+describe("API routes × actors", () => {
+  for (const route of ROUTES) {
+    for (const actor of ACTORS) {
+      const status = route.expect[actor];
+      it(`${route.name} as ${actor} → ${status}`, async () => {
+        const res = await route.call(actor);
+        expect(res.status).toBe(status);
+        if (status < 300) await route.works?.(actor, res);
+        else {
+          const body = (await res.json()) as { code: string; error: string };
+          expect(body.code).toMatch(/^[a-zA-Z]+$/);
+          expect(body.error.length).toBeGreaterThan(0);
+        }
+      });
+    }
+  }
+
+  it("a session that does not exist is 404 for every signed-in actor (indistinguishable from someone else's)", async () => {
+    for (const actor of ACTORS.filter((a) => a !== "anonymous")) {
+      const res = await progressRoute.GET(request(actor, "/api/sessions/nope/progress"), params({ id: "nope" }));
+      expect(res.status).toBe(404);
+    }
+  });
+
+  it("error messages follow the language cookie (Japanese by default)", async () => {
+    const ja = (await (await progressRoute.GET(request("anonymous", "/api/sessions/x/progress"), params({ id: "x" }))).json()) as { error: string };
+    const en = (await (
+      await progressRoute.GET(request("anonymous", "/api/sessions/x/progress", { headers: { cookie: "labdeck_locale=en" } }), params({ id: "x" }))
+    ).json()) as { error: string };
+    expect(ja.error).toBe("ログインしていません。ログインしてください。");
+    expect(en.error).toBe("You are not signed in. Please sign in.");
+  });
+});
+
+describe("accounts", () => {
+  it("public sign-up is off: better-auth's sign-up endpoint does not make accounts", async () => {
+    const res = await authRoute.POST(
+      new Request(`${BASE}/api/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: BASE },
+        body: JSON.stringify({ email: "self@example.test", password: PASSWORD, name: "Self", role: "admin" }),
+      }),
+    );
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(await stack.db.user.findUnique({ where: { email: "self@example.test" } })).toBeNull();
+  });
+
+  it("an invitation makes an account with the invitation's role and signs it in; the link works once", async () => {
+    const { token } = await createInvitation(stack.db, { email: "Invited@Example.test", role: "instructor" }, users.admin.id);
+    const accept = (body: object) =>
+      acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }), {});
+    const bad = await accept({ token, name: "", password: "short" });
+    expect(bad.status).toBe(400);
+    const res = await accept({ token, name: "Invited", password: PASSWORD, role: "admin" });
+    expect(res.status).toBe(201);
+    const user = await stack.db.user.findUniqueOrThrow({ where: { email: "invited@example.test" } });
+    expect(user.role).toBe("instructor");
+    const cookie = res.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+    const session = await stack.auth.api.getSession({ headers: new Headers({ cookie }) });
+    expect(session?.user.id).toBe(user.id);
+    expect((await accept({ token, name: "Again", password: PASSWORD })).status).toBe(410);
+    expect((await accept({ token: "x".repeat(43), name: "Nobody", password: PASSWORD })).status).toBe(410);
+  });
+
+  it("an expired invitation is refused", async () => {
+    const past = new Date(Date.now() - 30 * 24 * 60 * 60 * 1000);
+    const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, past);
+    const res = await acceptRoute.POST(
+      new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
+      {},
+    );
+    expect(res.status).toBe(410);
+  });
+
+  it("nobody can change their own role through better-auth", async () => {
+    const res = await authRoute.POST(
+      new Request(`${BASE}/api/auth/update-user`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: BASE, cookie: cookies.owner },
+        body: JSON.stringify({ role: "admin" }),
+      }),
+    );
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect((await stack.db.user.findUniqueOrThrow({ where: { id: users.owner.id } })).role).toBe("learner");
+  });
+});
+
+/** Terminal socket: who connects (cookie) × which token (issued to whom, which mode). */
+const SOCKETS: { name: string; actor: Actor; token: () => string; expect: number | "write" | "read" }[] = [
+  { name: "no sign-in, the owner's write token", actor: "anonymous", token: () => tokenFor("owner", "write"), expect: CloseCode.unauthorized },
+  { name: "owner, own write token", actor: "owner", token: () => tokenFor("owner", "write"), expect: "write" },
+  { name: "owner, own read token", actor: "owner", token: () => tokenFor("owner", "read"), expect: "read" },
+  { name: "other learner, the owner's token", actor: "otherLearner", token: () => tokenFor("owner", "write"), expect: CloseCode.forbidden },
+  { name: "other learner, a read token in their name", actor: "otherLearner", token: () => tokenFor("otherLearner", "read"), expect: CloseCode.forbidden },
+  { name: "cohort instructor, read token", actor: "cohortInstructor", token: () => tokenFor("cohortInstructor", "read"), expect: "read" },
+  { name: "cohort instructor, write token", actor: "cohortInstructor", token: () => tokenFor("cohortInstructor", "write"), expect: CloseCode.forbidden },
+  { name: "other instructor, read token", actor: "otherInstructor", token: () => tokenFor("otherInstructor", "read"), expect: CloseCode.forbidden },
+  { name: "admin, read token", actor: "admin", token: () => tokenFor("admin", "read"), expect: "read" },
+  { name: "admin, write token", actor: "admin", token: () => tokenFor("admin", "write"), expect: CloseCode.forbidden },
+];
+
+function tokenFor(actor: Exclude<Actor, "anonymous">, mode: "write" | "read"): string {
+  return signTerminalToken(stack.secret, { sid: sessionId, m: "node01", mode, sub: users[actor].id });
+}
+
+describe("terminal socket × actors", () => {
+  for (const row of SOCKETS) {
+    it(`${row.name} → ${row.expect}`, async () => {
+      const headers: Record<string, string> = cookies[row.actor] ? { cookie: cookies[row.actor] } : {};
+      const client = await TerminalTestClient.connect(stack.wsUrl, { token: row.token() }, headers);
+      if (typeof row.expect === "number") {
+        expect((await client.waitForClose()).code).toBe(row.expect);
+        return;
+      }
+      await client.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
+      expect(client.messages.find((m) => m.type === "ready")).toMatchObject({ mode: row.expect });
+      await client.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+      const marker = `authz-${row.actor}-${row.expect}-$((6*7))`;
+      client.input(`echo ${marker}\r`);
+      if (row.expect === "write") await client.waitForText(`authz-${row.actor}-write-42`);
+      else {
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(client.text()).not.toContain(`authz-${row.actor}-read-42`);
+      }
+      await client.close();
+    });
+  }
+
+  it("a watcher sees what the owner types", async () => {
+    const owner = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner });
+    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("cohortInstructor", "read") }, { cookie: cookies.cohortInstructor });
+    await owner.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+    owner.input("echo watched-$((40+2))\r");
+    await watcher.waitForText("watched-42");
+    await Promise.all([owner.close(), watcher.close()]);
+  });
+
+  it("a socket from another origin is refused at the upgrade", async () => {
+    await expect(
+      TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "http://evil.example" }),
+    ).rejects.toThrow(/HTTP 403/);
+  });
+
+  it("signing out ends terminal access on the next connect, even with an unexpired token", async () => {
+    const cookie = await signIn(users.owner.email);
+    const signOut = await stack.auth.api.signOut({ headers: new Headers({ cookie }), asResponse: true });
+    expect(signOut.status).toBe(200);
+    const client = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie });
+    expect((await client.waitForClose()).code).toBe(CloseCode.unauthorized);
+  });
+});

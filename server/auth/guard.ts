@@ -1,0 +1,106 @@
+/**
+ * Authorization: who the caller is and what they may touch. Plain functions over the database
+ * and better-auth; route handlers, pages, server actions and the terminal WebSocket all decide
+ * here, nowhere else.
+ *
+ * Rules:
+ * - learners: their own lab sessions (owner: use, type, check, hints);
+ * - instructors: their own sessions, and watch (read-only) sessions of learners in a cohort they
+ *   teach;
+ * - admins: their own sessions, watch every session, and the admin pages/APIs.
+ */
+import type { Db } from "../db/client";
+import type { Auth, Role } from "./auth";
+
+export interface CurrentUser {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+}
+
+/** What a user may do with one lab session: use it (owner), watch it read-only, or nothing. */
+export type SessionAccess = "owner" | "watch" | null;
+
+/** A refusal a handler turns into a response: 401 not signed in, 403 not allowed, 404 not found (or not yours). */
+export class Denied extends Error {
+  constructor(
+    readonly status: 401 | 403 | 404,
+    /** Message key under "errors" in messages/*.json. */
+    readonly code: string,
+  ) {
+    super(code);
+  }
+}
+
+/** The signed-in user of a request (better-auth session cookie), or null. */
+export async function userFromHeaders(auth: Auth, headers: Headers): Promise<CurrentUser | null> {
+  const result = await auth.api.getSession({ headers }).catch(() => null);
+  if (!result) return null;
+  const { id, email, name, role } = result.user as { id: string; email: string; name: string; role?: string };
+  return { id, email, name, role: isRole(role) ? role : "learner" };
+}
+
+/** The signed-in user, or throws Denied(401). */
+export async function requireUser(auth: Auth, headers: Headers): Promise<CurrentUser> {
+  const user = await userFromHeaders(auth, headers);
+  if (!user) throw new Denied(401, "notSignedIn");
+  return user;
+}
+
+/** The signed-in user if they have one of `roles`; throws Denied(401) or Denied(403). */
+export async function requireRole(auth: Auth, headers: Headers, ...roles: Role[]): Promise<CurrentUser> {
+  const user = await requireUser(auth, headers);
+  if (!roles.includes(user.role)) throw new Denied(403, "forbidden");
+  return user;
+}
+
+/** Whether `instructorId` teaches a cohort that `learnerId` is a learner in. */
+export async function teaches(db: Db, instructorId: string, learnerId: string): Promise<boolean> {
+  const shared = await db.cohortMember.findFirst({
+    where: {
+      userId: learnerId,
+      role: "learner",
+      cohort: { members: { some: { userId: instructorId, role: "instructor" } } },
+    },
+    select: { cohortId: true },
+  });
+  return shared !== null;
+}
+
+/** What `user` may do with lab session `sessionId` (null also when there is no such session). */
+export async function sessionAccess(db: Db, user: CurrentUser, sessionId: string): Promise<SessionAccess> {
+  const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { learnerId: true } });
+  if (!session) return null;
+  return accessTo(db, user, session.learnerId);
+}
+
+/** What `user` may do with a session owned by `learnerId`. */
+export async function accessTo(db: Db, user: CurrentUser, learnerId: string): Promise<SessionAccess> {
+  if (learnerId === user.id) return "owner";
+  if (user.role === "admin") return "watch";
+  if (user.role === "instructor" && (await teaches(db, user.id, learnerId))) return "watch";
+  return null;
+}
+
+/**
+ * The session if `user` has at least `need` on it. No access at all answers 404 (someone
+ * else's session looks like no session, so ids cannot be probed); a watcher asking for an
+ * owner's action gets 403.
+ */
+export async function requireSession(
+  db: Db,
+  user: CurrentUser,
+  sessionId: string,
+  need: "owner" | "watch",
+): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
+  const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { id: true, labSlug: true, learnerId: true } });
+  const access = session ? await accessTo(db, user, session.learnerId) : null;
+  if (!session || !access) throw new Denied(404, "noSuchSession");
+  if (need === "owner" && access !== "owner") throw new Denied(403, "ownerOnly");
+  return { ...session, access };
+}
+
+function isRole(value: unknown): value is Role {
+  return value === "learner" || value === "instructor" || value === "admin";
+}

@@ -1,0 +1,24 @@
+/**
+ * UI languages. Japanese is the default; English is switchable with a cookie the language
+ * switcher sets. Messages live in messages/<locale>.json (same keys in both, tested).
+ */
+import { createTranslator } from "next-intl";
+import en from "../../messages/en.json";
+import ja from "../../messages/ja.json";
+import { DEFAULT_LOCALE, isLocale, LOCALE_COOKIE, type Locale } from "./locales";
+
+export type Messages = typeof ja;
+export const MESSAGES: Record<Locale, Messages> = { ja, en };
+
+/** The locale named by a request's cookies, else the default. */
+export function localeFromHeaders(headers: Headers): Locale {
+  const cookie = headers.get("cookie") ?? "";
+  const match = new RegExp(`(?:^|;\\s*)${LOCALE_COOKIE}=([a-z]{2})`).exec(cookie);
+  return match && isLocale(match[1]) ? match[1] : DEFAULT_LOCALE;
+}
+
+/** An API error message in the request's language. */
+export function errorMessage(locale: Locale, code: string): string {
+  const t = createTranslator({ locale, messages: MESSAGES[locale], namespace: "errors" });
+  return t.has(code as never) ? t(code as never) : t("unknown");
+}
