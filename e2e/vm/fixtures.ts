@@ -4,6 +4,7 @@
  * rather than a `webServer` entry, so only runs that include the `vm` project boot VMs.
  */
 import { test as base } from "@playwright/test";
+import { signInNewUser } from "../accounts";
 import { IMAGE_BUILD_TIMEOUT_MS } from "../../server/machines/qemu/test-image";
 import { POOL_READY_TIMEOUT_MS, startVmServer, type VmServer } from "./vm-server";
 
@@ -15,7 +16,7 @@ const PORT = Number(process.env.E2E_VM_PORT ?? 3227);
 /** A cold image build, then the pool's first boot, plus the graceful stop. */
 const SERVER_FIXTURE_TIMEOUT_MS = IMAGE_BUILD_TIMEOUT_MS + POOL_READY_TIMEOUT_MS + 2 * 60_000;
 
-export const test = base.extend<object, { vmServer: VmServer }>({
+export const test = base.extend<{ learnerEmail: string }, { vmServer: VmServer }>({
   vmServer: [
     // eslint-disable-next-line no-empty-pattern -- Playwright requires the destructuring even without dependencies
     async ({}, use) => {
@@ -32,4 +33,11 @@ export const test = base.extend<object, { vmServer: VmServer }>({
   baseURL: async ({ vmServer }, use) => {
     await use(vmServer.url);
   },
+  // Each test is a freshly invited learner, signed in before it starts (as in e2e/fixtures.ts).
+  learnerEmail: [
+    async ({ context, baseURL }, use) => {
+      await use(await signInNewUser(context, baseURL!, "learner"));
+    },
+    { auto: true },
+  ],
 });

@@ -20,6 +20,7 @@ import readline from "node:readline";
 import pino from "pino";
 import { z } from "zod";
 import { imagesDir } from "../../server/machines/qemu/image";
+import { adminLoginFile } from "../accounts";
 import { isAlive, processArgv, terminate } from "../../server/machines/qemu/processes";
 import { qemuProvider } from "../../server/machines/qemu/provider";
 import { TEST_IMAGE_CACHE_DIR, testImage } from "../../server/machines/qemu/test-image";
@@ -104,7 +105,8 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
   const stop = () => stopRun(server, runDir, dataDir);
 
   try {
-    const ready = await waitUntilReady(server, logFile, started);
+    await fs.rm(adminLoginFile(options.port), { force: true });
+    const ready = await waitUntilReady(server, logFile, started, adminLoginFile(options.port));
     console.log(`e2e vm server: image ${image.hash}, listening after ${ready.timings.listeningMs} ms, pool set ready after ${ready.timings.poolReadyMs} ms`);
     return { url: ready.url, dataDir, timings: ready.timings, stop };
   } catch (error) {
@@ -114,7 +116,13 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
 }
 
 /** Reads the server's stdout until it listens and its pool holds a set; fails on exit, a failed refill or the timeout. */
-function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, started: number): Promise<{ url: string; timings: VmServerTimings }> {
+function waitUntilReady(
+  server: ChildProcess,
+  logFile: NodeJS.WritableStream,
+  started: number,
+  /** Where the first admin's login goes when the server prints it. */
+  adminFile: string,
+): Promise<{ url: string; timings: VmServerTimings }> {
   const tail: string[] = [];
   let url: string | undefined;
   let listeningMs: number | undefined;
@@ -135,11 +143,18 @@ function waitUntilReady(server: ChildProcess, logFile: NodeJS.WritableStream, st
       server.off("exit", onExit);
       resolve({ url, timings: { listeningMs, poolReadyMs } });
     };
+    const admin: { email?: string; password?: string } = {};
     const lines = readline.createInterface({ input: server.stdout! });
     lines.on("line", (line) => {
       logFile.write(`${line}\n`);
       tail.push(line);
       if (tail.length > TAIL_LINES) tail.shift();
+      // The first admin's login, printed once at the first start: kept for e2e/accounts.ts.
+      const login = /^\s+(email|password):\s+(\S+)$/.exec(line);
+      if (login) {
+        admin[login[1] as "email" | "password"] = login[2]!;
+        if (admin.email && admin.password) void fs.writeFile(adminFile, JSON.stringify(admin), { mode: 0o600 });
+      }
       const ready = /^LABDECK_READY (\S+)$/.exec(line);
       if (ready) {
         url = ready[1];
