@@ -19,8 +19,10 @@ import { qemuProvider } from "./qemu/provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./qemu/test-image";
 import { WarmPool } from "./warm-pool";
 
-/** Three VMs booting at once under TCG on a shared 2-core host: 65-73 s measured; generous. */
-const FILL_TIMEOUT_MS = 300_000;
+/** Three VMs booting at once under TCG on a shared 2-core host: 65-73 s measured quiet, 280 s at load 10. */
+const FILL_TIMEOUT_MS = 600_000;
+/** Start-to-SSH limit per VM the provider gets here (its production default is 240 s). */
+const BOOT_TIMEOUT_MS = 540_000;
 /** A reboot to SSH under TCG: 34-49 s measured, slower while the pool refills beside it. */
 const REBOOT_TIMEOUT_MS = 300_000;
 /**
@@ -70,7 +72,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
   beforeAll(async () => {
     const image = await testImage();
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldp-")); // short: unix socket paths < 108 bytes
-    const qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: FILL_TIMEOUT_MS });
+    const qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
     pool = new WarmPool(qemu, { size: 1, machines: LAB_MACHINES, log });
     stack = await startStack({ provider: () => pool, idleMs: IDLE_MS });
     const started = Date.now();
@@ -196,7 +198,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     again.input("cat /root/idle\r");
     await again.waitForText("idle-but-kept\r\n", 30_000);
     await again.close();
-  }, 600_000);
+  }, 900_000);
 
   it("refills the pool to its size behind the hand-out", async () => {
     await pool.settled();
