@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { createAuth, type Auth } from "../auth/auth";
 import { terminalAuthorizer } from "../auth/terminal-access";
+import { WatchRegistry } from "../cohorts/watchers";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
 import { Grader, type GraderOptions } from "../grader/grader";
@@ -46,6 +47,7 @@ export interface TestStack {
   bus: EventBus;
   /** Not started; call grader.start() in tests that want polling. */
   grader: Grader;
+  watchers: WatchRegistry;
   /**
    * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
    * directory gets its setup run; any other slug just gets the three machines.
@@ -112,7 +114,9 @@ export async function startTestStack(options: {
     const bus = new EventBus();
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
+    const watchers = new WatchRegistry({ db, bus });
     const gateway = terminalUpgrade({
+      onViewer: watchers.onViewer,
       secret,
       terminals,
       log,
@@ -145,6 +149,7 @@ export async function startTestStack(options: {
       pool,
       bus,
       grader,
+      watchers,
       async startSession(learnerId, slug = "test-lab") {
         const lab = await labs.get(slug).catch(() => null);
         const session = await startOrResumeSession(
