@@ -14,6 +14,7 @@ import type { SshExecPool } from "../machines/ssh-exec";
 import { machineEndpoint, startOrResumeSession } from "../sessions/lab-sessions";
 import { recordAudit } from "./audit";
 import { CohortRuleError, getCohortOrThrow } from "./cohorts";
+import { getProvisionJob, toView, type ProvisionFailure, type ProvisionJobView } from "./provision-jobs";
 
 /** Sessions started at once: machine creation is CPU- and memory-heavy (QEMU boots), so few at a time. */
 export const PROVISION_CONCURRENCY = 2;
@@ -25,28 +26,6 @@ export interface ProvisionDeps {
   pool: SshExecPool;
   bus?: EventBus;
 }
-
-export interface ProvisionFailure {
-  learnerId: string;
-  email: string;
-  labSlug: string;
-  /** "noCapacity" (the provider has no machines free) or "failed". */
-  code: "noCapacity" | "failed";
-  message: string;
-}
-
-export interface ProvisionJobView {
-  id: string;
-  cohortId: string;
-  state: "running" | "done" | "failed";
-  total: number;
-  succeeded: number;
-  failed: number;
-  failures: ProvisionFailure[];
-  createdAt: Date;
-  finishedAt: Date | null;
-}
-
 
 /**
  * Starts a job for the cohort and returns it at once; the work goes on in the background.
@@ -121,33 +100,8 @@ export async function startProvisionJob(
   return { job: toView(job), done };
 }
 
-export async function getProvisionJob(db: Db, id: string): Promise<ProvisionJobView | null> {
-  const job = await db.provisionJob.findUnique({ where: { id } });
-  return job ? toView(job) : null;
-}
-
-/** The cohort's newest job, or null. */
-export async function latestProvisionJob(db: Db, cohortId: string): Promise<ProvisionJobView | null> {
-  const job = await db.provisionJob.findFirst({ where: { cohortId }, orderBy: { createdAt: "desc" } });
-  return job ? toView(job) : null;
-}
-
 /** At start-up: jobs a stopped process left running are marked failed (their work was cut short). */
 export async function failInterruptedProvisionJobs(db: Db): Promise<number> {
   const { count } = await db.provisionJob.updateMany({ where: { state: "running" }, data: { state: "failed", finishedAt: new Date() } });
   return count;
-}
-
-function toView(job: {
-  id: string;
-  cohortId: string;
-  state: "running" | "done" | "failed";
-  total: number;
-  succeeded: number;
-  failed: number;
-  failures: unknown;
-  createdAt: Date;
-  finishedAt: Date | null;
-}): ProvisionJobView {
-  return { ...job, failures: Array.isArray(job.failures) ? (job.failures as ProvisionFailure[]) : [] };
 }

@@ -9,7 +9,7 @@ import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
 import { callApi } from "@/components/cohorts/api";
 import type { CsvImportReport } from "@/server/cohorts/csv-import";
-import type { ProvisionJobView } from "@/server/cohorts/provision";
+import type { ProvisionJobView } from "@/server/cohorts/provision-jobs";
 
 /** How often the page asks for a running pre-provisioning job's progress, in ms. */
 const PROVISION_POLL_MS = 1_000;

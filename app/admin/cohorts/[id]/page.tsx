@@ -4,7 +4,7 @@ import { getFormatter, getTranslations } from "next-intl/server";
 import { pageRole } from "@/server/auth/page";
 import { cohortLiveSessions, cohortMembers, getCohortOrThrow, type CohortView } from "@/server/cohorts/cohorts";
 import { CSV_MAX_BYTES } from "@/server/cohorts/csv-import";
-import { latestProvisionJob } from "@/server/cohorts/provision";
+import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { labsDirFromEnv, listLabs } from "@/server/labs/load";
 import { getServicesOrThrow } from "@/server/services";
 import { CohortForm } from "../CohortForm";

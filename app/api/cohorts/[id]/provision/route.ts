@@ -6,7 +6,8 @@
 import { requireRole } from "@/server/auth/guard";
 import { cohortRoute } from "@/server/cohorts/access";
 import { getCohortOrThrow } from "@/server/cohorts/cohorts";
-import { latestProvisionJob, startProvisionJob } from "@/server/cohorts/provision";
+import { startProvisionJob } from "@/server/cohorts/provision";
+import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { log } from "@/server/log";
 
 export const dynamic = "force-dynamic";
