@@ -19,13 +19,21 @@ export async function adminLogin(port: number): Promise<{ email: string; passwor
   return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
 }
 
-/** An API client signed in as the first admin. Dispose it when done. */
-export async function adminApi(baseURL: string): Promise<APIRequestContext> {
-  const port = Number(new URL(baseURL).port);
-  const api = await playwrightRequest.newContext({ baseURL, extraHTTPHeaders: { origin: baseURL } });
-  const res = await api.post("/api/auth/sign-in/email", { data: await adminLogin(port) });
-  if (!res.ok()) throw new Error(`admin sign-in failed: HTTP ${res.status()} ${await res.text()}`);
-  return api;
+/**
+ * An API client signed in as the first admin, one per worker: better-auth limits sign-ins per
+ * client address (3 per 10 s), and every e2e request comes from 127.0.0.1.
+ */
+let adminApiOnce: Promise<APIRequestContext> | null = null;
+export function adminApi(baseURL: string): Promise<APIRequestContext> {
+  adminApiOnce ??= (async () => {
+    const port = Number(new URL(baseURL).port);
+    const api = await playwrightRequest.newContext({ baseURL, extraHTTPHeaders: { origin: baseURL } });
+    const res = await api.post("/api/auth/sign-in/email", { data: await adminLogin(port) });
+    if (!res.ok()) throw new Error(`admin sign-in failed: HTTP ${res.status()} ${await res.text()}`);
+    return api;
+  })();
+  adminApiOnce.catch(() => (adminApiOnce = null));
+  return adminApiOnce;
 }
 
 let counter = 0;
@@ -33,19 +41,15 @@ let counter = 0;
 /** A new user with `role`, signed in in `context` (its cookies). Returns the email. */
 export async function signInNewUser(context: BrowserContext, baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<string> {
   const admin = await adminApi(baseURL);
-  try {
-    const email = `${role}-${Date.now()}-${++counter}@e2e.test`;
-    const created = await admin.post("/api/invitations", { data: { email, role } });
-    if (!created.ok()) throw new Error(`invitation failed: HTTP ${created.status()} ${await created.text()}`);
-    const { url } = (await created.json()) as { url: string };
-    const token = url.slice(url.lastIndexOf("/") + 1);
-    const accepted = await context.request.post(`${baseURL}/api/invitations/accept`, {
-      data: { token, name: `E2E ${role}`, password: E2E_PASSWORD },
-      headers: { origin: baseURL },
-    });
-    if (!accepted.ok()) throw new Error(`accepting the invitation failed: HTTP ${accepted.status()} ${await accepted.text()}`);
-    return email;
-  } finally {
-    await admin.dispose();
-  }
+  const email = `${role}-${Date.now()}-${++counter}@e2e.test`;
+  const created = await admin.post("/api/invitations", { data: { email, role } });
+  if (!created.ok()) throw new Error(`invitation failed: HTTP ${created.status()} ${await created.text()}`);
+  const { url } = (await created.json()) as { url: string };
+  const token = url.slice(url.lastIndexOf("/") + 1);
+  const accepted = await context.request.post(`${baseURL}/api/invitations/accept`, {
+    data: { token, name: `E2E ${role}`, password: E2E_PASSWORD },
+    headers: { origin: baseURL },
+  });
+  if (!accepted.ok()) throw new Error(`accepting the invitation failed: HTTP ${accepted.status()} ${await accepted.text()}`);
+  return email;
 }

@@ -1,8 +1,8 @@
 /**
  * WebSocket adapter of the terminal sessions. Per socket: `hello` with a signed token must come
  * first (within HELLO_TIMEOUT_MS) and `authorize` must accept the socket's request for it (the
- * signed-in user the token names, still allowed on the session); then input, resize and ping. Output goes out as binary frames
- * numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
+ * signed-in user the token names, still allowed on the session); then input, resize and ping.
+ * Output goes out as binary frames numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
  * with a 44xx code and a reason, and never affects other sockets.
  */
 import type { IncomingMessage } from "node:http";
