@@ -101,6 +101,7 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   await expect(watched).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
   await expect(learner.getByTestId("watch-notice")).toContainText("E2E instructor");
 
+  await lab.terminal("node01").locator(".xterm").click(); // focus was on the Check button
   await learner.keyboard.type("echo seen-by-$((40+2))");
   await learner.keyboard.press("Enter");
   await expect.poll(() => terminalText(instructor, "node01"), { timeout: 20_000 }).toContain("seen-by-42");
@@ -126,6 +127,12 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   await admin.getByTestId("provision").getByRole("button", { name: "セッションを事前準備" }).click();
   await expect(admin.getByTestId("provision-job")).toHaveAttribute("data-state", "done", { timeout: 60_000 });
   await expect(admin.getByTestId("provision-progress")).toHaveText("1/1 セッション準備完了");
+  // Pre-provisioning gave the session the cohort's time limit; extend it by 15 minutes.
+  await admin.reload();
+  const sessionRow = admin.getByTestId("live-cohort-sessions").locator("tr[data-session]");
+  await expect(sessionRow).toHaveCount(1);
+  await sessionRow.getByRole("button", { name: "+15 分" }).click();
+  await expect(sessionRow).toContainText("延長しました");
   await admin.goto("/admin/capacity");
   await expect(admin.getByTestId("sessions-ready")).not.toHaveText("0");
   await admin.goto(`/admin/cohorts/${cohortId}`);
