@@ -14,6 +14,8 @@ import { byStuckLongest, cohortDashboard, sessionTimeline } from "./dashboard";
 import { readMeminfo } from "./capacity";
 import fs from "node:fs/promises";
 import os from "node:os";
+import { EventBus } from "../events/bus";
+import { WatchRegistry } from "./watchers";
 
 const LAB = "hello-terminal";
 let db: Db;
@@ -239,5 +241,39 @@ describe("audit and capacity helpers", () => {
     expect(await readMeminfo(file)).toEqual({ totalBytes: 24000000 * 1024, availableBytes: 12000000 * 1024 });
     expect(await readMeminfo(file + ".missing")).toBeNull();
     expect((await readMeminfo("/proc/meminfo"))!.totalBytes).toBeGreaterThan(0);
+  });
+});
+
+describe("watch registry", () => {
+  it("counts a watcher once over their three terminals, audits once, ignores the owner, clears on leave", async () => {
+    const owner = await user("watched@x.test");
+    const teacher = await user("watcher@x.test", "instructor");
+    const s = await db.labSession.create({ data: { learnerId: owner.id, labSlug: LAB, provider: "static", state: "ready" } });
+    const bus = new EventBus();
+    const registry = new WatchRegistry({ db, bus });
+    const seen: (readonly string[])[] = [];
+    bus.onWatchers(s.id, (names) => seen.push(names));
+    const ev = (userId: string, machine: string, attached: boolean, mode: "read" | "write" = "read") => registry.onViewer({ sessionId: s.id, machine, mode, userId, attached });
+    ev(owner.id, "node01", true); // the owner's own read view: not watching
+    ev(owner.id, "node01", true, "write");
+    for (const m of ["controlplane", "node01", "node02"]) ev(teacher.id, m, true);
+    await expect.poll(() => registry.watchers(s.id)).toEqual(["watcher"]);
+    ev(teacher.id, "controlplane", false);
+    ev(teacher.id, "node01", false);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(registry.watchers(s.id)).toEqual(["watcher"]);
+    ev(teacher.id, "node02", false);
+    await expect.poll(() => registry.watchers(s.id)).toEqual([]);
+    expect(seen).toEqual([["watcher"], []]);
+    // Attach and leave in the same tick (the attach's lookups still run first): nobody left behind.
+    ev(teacher.id, "node01", true);
+    ev(teacher.id, "node01", false);
+    await expect.poll(() => seen.length).toBe(4);
+    expect(registry.watchers(s.id)).toEqual([]);
+    const audit = await listAudit(db, { targetIds: [s.id] });
+    expect(audit.map((a) => [a.action, a.actorId])).toEqual([
+      ["session.watch", teacher.id],
+      ["session.watch", teacher.id],
+    ]);
   });
 });

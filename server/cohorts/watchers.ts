@@ -24,10 +24,20 @@ export class WatchRegistry {
 
   constructor(private readonly deps: { db: Db; bus: EventBus }) {}
 
+  /** Events of one session are applied in order (an attach's lookups finish before its detach counts). */
+  private readonly chains = new Map<string, Promise<void>>();
+
   /** For the gateway's onViewer hook; never throws. */
   readonly onViewer = (event: ViewerEvent): void => {
     if (event.mode !== "read") return;
-    void this.apply(event).catch((error: Error) => log.error({ err: error.message, sid: event.sessionId }, "watch registry"));
+    const previous = this.chains.get(event.sessionId) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.apply(event))
+      .catch((error: Error) => log.error({ err: error.message, sid: event.sessionId }, "watch registry"));
+    this.chains.set(event.sessionId, next);
+    void next.then(() => {
+      if (this.chains.get(event.sessionId) === next) this.chains.delete(event.sessionId);
+    });
   };
 
   /** Names of the users watching a session now. */
@@ -44,11 +54,14 @@ export class WatchRegistry {
         entry.viewers += 1;
         return;
       }
-      // Placeholder first, so concurrent attaches of the same user count once.
-      const placeholder = { name: "", viewers: 1 };
-      users.set(event.userId, placeholder);
+      // The learner opening their own session read-only is not being watched.
+      const session = await this.deps.db.labSession.findUnique({ where: { id: event.sessionId }, select: { learnerId: true } });
+      if (!session || session.learnerId === event.userId) {
+        if (users.size === 0) this.sessions.delete(event.sessionId);
+        return;
+      }
       const user = await this.deps.db.user.findUnique({ where: { id: event.userId }, select: { name: true } });
-      placeholder.name = user?.name ?? "?";
+      users.set(event.userId, { name: user?.name ?? "?", viewers: 1 });
       await recordAudit(this.deps.db, { actorId: event.userId, action: "session.watch", targetType: "session", targetId: event.sessionId, detail: { machine: event.machine } });
     } else {
       const entry = users?.get(event.userId);
