@@ -54,7 +54,7 @@ it("pre-provisions learner × lab with progress rows, reports NoCapacity by lear
   expect(live[0]!.machines).toHaveLength(3);
   // The cohort's limit was applied: expires ~45 minutes after start.
   expect(live[0]!.expiresAt!.getTime() - started).toBeGreaterThan(44 * 60_000);
-  // Lab setup ran on the machine (a real SSH exec): /root/hello.txt was removed, the shell answers.
+  // The one group of the exclusive provider is held by that session.
   expect(await providerRefsInUse(db, "static")).toEqual(new Set([live[0]!.machines[0]!.providerRef]));
 
   const result = await endCohort({ db, provider: exclusive, terminals: stack.terminals, bus: stack.bus }, cohort.id, admin.id);
