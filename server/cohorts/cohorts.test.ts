@@ -8,7 +8,7 @@ import type { Db } from "../db/client";
 import { LabCatalog } from "../labs/catalog";
 import { startTestDb } from "../testing/test-db";
 import { listAudit, recordAudit } from "./audit";
-import { addMember, cohortMembers, CohortRuleError, createCohort, extendSession, listCohorts, updateCohort } from "./cohorts";
+import { addMember, cohortLimitsFor, cohortMembers, CohortRuleError, createCohort, extendSession, listCohorts, updateCohort } from "./cohorts";
 import { CSV_MAX_BYTES, importCohortCsv, parseCohortCsv } from "./csv-import";
 import { byStuckLongest, cohortDashboard, sessionTimeline } from "./dashboard";
 import { readMeminfo } from "./capacity";
@@ -69,6 +69,21 @@ describe("cohort CRUD", () => {
       [teacher.email, "instructor"],
     ]);
     expect((await listCohorts(db, { instructorId: teacher.id })).map((x) => x.id)).toEqual([c.id]);
+  });
+});
+
+describe("cohort limits for a learner's session", () => {
+  it("come from the newest live cohort that has the lab; none otherwise", async () => {
+    const learner = await user("limits@x.test");
+    expect(await cohortLimitsFor(db, learner.id, LAB)).toBeNull();
+    const old = await createCohort(db, labs, { name: "Old", labs: [LAB], sessionMinutes: 30 }, null);
+    await db.cohortMember.create({ data: { cohortId: old.id, userId: learner.id, role: "learner" } });
+    expect(await cohortLimitsFor(db, learner.id, LAB)).toEqual({ cohortId: old.id, sessionMinutes: 30, idleMinutes: null });
+    const other = await createCohort(db, labs, { name: "No such lab in it", labs: [], sessionMinutes: 5 }, null);
+    await db.cohortMember.create({ data: { cohortId: other.id, userId: learner.id, role: "learner" } });
+    expect((await cohortLimitsFor(db, learner.id, LAB))?.cohortId).toBe(old.id);
+    await db.cohort.update({ where: { id: old.id }, data: { endedAt: new Date() } });
+    expect(await cohortLimitsFor(db, learner.id, LAB)).toBeNull();
   });
 });
 

@@ -284,3 +284,21 @@ export async function extendSession(
     return { expiresAt };
   });
 }
+
+/**
+ * The limits a learner's new session of `labSlug` gets from their cohort: the newest live cohort
+ * (not ended) they learn in that has the lab. Null when none applies (platform defaults).
+ * For the session start (main's startOrResumeSession takes `limitMinutes`).
+ */
+export async function cohortLimitsFor(
+  db: Db,
+  learnerId: string,
+  labSlug: string,
+): Promise<{ cohortId: string; sessionMinutes: number | null; idleMinutes: number | null } | null> {
+  const cohort = await db.cohort.findFirst({
+    where: { endedAt: null, labs: { has: labSlug }, members: { some: { userId: learnerId, role: "learner" } } },
+    orderBy: { createdAt: "desc" },
+    select: { id: true, sessionMinutes: true, idleMinutes: true },
+  });
+  return cohort ? { cohortId: cohort.id, sessionMinutes: cohort.sessionMinutes, idleMinutes: cohort.idleMinutes } : null;
+}
