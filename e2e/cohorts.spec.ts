@@ -58,7 +58,8 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   await expect(admin.locator('[data-testid="csv-problems"] tr[data-line="3"]')).toHaveAttribute("data-code", "email");
   await expect(admin.locator('[data-testid="csv-problems"] tr[data-line="4"]')).toHaveAttribute("data-code", "invited");
 
-  const instructorContext = await browser.newContext();
+  // Large enough for the whole dashboard in the screenshot.
+  const instructorContext = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   const instructorEmail = await signInNewUser(instructorContext, baseURL!, "instructor");
   await admin.getByTestId("assign-form").getByLabel("講師ロールのアカウントのメールアドレス").fill(instructorEmail);
   await admin.getByTestId("assign-form").getByRole("button", { name: "割り当て" }).click();

@@ -143,7 +143,7 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
       )}
 
       {data.steps.length > 0 && data.learners.length > 0 && (
-        <div className="mt-8 grid gap-6 lg:grid-cols-2">
+        <div className="mt-8 grid items-start gap-6 lg:grid-cols-2">
           <section className="rounded-lg border border-slate-200 bg-white p-4" data-testid="funnel">
             <h2 className="text-sm font-semibold">{t("funnel")}</h2>
             <Funnel steps={data.steps} counts={data.funnel} total={data.learners.length} />

@@ -16,7 +16,9 @@ export function formatDuration(seconds: number): string {
 /** Height of one funnel bar and the gap under it, in SVG units (px). */
 const BAR = 18;
 const GAP = 6;
-const LABEL_WIDTH = 180;
+const LABEL_WIDTH = 200;
+/** Characters of a step title shown beside its bar (Japanese characters are wide: ~12 px at 11 px type). */
+const LABEL_CHARS = 14;
 const CHART_WIDTH = 520;
 
 export function Funnel({ steps, counts, total }: { steps: Dashboard["steps"]; counts: number[]; total: number }) {
@@ -30,8 +32,9 @@ export function Funnel({ steps, counts, total }: { steps: Dashboard["steps"]; co
         const y = i * (BAR + GAP);
         return (
           <g key={s.id} data-step={s.id} data-count={n}>
+            <title>{`${s.title}: ${n}/${total}`}</title>
             <text x={0} y={y + BAR - 5} fontSize={11} fill="#334155">
-              {`${i + 1}. ${s.title.length > 24 ? `${s.title.slice(0, 23)}…` : s.title}`}
+              {`${i + 1}. ${s.title.length > LABEL_CHARS ? `${s.title.slice(0, LABEL_CHARS - 1)}…` : s.title}`}
             </text>
             <rect x={LABEL_WIDTH} y={y} width={barWidth} height={BAR} rx={3} fill="#e2e8f0" />
             <rect x={LABEL_WIDTH} y={y} width={w} height={BAR} rx={3} fill="#10b981" />
