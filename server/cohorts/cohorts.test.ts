@@ -133,6 +133,18 @@ describe("CSV import", () => {
     ]);
   });
 
+  it("imports the largest file allowed (2,000 rows) in one transaction", async () => {
+    const c = await createCohort(db, labs, { name: "Max" }, null);
+    const csv = Array.from({ length: 2000 }, (_, i) => `max${i}@x.test,Max ${i}`).join("\n");
+    const started = performance.now();
+    const report = await importCohortCsv(db, c.id, csv, null, link);
+    const ms = performance.now() - started;
+    console.log(`CSV import: 2000 rows (${Buffer.byteLength(csv)} bytes) in ${ms.toFixed(0)} ms`);
+    expect(report.invited).toHaveLength(2000);
+    expect(await db.invitation.count({ where: { cohortId: c.id } })).toBe(2000);
+    expect(parseCohortCsv(csv + "\nextra@x.test,Extra").problems.map((p) => p.code)).toEqual(["tooManyRows"]);
+  });
+
   it("a file that does not parse (unclosed quote) writes nothing and names the line", async () => {
     const c = await createCohort(db, labs, { name: "Broken" }, null);
     const report = await importCohortCsv(db, c.id, 'a@x.test,Ann\nb@x.test,"Bob\n', null, link);

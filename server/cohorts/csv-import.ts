@@ -17,6 +17,11 @@ import { CohortRuleError, getCohortOrThrow } from "./cohorts";
 export const CSV_MAX_BYTES = 256 * 1024;
 /** Most data rows in one import (a class is tens of people; this leaves room for a whole school). */
 export const CSV_MAX_ROWS = 2_000;
+/**
+ * Time the import's transaction may take, in ms: Prisma's default (5 s) is too short for the
+ * largest file on a loaded machine (2,000 rows measured 5 s with the CPU shared by QEMU guests).
+ */
+const IMPORT_TRANSACTION_TIMEOUT_MS = 60_000;
 /** Random bytes in an invitation token (same as server/auth/invitations.ts: 43 base64url characters). */
 const TOKEN_BYTES = 32;
 
@@ -144,7 +149,7 @@ export async function importCohortCsv(
       await recordAudit(tx, { actorId, action: "cohort.import", targetType: "cohort", targetId: cohortId, detail: { invited: toInvite.length, problems: problems.length } });
     }
     return { invited: toInvite.map(({ token, ...r }) => ({ ...r, url: linkFor(token) })), problems, rows };
-  });
+  }, { timeout: IMPORT_TRANSACTION_TIMEOUT_MS });
 }
 
 function isHeader(record: string[]): boolean {
