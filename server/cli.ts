@@ -3,6 +3,7 @@
  *   labs validate                      check every lab under LABDECK_LABS_DIR (or --labs-dir)
  *   labs test <slug> [--machines M]    prove each step on real machines (M: qemu | netns | hosts:<file>)
  *   image build|list, session up|down|list   the local QEMU machines (server/machines/qemu/cli.ts)
+ *   users invite --email E --role R    an invitation link (server/auth/cli.ts)
  * Exit codes: 0 ok, 1 the command found problems or failed, 2 bad command line.
  */
 import fs from "node:fs/promises";
@@ -24,6 +25,7 @@ const USAGE = `usage:
   labdeck labs validate [--labs-dir DIR]
   labdeck labs test <slug> [--labs-dir DIR] [--machines qemu|netns|hosts:<file>]
   labdeck image build|list ...       labdeck session up|down|list ...   (QEMU; see --help of each)
+  labdeck users invite --email <address> --role learner|instructor|admin [--days N]
 
   --machines qemu          fresh local QEMU VMs from the built image (real kernels; reboots work)
   --machines netns         three throw-away sshd hosts in network namespaces (default; they share
@@ -41,6 +43,15 @@ const Options = z.object({
 });
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "users") {
+    const { runUsersCli, UsersUsageError } = await import("./auth/cli");
+    try {
+      return await runUsersCli(argv);
+    } catch (error) {
+      if (error instanceof UsersUsageError) throw new UsageError(error.message);
+      throw error;
+    }
+  }
   if (argv[0] === "image" || argv[0] === "session") {
     const { runQemuCli } = await import("./machines/qemu/cli");
     await runQemuCli(argv);

@@ -12,7 +12,6 @@ import { sessionErrorText, sessionTokens } from "@/components/terminal/session-t
 import { StepPanel, type StepText } from "./StepPanel";
 import { useProgress } from "./useProgress";
 
-
 /** Wait before asking for the lab session again after it could not start, in ms. */
 const SESSION_RETRY_MS = 5_000;
 

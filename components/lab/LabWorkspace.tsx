@@ -23,7 +23,6 @@ export type LabWorkspaceLab = {
   machines: string[];
 };
 
-
 export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
   const t = useTranslations("lab");
   const { lab, lessonMarkdown, steps } = props;

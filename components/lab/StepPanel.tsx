@@ -28,7 +28,6 @@ export type StepText = {
   textMarkdown: string;
 };
 
-
 /** A step's heading counts as in view when this much of it shows, in CSS pixels (about its height). */
 const STEP_HEADING_PX = 64;
 /** Room left above a step scrolled into view, in CSS pixels. */

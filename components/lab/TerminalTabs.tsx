@@ -9,7 +9,6 @@ import { useTranslations } from "next-intl";
 import { useId, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
 
-
 export function TerminalTabs(props: {
   slug: string;
   machines: readonly string[];

