@@ -9,6 +9,8 @@ import { createAuth } from "./server/auth/auth";
 import { terminalAuthorizer } from "./server/auth/terminal-access";
 import { ensureFirstAdmin } from "./server/auth/users";
 import { parseEnv, publicUrl } from "./server/config";
+import { failInterruptedProvisionJobs } from "./server/cohorts/provision";
+import { WatchRegistry } from "./server/cohorts/watchers";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { LabCatalog } from "./server/labs/catalog";
@@ -51,7 +53,10 @@ async function main(): Promise<void> {
   const bus = new EventBus();
   const grader = new Grader({ db, labs, pool, bus, log });
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
-  setServices({ env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper });
+  const watchers = new WatchRegistry({ db, bus });
+  const interrupted = await failInterruptedProvisionJobs(db);
+  if (interrupted > 0) log.warn({ jobs: interrupted }, "pre-provisioning jobs cut short by the last stop were marked failed");
+  setServices({ env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers });
   grader.start();
   sweeper.start();
 
@@ -69,6 +74,7 @@ async function main(): Promise<void> {
     onEnter: (sessionId) => grader.nudge(sessionId),
     onInput: (sessionId) => sweeper.activity(sessionId),
     authorize: terminalAuthorizer(auth, db),
+    onViewer: watchers.onViewer,
   });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;

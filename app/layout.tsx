@@ -16,6 +16,7 @@ export async function generateMetadata(): Promise<Metadata> {
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const locale = await getLocale();
   const t = await getTranslations("common");
+  const nav = await getTranslations("nav");
   const user = await pageUserOrNull();
   return (
     <html lang={locale}>
@@ -30,6 +31,16 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
               {user?.role === "admin" && (
                 <Link href="/admin/invitations" className="text-xs text-slate-600 hover:text-sky-700">
                   {t("admin")}
+                </Link>
+              )}
+              {(user?.role === "admin" || user?.role === "instructor") && (
+                <Link href={user.role === "admin" ? "/admin/cohorts" : "/cohorts"} className="text-xs text-slate-600 hover:text-sky-700" data-testid="nav-cohorts">
+                  {nav("cohorts")}
+                </Link>
+              )}
+              {user?.role === "admin" && (
+                <Link href="/admin/capacity" className="text-xs text-slate-600 hover:text-sky-700">
+                  {nav("capacity")}
                 </Link>
               )}
               {user && (

@@ -3,6 +3,7 @@
  * own module graph, so they reach these through globalThis (getServices) rather than by import.
  */
 import type { Auth } from "./auth/auth";
+import type { WatchRegistry } from "./cohorts/watchers";
 import type { Env } from "./config";
 import type { Db } from "./db/client";
 import type { EventBus } from "./events/bus";
@@ -29,6 +30,8 @@ export interface Services {
   grader: Grader;
   /** Session expiry and idle suspension; learner activity goes here. */
   sweeper: SessionSweeper;
+  /** Who watches which session's terminals read-only (cohort dashboards; learner's notice). */
+  watchers: WatchRegistry;
 }
 
 const KEY = Symbol.for("labdeck.services");

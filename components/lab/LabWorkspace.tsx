@@ -14,6 +14,7 @@ import { MachineSwitchProvider, type MachineSwitch } from "./active-machine";
 import { LabGuide } from "./LabGuide";
 import type { StepText } from "./StepPanel";
 import { TerminalTabs } from "./TerminalTabs";
+import { WatchNotice } from "./WatchNotice";
 
 /** What the lab view needs to know about a lab; plain data, passed from the server page. */
 export type LabWorkspaceLab = {
@@ -35,6 +36,9 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
             ← {t("back")}
           </Link>
           <h1 className="truncate text-sm font-semibold">{lab.title}</h1>
+          <div className="ml-auto">
+            <WatchNotice slug={lab.slug} />
+          </div>
         </div>
         <div className="min-h-0 flex-1">
           <Group orientation="horizontal" id="lab-workspace">

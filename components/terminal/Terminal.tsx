@@ -14,8 +14,21 @@ import { registerTerminal } from "./terminal-registry";
 /** Lines of scrollback xterm keeps in the browser. */
 const SCROLLBACK_LINES = 5_000;
 
-export function Terminal(props: { slug: string; machine: string; active: boolean }) {
-  const { slug, machine, active } = props;
+export function Terminal(props: {
+  slug: string;
+  machine: string;
+  active: boolean;
+  /**
+   * Where tokens come from; default: the learner's own session of `slug` (write tokens). The
+   * instructor's watch view passes read-only tokens of the learner's session.
+   */
+  tokenSource?: (fresh: boolean) => Promise<Map<string, string>>;
+  /** Keystrokes are not sent (the watch view); the gateway refuses read viewers' input anyway. */
+  readOnly?: boolean;
+}) {
+  const { slug, machine, active, readOnly = false } = props;
+  const tokenSourceRef = useRef(props.tokenSource);
+  tokenSourceRef.current = props.tokenSource;
   const hostRef = useRef<HTMLDivElement>(null);
   const fitRef = useRef<(() => void) | null>(null);
   const [status, setStatus] = useState<ConnectionStatus>("connecting");
@@ -41,7 +54,8 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
       const term = new XTerm({
         scrollback: SCROLLBACK_LINES,
         allowProposedApi: true, // for the unicode11 addon: East Asian wide characters take two cells
-        cursorBlink: true,
+        cursorBlink: !readOnly,
+        disableStdin: readOnly,
         fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
         fontSize: 14,
         // xterm's DOM renderer clips each row at the cell height, and DejaVu Sans Mono draws "_"
@@ -65,9 +79,14 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
       const connection = new TerminalConnection(
         machine,
         async (fresh) => {
-          const { tokens } = await sessionTokens(slug, fresh).catch((error: unknown) => {
-            throw new Error(sessionErrorText(error, tRef.current));
-          });
+          const source = tokenSourceRef.current;
+          const tokens = source
+            ? await source(fresh)
+            : (
+                await sessionTokens(slug, fresh).catch((error: unknown) => {
+                  throw new Error(sessionErrorText(error, tRef.current));
+                })
+              ).tokens;
           const token = tokens.get(machine);
           if (!token) throw new Error(tRef.current("noMachine", { machine }));
           return token;
@@ -127,7 +146,7 @@ export function Terminal(props: { slug: string; machine: string; active: boolean
       disposed = true;
       cleanup();
     };
-  }, [slug, machine]);
+  }, [slug, machine, readOnly]);
 
   useEffect(() => {
     if (active) fitRef.current?.();

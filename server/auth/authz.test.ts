@@ -25,6 +25,18 @@ import * as tokensRoute from "@/app/api/sessions/[id]/terminal-tokens/route";
 import * as invitationsRoute from "@/app/api/invitations/route";
 import * as acceptRoute from "@/app/api/invitations/accept/route";
 import * as authRoute from "@/app/api/auth/[...all]/route";
+import * as cohortsRoute from "@/app/api/cohorts/route";
+import * as cohortRoute from "@/app/api/cohorts/[id]/route";
+import * as cohortMembersRoute from "@/app/api/cohorts/[id]/members/route";
+import * as cohortInvitationsRoute from "@/app/api/cohorts/[id]/invitations/route";
+import * as cohortImportRoute from "@/app/api/cohorts/[id]/import/route";
+import * as cohortEndRoute from "@/app/api/cohorts/[id]/end/route";
+import * as cohortProvisionRoute from "@/app/api/cohorts/[id]/provision/route";
+import * as cohortDashboardRoute from "@/app/api/cohorts/[id]/dashboard/route";
+import * as cohortEventsRoute from "@/app/api/cohorts/[id]/events/route";
+import * as timelineRoute from "@/app/api/sessions/[id]/timeline/route";
+import * as extendRoute from "@/app/api/sessions/[id]/extend/route";
+import * as capacityRoute from "@/app/api/capacity/route";
 
 const BASE = "http://127.0.0.1";
 const PASSWORD = "correct horse battery";
@@ -37,6 +49,11 @@ let stack: TestStack;
 const users = {} as Record<Exclude<Actor, "anonymous">, UserView>;
 const cookies = {} as Record<Actor, string>;
 let sessionId: string;
+/** The cohort of the owner and cohortInstructor (otherLearner and otherInstructor are in another). */
+let cohortId: string;
+/** A cohort that the "end cohort" row ends (its own learner and session, so the rest stays live). */
+let endableCohortId: string;
+let endableSessionId: string;
 
 function request(actor: Actor, path: string, init: RequestInit = {}): Request {
   const headers = new Headers(init.headers);
@@ -66,7 +83,8 @@ beforeAll(async () => {
   users.cohortInstructor = await make("cohortInstructor", "instructor");
   users.otherInstructor = await make("otherInstructor", "instructor");
   users.admin = await make("admin", "admin");
-  const cohort = await stack.db.cohort.create({ data: { name: "CKA 1" } });
+  const cohort = await stack.db.cohort.create({ data: { name: "CKA 1", labs: [LAB] } });
+  cohortId = cohort.id;
   const otherCohort = await stack.db.cohort.create({ data: { name: "CKA 2" } });
   await stack.db.cohortMember.createMany({
     data: [
@@ -79,6 +97,12 @@ beforeAll(async () => {
   cookies.anonymous = "";
   for (const actor of ACTORS) if (actor !== "anonymous") cookies[actor] = await signIn(users[actor].email);
   sessionId = await stack.startSession(users.owner.id, LAB);
+  await stack.db.labSession.update({ where: { id: sessionId }, data: { expiresAt: new Date(Date.now() + 60 * 60_000) } });
+  const ender = await make("ender", "learner");
+  const endable = await stack.db.cohort.create({ data: { name: "CKA end", labs: [LAB] } });
+  endableCohortId = endable.id;
+  await stack.db.cohortMember.create({ data: { cohortId: endable.id, userId: ender.id, role: "learner" } });
+  endableSessionId = await stack.startSession(ender.id, LAB);
 }, 180_000);
 
 afterAll(async () => {
@@ -91,6 +115,8 @@ const WATCHABLE: Expect = { anonymous: 401, owner: 200, otherLearner: 404, cohor
 /** The owner's actions: watchers see the session but may not act (403); strangers do not see it (404). */
 const OWNER_ONLY: Expect = { anonymous: 401, owner: 200, otherLearner: 404, cohortInstructor: 403, otherInstructor: 404, admin: 403 };
 const ADMIN_ONLY: Expect = { anonymous: 401, owner: 403, otherLearner: 403, cohortInstructor: 403, otherInstructor: 403, admin: 200 };
+/** Admins, and instructors of the cohort; other instructors do not see it (404), learners are refused (403). */
+const COHORT_VIEW: Expect = { anonymous: 401, owner: 403, otherLearner: 403, cohortInstructor: 200, otherInstructor: 404, admin: 200 };
 const SIGNED_IN: Expect = { anonymous: 401, owner: 200, otherLearner: 200, cohortInstructor: 200, otherInstructor: 200, admin: 200 };
 
 const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Response>; works?: (actor: Actor, res: Response) => Promise<void> }[] = [
@@ -180,6 +206,148 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
         {},
       ),
     works: async (_a, res) => expect(((await res.json()) as { url: string }).url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/),
+  },
+  {
+    name: "GET /api/cohorts",
+    expect: { ...COHORT_VIEW, otherInstructor: 200 },
+    call: (a) => cohortsRoute.GET(request(a, "/api/cohorts"), {}),
+    works: async (actor, res) => {
+      const ids = ((await res.json()) as { cohorts: { id: string }[] }).cohorts.map((c) => c.id);
+      expect(ids.includes(cohortId)).toBe(actor !== "otherInstructor");
+    },
+  },
+  {
+    name: "POST /api/cohorts",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) => cohortsRoute.POST(request(a, "/api/cohorts", { method: "POST", body: JSON.stringify({ name: `New ${a}`, labs: [LAB], sessionMinutes: 90 }) }), {}),
+    works: async (_a, res) => expect(((await res.json()) as { cohort: { sessionMinutes: number } }).cohort.sessionMinutes).toBe(90),
+  },
+  {
+    name: "GET /api/cohorts/:id",
+    expect: COHORT_VIEW,
+    call: (a) => cohortRoute.GET(request(a, `/api/cohorts/${cohortId}`), params({ id: cohortId })),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { members: { email: string }[] };
+      expect(body.members.map((m) => m.email)).toContain(users.owner.email);
+    },
+  },
+  {
+    name: "PUT /api/cohorts/:id",
+    expect: ADMIN_ONLY,
+    call: (a) => cohortRoute.PUT(request(a, `/api/cohorts/${cohortId}`, { method: "PUT", body: JSON.stringify({ name: "CKA 1", labs: [LAB], idleMinutes: 20 }) }), params({ id: cohortId })),
+    works: async (_a, res) => expect(((await res.json()) as { cohort: { idleMinutes: number } }).cohort.idleMinutes).toBe(20),
+  },
+  {
+    name: "POST /api/cohorts/:id/members (assign instructor)",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      cohortMembersRoute.POST(request(a, `/api/cohorts/${cohortId}/members`, { method: "POST", body: JSON.stringify({ email: users.cohortInstructor.email, role: "instructor" }) }), params({ id: cohortId })),
+    works: async (_a, res) => expect(((await res.json()) as { member: { role: string } }).member.role).toBe("instructor"),
+  },
+  {
+    name: "POST /api/cohorts/:id/invitations",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      cohortInvitationsRoute.POST(request(a, `/api/cohorts/${cohortId}/invitations`, { method: "POST", body: JSON.stringify({ email: `c-${a}@example.test` }) }), params({ id: cohortId })),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { invitation: { cohortId: string; role: string }; url: string };
+      expect(body.invitation).toMatchObject({ cohortId, role: "learner" });
+      expect(body.url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
+    },
+  },
+  {
+    name: "POST /api/cohorts/:id/import (CSV)",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      cohortImportRoute.POST(
+        request(a, `/api/cohorts/${cohortId}/import`, { method: "POST", headers: { "content-type": "text/csv" }, body: `email,name\ncsv-${a}@example.test,CSV ${a}\nbad,row\n` }),
+        params({ id: cohortId }),
+      ),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { invited: { email: string }[]; problems: { line: number; code: string }[] };
+      expect(body.invited.map((r) => r.email)).toEqual(["csv-admin@example.test"]);
+      expect(body.problems).toEqual([expect.objectContaining({ line: 3, code: "email" })]);
+    },
+  },
+  {
+    name: "GET /api/cohorts/:id/provision",
+    expect: ADMIN_ONLY,
+    call: (a) => cohortProvisionRoute.GET(request(a, `/api/cohorts/${cohortId}/provision`), params({ id: cohortId })),
+  },
+  {
+    name: "POST /api/cohorts/:id/provision (pre-provision every learner × lab)",
+    expect: { ...ADMIN_ONLY, admin: 202 },
+    call: (a) => cohortProvisionRoute.POST(request(a, `/api/cohorts/${cohortId}/provision`, { method: "POST" }), params({ id: cohortId })),
+    works: async (_a, res) => {
+      const { job } = (await res.json()) as { job: { id: string; total: number } };
+      expect(job.total).toBe(1); // the owner × hello-terminal
+      await expect
+        .poll(async () => (await stack.db.provisionJob.findUniqueOrThrow({ where: { id: job.id } })).state, { timeout: 60_000 })
+        .toBe("done");
+      const row = await stack.db.provisionJob.findUniqueOrThrow({ where: { id: job.id } });
+      expect([row.succeeded, row.failed]).toEqual([1, 0]);
+    },
+  },
+  {
+    name: "GET /api/cohorts/:id/dashboard",
+    expect: COHORT_VIEW,
+    call: (a) => cohortDashboardRoute.GET(request(a, `/api/cohorts/${cohortId}/dashboard`), params({ id: cohortId })),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { learners: { userId: string; sessionId: string }[]; steps: unknown[] };
+      expect(body.learners.map((l) => [l.userId, l.sessionId])).toEqual([[users.owner.id, sessionId]]);
+      expect(body.steps.length).toBeGreaterThan(0);
+    },
+  },
+  {
+    name: "GET /api/cohorts/:id/events (SSE)",
+    expect: COHORT_VIEW,
+    call: async (a) => {
+      const controller = new AbortController();
+      const res = await cohortEventsRoute.GET(request(a, `/api/cohorts/${cohortId}/events`, { signal: controller.signal }), params({ id: cohortId }));
+      if (res.status !== 200) return res;
+      const reader = res.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      await reader.cancel();
+      return new Response(first, { status: 200 });
+    },
+    works: async (_a, res) => expect(await res.text()).toMatch(/^event: hello\n/),
+  },
+  {
+    name: "GET /api/sessions/:id/timeline",
+    expect: WATCHABLE,
+    call: (a) => timelineRoute.GET(request(a, `/api/sessions/${sessionId}/timeline`), params({ id: sessionId })),
+    works: async (_a, res) => expect(Array.isArray(((await res.json()) as { runs: unknown[] }).runs)).toBe(true),
+  },
+  {
+    name: "POST /api/sessions/:id/extend",
+    expect: ADMIN_ONLY,
+    call: (a) => extendRoute.POST(request(a, `/api/sessions/${sessionId}/extend`, { method: "POST", body: JSON.stringify({ minutes: 10 }) }), params({ id: sessionId })),
+    works: async (_a, res) => expect(Date.parse(((await res.json()) as { expiresAt: string }).expiresAt)).toBeGreaterThan(Date.now() + 65 * 60_000),
+  },
+  {
+    name: "GET /api/capacity",
+    expect: ADMIN_ONLY,
+    call: (a) => capacityRoute.GET(request(a, "/api/capacity"), {}),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { provider: string; sessions: { ready: number }; machines: number; memory: { totalBytes: number } };
+      expect(body.provider).toBe("static");
+      expect(body.sessions.ready).toBeGreaterThanOrEqual(2);
+      expect(body.machines).toBeGreaterThanOrEqual(6);
+      expect(body.memory.totalBytes).toBeGreaterThan(0);
+    },
+  },
+  {
+    name: "POST /api/cohorts/:id/end (sessions ended, machines released)",
+    expect: ADMIN_ONLY,
+    call: (a) => cohortEndRoute.POST(request(a, `/api/cohorts/${endableCohortId}/end`, { method: "POST" }), params({ id: endableCohortId })),
+    works: async (_a, res) => {
+      expect(((await res.json()) as { ended: string[] }).ended).toEqual([endableSessionId]);
+      const s = await stack.db.labSession.findUniqueOrThrow({ where: { id: endableSessionId } });
+      expect([s.state, s.endReason]).toEqual(["ended", "admin"]);
+      expect((await stack.db.cohort.findUniqueOrThrow({ where: { id: endableCohortId } })).endedAt).not.toBeNull();
+      expect(await stack.db.auditLog.count({ where: { action: "cohort.end", targetId: endableCohortId } })).toBe(1);
+    },
   },
 ];
 
@@ -318,6 +486,34 @@ describe("terminal socket × actors", () => {
     owner.input("echo watched-$((40+2))\r");
     await watcher.waitForText("watched-42");
     await Promise.all([owner.close(), watcher.close()]);
+  });
+
+  it("a watcher is announced to the learner (session events) and audited; leaving clears the notice", async () => {
+    const seen: (readonly string[])[] = [];
+    const off = stack.bus.onWatchers(sessionId, (names) => seen.push(names));
+    const before = await stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } });
+    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("cohortInstructor", "read") }, { cookie: cookies.cohortInstructor });
+    await watcher.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
+    await expect.poll(() => stack.watchers.watchers(sessionId)).toEqual(["cohortInstructor"]);
+    await expect.poll(() => seen.at(-1)).toEqual(["cohortInstructor"]);
+    await watcher.close();
+    await expect.poll(() => seen.at(-1)).toEqual([]);
+    off();
+    expect(await stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } })).toBe(before + 1);
+  });
+
+  it("the cohort's event stream tells the dashboard when a learner's session changes (and not for other cohorts)", async () => {
+    const controller = new AbortController();
+    const res = await cohortEventsRoute.GET(request("cohortInstructor", `/api/cohorts/${cohortId}/events`, { signal: controller.signal }), params({ id: cohortId }));
+    const reader = res.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    stack.bus.publishSessionChange(endableSessionId); // another cohort's session: not told
+    stack.bus.publishSessionChange(sessionId);
+    while (!text.includes("event: changed")) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).toContain(`"sessionId":"${sessionId}"`);
+    expect(text).not.toContain(endableSessionId);
+    controller.abort();
+    await reader.cancel();
   });
 
   it("a socket from another origin is refused at the upgrade", async () => {

@@ -16,6 +16,32 @@ export class EventBus {
 
   publishProgress(progress: Progress): void {
     this.emitter.emit(`progress:${progress.sessionId}`, progress);
+    this.emitter.emit("session-change", progress.sessionId);
+  }
+
+  /**
+   * Something an instructor sees about a session changed without changing the learner's
+   * Progress (a failing background check, a session started or ended, time extended).
+   */
+  publishSessionChange(sessionId: string): void {
+    this.emitter.emit("session-change", sessionId);
+  }
+
+  /** Calls `listener` with the id of every session whose dashboard view changed (cohort dashboards). */
+  onAnySessionChange(listener: (sessionId: string) => void): () => void {
+    this.emitter.on("session-change", listener);
+    return () => this.emitter.off("session-change", listener);
+  }
+
+  /** Who is watching a session's terminals read-only now (names), for the learner's notice. */
+  publishWatchers(sessionId: string, watchers: readonly string[]): void {
+    this.emitter.emit(`watchers:${sessionId}`, watchers);
+  }
+
+  onWatchers(sessionId: string, listener: (watchers: readonly string[]) => void): () => void {
+    const name = `watchers:${sessionId}`;
+    this.emitter.on(name, listener);
+    return () => this.emitter.off(name, listener);
   }
 
   /** Calls `listener` with every progress change of a session; returns the unsubscribe function. */

@@ -47,6 +47,8 @@ export interface GatewayDeps {
    * allow, or the close code (4401 not signed in, 4403 not allowed) and reason.
    */
   authorize: TerminalAuthorizer;
+  /** A viewer attached to or left a terminal (instructors' read-only watching is shown to the learner and audited). */
+  onViewer?: (event: { sessionId: string; machine: string; mode: "write" | "read"; userId: string; attached: boolean }) => void;
 }
 
 export type TerminalAuthorizer = (request: IncomingMessage, claims: TerminalClaims) => Promise<{ code: number; reason: string } | null>;
@@ -132,6 +134,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   let viewer: SocketViewer | null = null;
   let sessionId: string | undefined;
   let alive = true;
+  let attachedAs: { sessionId: string; machine: string; mode: "write" | "read"; userId: string } | null = null;
 
   const close = (code: number, reason: string) => {
     log.info({ remote, code, reason }, "terminal socket closed by gateway");
@@ -203,6 +206,8 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         terminal.attach(v, message.offset, { cols: message.cols, rows: message.rows });
         for (const m of early ?? []) apply(m);
         early = null;
+        attachedAs = { sessionId: claims.sid, machine: claims.m, mode: claims.mode, userId: claims.sub };
+        deps.onViewer?.({ ...attachedAs, attached: true });
       })
       .catch((error: Error) => {
         log.error({ err: error.message, sid: claims.sid }, "terminal attach failed");
@@ -214,6 +219,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
     clearTimeout(helloTimer);
     clearInterval(pingTimer);
     if (viewer) viewer.terminal?.detach(viewer);
+    if (attachedAs) deps.onViewer?.({ ...attachedAs, attached: false });
   });
   ws.on("error", (error) => log.warn({ remote, err: error.message }, "terminal socket error"));
 }

@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { createAuth, type Auth } from "../auth/auth";
 import { terminalAuthorizer } from "../auth/terminal-access";
+import { WatchRegistry } from "../cohorts/watchers";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
 import { Grader, type GraderOptions } from "../grader/grader";
@@ -49,6 +50,7 @@ export interface Stack {
   grader: Grader;
   /** Not started; tests call sweep() with the time they want. Terminal input reaches activity(). */
   sweeper: SessionSweeper;
+  watchers: WatchRegistry;
   /**
    * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
    * directory gets its setup run; any other slug just gets the three machines.
@@ -156,7 +158,9 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     cleanups.push(async () => grader.stop());
     const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
     cleanups.push(async () => sweeper.stop());
+    const watchers = new WatchRegistry({ db, bus });
     const gateway = terminalUpgrade({
+      onViewer: watchers.onViewer,
       secret,
       terminals,
       log,
@@ -190,6 +194,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       bus,
       grader,
       sweeper,
+      watchers,
       async startSession(learnerId, slug = "test-lab") {
         const lab = await labs.get(slug).catch(() => null);
         const session = await startOrResumeSession(

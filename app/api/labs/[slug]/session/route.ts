@@ -4,6 +4,7 @@
  */
 import { refuseUnbuiltImage } from "@/server/labs/image-status";
 import { requireUser } from "@/server/auth/guard";
+import { cohortLimitsFor } from "@/server/cohorts/cohorts";
 import { apiError, apiRoute } from "@/server/http/route";
 import { runLabSetup } from "@/server/labs/setup";
 import { log } from "@/server/log";
@@ -20,11 +21,13 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   if (!lab) return apiError(request, 404, "noSuchLab");
   const refusal = await refuseUnbuiltImage(services, lab);
   if (refusal) return Response.json(refusal, { status: 503 });
+  // A cohort's time limit for its labs, else the platform's.
+  const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
   try {
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: services.env.LABDECK_SESSION_MINUTES },
+      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );
     return Response.json({

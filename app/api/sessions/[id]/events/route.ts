@@ -1,6 +1,8 @@
 /**
  * GET /api/sessions/:id/events — Server-Sent Events: `progress` with the full Progress whenever it
- * changes, first once on connect. For the session's owner and its watchers. A comment line every KEEPALIVE_MS keeps proxies from closing it.
+ * changes, first once on connect; `watchers` with the names of who watches its terminals read-only
+ * (on connect and on every change), so the learner sees they are being watched. For the
+ * session's owner and its watchers. A comment line every KEEPALIVE_MS keeps proxies from closing it.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
@@ -27,7 +29,19 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
           cleanup(); // the stream is closed
         }
       };
-      const unsubscribe = services.bus.onProgress(id, send);
+      const sendWatchers = (names: readonly string[]) => {
+        try {
+          controller.enqueue(encoder.encode(`event: watchers\ndata: ${JSON.stringify({ watchers: names })}\n\n`));
+        } catch {
+          cleanup();
+        }
+      };
+      const unsubscribeProgress = services.bus.onProgress(id, send);
+      const unsubscribeWatchers = services.bus.onWatchers(id, sendWatchers);
+      const unsubscribe = () => {
+        unsubscribeProgress();
+        unsubscribeWatchers();
+      };
       const keepalive = setInterval(() => {
         try {
           controller.enqueue(encoder.encode(": keepalive\n\n"));
@@ -48,6 +62,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
         }
       });
       send(await services.grader.progress(id));
+      sendWatchers(services.watchers.watchers(id));
     },
     cancel() {
       cleanup();

@@ -1,0 +1,107 @@
+"use client";
+/** Create (POST /api/cohorts) or edit (PUT /api/cohorts/:id) a cohort: name, dates, labs, limits. */
+import { useTranslations } from "next-intl";
+import { useRouter } from "next/navigation";
+import { useState } from "react";
+import { callApi } from "@/components/cohorts/api";
+
+export interface CohortFormValues {
+  id?: string;
+  name: string;
+  startsAt: string | null;
+  endsAt: string | null;
+  labs: string[];
+  sessionMinutes: number | null;
+  idleMinutes: number | null;
+}
+
+/** An ISO time as the value of a datetime-local input (the browser's time zone). */
+function toLocalInput(iso: string | null): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug: string; title: string }[]; disabled?: boolean }) {
+  const t = useTranslations("cohorts");
+  const router = useRouter();
+  const { initial, catalog } = props;
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  return (
+    <form
+      data-testid="cohort-form"
+      className="mt-4 grid gap-3 rounded-lg border border-slate-200 bg-white p-4 sm:grid-cols-2"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const form = new FormData(e.currentTarget);
+        const when = (key: string) => {
+          const v = String(form.get(key) ?? "");
+          return v ? new Date(v).toISOString() : null;
+        };
+        const body = {
+          name: form.get("name"),
+          startsAt: when("startsAt"),
+          endsAt: when("endsAt"),
+          labs: form.getAll("labs"),
+          sessionMinutes: form.get("sessionMinutes") || null,
+          idleMinutes: form.get("idleMinutes") || null,
+        };
+        setBusy(true);
+        setMessage(null);
+        const res = initial?.id
+          ? await callApi<{ cohort: { id: string } }>(`/api/cohorts/${initial.id}`, { method: "PUT", json: body })
+          : await callApi<{ cohort: { id: string } }>("/api/cohorts", { method: "POST", json: body });
+        setBusy(false);
+        if (!res.ok || !res.body) return setMessage({ ok: false, text: res.error ?? t("failed") });
+        if (initial?.id) {
+          setMessage({ ok: true, text: t("saved") });
+          router.refresh();
+        } else router.push(`/admin/cohorts/${res.body.cohort.id}`);
+      }}
+    >
+      <label className="text-sm sm:col-span-2">
+        {t("name")}
+        <input name="name" required maxLength={100} defaultValue={initial?.name} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+      </label>
+      <label className="text-sm">
+        {t("startsAt")}
+        <input name="startsAt" type="datetime-local" defaultValue={toLocalInput(initial?.startsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+      </label>
+      <label className="text-sm">
+        {t("endsAt")}
+        <input name="endsAt" type="datetime-local" defaultValue={toLocalInput(initial?.endsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+      </label>
+      <label className="text-sm">
+        {t("sessionMinutes")}
+        <input name="sessionMinutes" type="number" min={1} max={1440} defaultValue={initial?.sessionMinutes ?? ""} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+      </label>
+      <label className="text-sm">
+        {t("idleMinutes")}
+        <input name="idleMinutes" type="number" min={1} max={1440} defaultValue={initial?.idleMinutes ?? ""} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+      </label>
+      <fieldset className="text-sm sm:col-span-2">
+        <legend>{t("labs")}</legend>
+        <div className="mt-1 flex flex-wrap gap-3">
+          {catalog.map((lab) => (
+            <label key={lab.slug} className="flex items-center gap-1.5 rounded border border-slate-200 px-2 py-1">
+              <input type="checkbox" name="labs" value={lab.slug} defaultChecked={initial?.labs.includes(lab.slug)} data-lab={lab.slug} />
+              {lab.title}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <div className="flex items-center gap-3 sm:col-span-2">
+        <button type="submit" disabled={busy || props.disabled} className="rounded bg-sky-600 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60">
+          {busy ? (initial?.id ? t("saving") : t("creating")) : initial?.id ? t("save") : t("create")}
+        </button>
+        {message && (
+          <p role={message.ok ? "status" : "alert"} className={`text-sm ${message.ok ? "text-emerald-700" : "text-red-700"}`}>
+            {message.text}
+          </p>
+        )}
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,129 @@
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { getFormatter, getTranslations } from "next-intl/server";
+import { pageRole } from "@/server/auth/page";
+import { cohortLiveSessions, cohortMembers, getCohortOrThrow, type CohortView } from "@/server/cohorts/cohorts";
+import { CSV_MAX_BYTES } from "@/server/cohorts/csv-import";
+import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
+import { labsDirFromEnv, listLabs } from "@/server/labs/load";
+import { getServicesOrThrow } from "@/server/services";
+import { CohortForm } from "../CohortForm";
+import { AssignInstructor, CsvImport, EndCohort, ExtendButton, InviteLink, Provision } from "./CohortActions";
+
+export const dynamic = "force-dynamic";
+
+/** Minutes one press of "extend" adds to a learner's session. */
+const EXTEND_STEP_MINUTES = 15;
+
+/** Admin: one cohort — settings, members, invitations (link, CSV), instructors, pre-provisioning, sessions, end. */
+export default async function CohortAdminPage({ params }: { params: Promise<{ id: string }> }) {
+  const { id } = await params;
+  await pageRole(`/admin/cohorts/${id}`, "admin");
+  const { db } = getServicesOrThrow();
+  const cohort: CohortView = await getCohortOrThrow(db, id).catch(() => notFound());
+  const [{ members, pending }, job, live, { labs }] = await Promise.all([
+    cohortMembers(db, id),
+    latestProvisionJob(db, id),
+    cohortLiveSessions(db, id),
+    listLabs(labsDirFromEnv()),
+  ]);
+  const t = await getTranslations("cohorts");
+  const roles = await getTranslations("common.roles");
+  const states = await getTranslations("capacity.state");
+  const format = await getFormatter();
+  const when = (d: Date | null) => (d ? format.dateTime(d, { dateStyle: "medium", timeStyle: "short" }) : "—");
+  const ended = cohort.endedAt !== null;
+  const names = new Map(members.map((m) => [m.userId, m]));
+  return (
+    <div className="min-h-0 flex-1 overflow-y-auto">
+      <div className="mx-auto max-w-5xl px-6 py-8" data-testid="cohort-admin" data-cohort={id}>
+        <div className="flex items-center gap-4">
+          <Link href="/admin/cohorts" className="text-xs text-slate-500 hover:text-sky-700">
+            ← {t("title")}
+          </Link>
+          <h1 className="text-2xl font-bold">{cohort.name}</h1>
+          <span className="text-sm text-slate-600">{ended ? t("ended", { date: when(cohort.endedAt) }) : t("active")}</span>
+          <Link href={`/cohorts/${id}`} className="ml-auto text-sm text-sky-700 hover:underline">
+            {t("dashboard")} →
+          </Link>
+        </div>
+
+        <h2 className="mt-8 text-lg font-semibold">{t("edit")}</h2>
+        <CohortForm
+          disabled={ended}
+          catalog={labs.map((l) => ({ slug: l.slug, title: l.manifest.title }))}
+          initial={{ ...cohort, startsAt: cohort.startsAt?.toISOString() ?? null, endsAt: cohort.endsAt?.toISOString() ?? null }}
+        />
+
+        <h2 className="mt-8 text-lg font-semibold">{t("members")}</h2>
+        {members.length === 0 ? (
+          <p className="mt-2 text-sm text-slate-500">{t("noMembers")}</p>
+        ) : (
+          <table className="mt-2 w-full text-left text-sm" data-testid="members">
+            <tbody>
+              {members.map((m) => (
+                <tr key={m.userId} className="border-t border-slate-200" data-email={m.email}>
+                  <td className="py-1">{m.name}</td>
+                  <td>{m.email}</td>
+                  <td>{roles(m.role)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {pending.length > 0 && (
+          <>
+            <h3 className="mt-4 text-sm font-semibold">{t("pending")}</h3>
+            <ul className="mt-1 text-sm text-slate-700" data-testid="pending">
+              {pending.map((p) => (
+                <li key={p.id} data-email={p.email}>
+                  {p.email} ({roles(p.role as "learner")})
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+
+        <h2 className="mt-8 text-lg font-semibold">{t("invite")}</h2>
+        <InviteLink cohortId={id} disabled={ended} />
+        <h2 className="mt-8 text-lg font-semibold">{t("import")}</h2>
+        <CsvImport cohortId={id} maxKiB={CSV_MAX_BYTES / 1024} disabled={ended} />
+        <h2 className="mt-8 text-lg font-semibold">{t("assign")}</h2>
+        <AssignInstructor cohortId={id} disabled={ended} />
+        <h2 className="mt-8 text-lg font-semibold">{t("provision")}</h2>
+        <Provision cohortId={id} initial={job} disabled={ended} />
+
+        <h2 className="mt-8 text-lg font-semibold">{t("sessions")}</h2>
+        {live.length === 0 ? (
+          <p className="mt-2 text-sm text-slate-500">{t("noSessions")}</p>
+        ) : (
+          <table className="mt-2 w-full text-left text-sm" data-testid="live-cohort-sessions">
+            <thead className="text-xs text-slate-500">
+              <tr>
+                <th className="py-1">{t("learners")}</th>
+                <th>{t("lab")}</th>
+                <th>{t("status")}</th>
+                <th>{t("expires")}</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {live.map((s) => (
+                <tr key={s.id} className="border-t border-slate-200" data-session={s.id}>
+                  <td className="py-1">{names.get(s.learnerId)?.name ?? s.learnerId}</td>
+                  <td>{s.labSlug}</td>
+                  <td>{s.state === "ended" ? "" : states(s.state)}</td>
+                  <td>{s.expiresAt ? when(s.expiresAt) : t("noLimit")}</td>
+                  <td className="text-right">{s.expiresAt && <ExtendButton sessionId={s.id} minutes={EXTEND_STEP_MINUTES} />}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+
+        <h2 className="mt-8 text-lg font-semibold">{t("end")}</h2>
+        <EndCohort cohortId={id} disabled={ended} />
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,74 @@
+/**
+ * GET /api/cohorts/:id/events — Server-Sent Events for the instructor dashboard: `changed` (with
+ * the session id) whenever one of the cohort's learners' sessions changes (a check ran, a step was
+ * passed, a session started or ended); the page then re-fetches the dashboard. First a `hello`.
+ * Admins and the cohort's instructors.
+ */
+import { requireRole } from "@/server/auth/guard";
+import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
+import { cohortLearnerSessionIds } from "@/server/cohorts/dashboard";
+
+export const dynamic = "force-dynamic";
+
+/** Interval of the keep-alive comment, in ms. */
+const KEEPALIVE_MS = 15_000;
+/** How often the set of the cohort's sessions is re-read (new sessions, new learners), in ms. */
+const MEMBERSHIP_REFRESH_MS = 5_000;
+
+export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
+  const user = await requireRole(services.auth, request.headers, "admin", "instructor");
+  const { id } = await context.params;
+  await requireCohortView(services.db, user, id);
+  let sessions = await cohortLearnerSessionIds(services.db, id);
+  let refreshedAt = Date.now();
+
+  const encoder = new TextEncoder();
+  let cleanup = () => {};
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const write = (text: string) => {
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          cleanup();
+        }
+      };
+      const onChange = async (sessionId: string) => {
+        if (!sessions.has(sessionId) && Date.now() - refreshedAt > 250) {
+          // Possibly a session made after we looked: re-read (rate-limited) before deciding.
+          refreshedAt = Date.now();
+          sessions = await cohortLearnerSessionIds(services.db, id).catch(() => sessions);
+        }
+        if (sessions.has(sessionId)) write(`event: changed\ndata: ${JSON.stringify({ sessionId })}\n\n`);
+      };
+      const unsubscribe = services.bus.onAnySessionChange((sid) => void onChange(sid));
+      const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
+      const refresh = setInterval(() => {
+        void cohortLearnerSessionIds(services.db, id).then((s) => {
+          if (s.size !== sessions.size) write(`event: changed\ndata: {}\n\n`);
+          sessions = s;
+        }, () => undefined);
+      }, MEMBERSHIP_REFRESH_MS);
+      cleanup = () => {
+        unsubscribe();
+        clearInterval(keepalive);
+        clearInterval(refresh);
+      };
+      request.signal.addEventListener("abort", () => {
+        cleanup();
+        try {
+          controller.close();
+        } catch {
+          // already closed
+        }
+      });
+      write(`event: hello\ndata: {}\n\n`);
+    },
+    cancel() {
+      cleanup();
+    },
+  });
+  return new Response(stream, {
+    headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive" },
+  });
+});

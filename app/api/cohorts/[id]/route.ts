@@ -1,0 +1,22 @@
+/** One cohort: GET (admins, its instructors) with members and pending invitations; PUT edits it (admins). */
+import { requireRole } from "@/server/auth/guard";
+import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
+import { cohortMembers, getCohortOrThrow, updateCohort } from "@/server/cohorts/cohorts";
+import { jsonBody } from "@/server/http/route";
+
+export const dynamic = "force-dynamic";
+
+type Ctx = { params: Promise<{ id: string }> };
+
+export const GET = cohortRoute<Ctx>(async (request, context, services) => {
+  const user = await requireRole(services.auth, request.headers, "admin", "instructor");
+  const { id } = await context.params;
+  await requireCohortView(services.db, user, id);
+  return Response.json({ cohort: await getCohortOrThrow(services.db, id), ...(await cohortMembers(services.db, id)) });
+});
+
+export const PUT = cohortRoute<Ctx>(async (request, context, services) => {
+  const admin = await requireRole(services.auth, request.headers, "admin");
+  const { id } = await context.params;
+  return Response.json({ cohort: await updateCohort(services.db, services.labs, id, (await jsonBody(request)) as never, admin.id) });
+});

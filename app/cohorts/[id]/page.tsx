@@ -1,0 +1,37 @@
+import { notFound } from "next/navigation";
+import { getTranslations } from "next-intl/server";
+import { Denied } from "@/server/auth/guard";
+import { pageRole } from "@/server/auth/page";
+import { requireCohortView } from "@/server/cohorts/access";
+import { getCohortOrThrow } from "@/server/cohorts/cohorts";
+import { cohortDashboard } from "@/server/cohorts/dashboard";
+import { getServicesOrThrow } from "@/server/services";
+import { CohortDashboard } from "./CohortDashboard";
+
+export const dynamic = "force-dynamic";
+
+/** The instructor dashboard of a cohort: first render on the server, then live (CohortDashboard). */
+export default async function CohortDashboardPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<{ lab?: string }> }) {
+  const { id } = await params;
+  const { lab } = await searchParams;
+  const user = await pageRole(`/cohorts/${id}`, "instructor", "admin");
+  const { db, labs } = getServicesOrThrow();
+  try {
+    await requireCohortView(db, user, id);
+  } catch (error) {
+    if (error instanceof Denied) notFound();
+    throw error;
+  }
+  const cohort = await getCohortOrThrow(db, id);
+  const initial = await cohortDashboard(db, labs, id, lab);
+  const titles = await Promise.all(cohort.labs.map(async (slug) => ({ slug, title: (await labs.get(slug).catch(() => null))?.manifest.title ?? slug })));
+  const t = await getTranslations("dashboard");
+  return (
+    <div className="min-h-0 flex-1 overflow-y-auto">
+      <div className="mx-auto max-w-7xl px-6 py-6">
+        <h1 className="text-xl font-bold">{t("title", { name: cohort.name })}</h1>
+        <CohortDashboard cohortId={id} labs={titles} initial={initial} />
+      </div>
+    </div>
+  );
+}

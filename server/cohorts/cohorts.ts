@@ -1,0 +1,304 @@
+/**
+ * Cohorts: a class with dates, labs, a session time limit and an idle timeout; learners and
+ * instructors as members. Plain functions over the database; the admin API and pages call them
+ * after the guard has said who may.
+ */
+import { z } from "zod";
+import type { Db } from "../db/client";
+import type { EventBus } from "../events/bus";
+import type { MachineProvider } from "../machines/provider";
+import { endSession } from "../sessions/lab-sessions";
+import type { TerminalRegistry } from "../terminal/registry";
+import { recordAudit } from "./audit";
+
+/** A lab slug as the catalog names them (folder names under labs/). */
+export const LabSlug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/);
+/** Most labs one cohort takes. */
+const MAX_COHORT_LABS = 50;
+
+const optionalDate = z.preprocess((v) => (v === "" || v === undefined ? null : v), z.coerce.date().nullable());
+const optionalMinutes = (max: number) =>
+  z.preprocess((v) => (v === "" || v === undefined ? null : v), z.coerce.number().int().min(1).max(max).nullable());
+
+export const CohortInput = z
+  .object({
+    name: z.string().trim().min(1).max(100).describe("Shown to admins and instructors"),
+    startsAt: optionalDate.optional().describe("When class starts"),
+    endsAt: optionalDate.optional().describe("When class ends"),
+    labs: z.array(LabSlug).max(MAX_COHORT_LABS).default([]).describe("Lab slugs, in course order"),
+    sessionMinutes: optionalMinutes(24 * 60).optional().describe("Time limit of a lab session, minutes"),
+    idleMinutes: optionalMinutes(24 * 60).optional().describe("Inactivity before a session is suspended, minutes"),
+  })
+  .refine((c) => !c.startsAt || !c.endsAt || c.endsAt > c.startsAt, { path: ["endsAt"], message: "must be after startsAt" })
+  .refine((c) => new Set(c.labs).size === c.labs.length, { path: ["labs"], message: "a lab is listed twice" });
+export type CohortInput = z.input<typeof CohortInput>;
+
+export const CohortId = z.string().min(1).max(64);
+
+export const MemberInput = z.object({
+  email: z.string().trim().toLowerCase().email().max(254),
+  role: z.enum(["learner", "instructor"]),
+});
+
+export const ExtendInput = z.object({
+  minutes: z.coerce.number().int().min(1).max(24 * 60),
+});
+
+/** What the catalog must answer: whether a lab exists. */
+export interface LabLookup {
+  get(slug: string): Promise<unknown>;
+}
+
+export class CohortNotFoundError extends Error {
+  readonly code = "noSuchCohort";
+  constructor() {
+    super("no such cohort");
+  }
+}
+
+/** A domain refusal with a message key under "errors" (and the HTTP status the API answers). */
+export class CohortRuleError extends Error {
+  constructor(
+    readonly code: "unknownLab" | "cohortEnded" | "provisionRunning" | "noSuchUser" | "wrongUserRole" | "sessionNotLive" | "sessionHasNoLimit",
+    readonly status: 404 | 409 | 422,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CohortView {
+  id: string;
+  name: string;
+  startsAt: Date | null;
+  endsAt: Date | null;
+  labs: string[];
+  sessionMinutes: number | null;
+  idleMinutes: number | null;
+  endedAt: Date | null;
+  createdAt: Date;
+}
+
+const COHORT_VIEW = {
+  id: true,
+  name: true,
+  startsAt: true,
+  endsAt: true,
+  labs: true,
+  sessionMinutes: true,
+  idleMinutes: true,
+  endedAt: true,
+  createdAt: true,
+} as const;
+
+async function checkLabs(labs: LabLookup, slugs: readonly string[]): Promise<void> {
+  for (const slug of slugs) {
+    const ok = await labs.get(slug).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) throw new CohortRuleError("unknownLab", 422, `no lab "${slug}" in the catalog`);
+  }
+}
+
+export async function createCohort(db: Db, labs: LabLookup, input: CohortInput, actorId: string | null): Promise<CohortView> {
+  const data = CohortInput.parse(input);
+  await checkLabs(labs, data.labs);
+  return db.$transaction(async (tx) => {
+    const cohort = await tx.cohort.create({ data, select: COHORT_VIEW });
+    await recordAudit(tx, { actorId, action: "cohort.create", targetType: "cohort", targetId: cohort.id, detail: { name: cohort.name } });
+    return cohort;
+  });
+}
+
+export async function updateCohort(db: Db, labs: LabLookup, id: string, input: CohortInput, actorId: string | null): Promise<CohortView> {
+  const data = CohortInput.parse(input);
+  const cohort = await getCohortOrThrow(db, id);
+  if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
+  await checkLabs(labs, data.labs);
+  return db.$transaction(async (tx) => {
+    const updated = await tx.cohort.update({ where: { id }, data, select: COHORT_VIEW });
+    await recordAudit(tx, { actorId, action: "cohort.update", targetType: "cohort", targetId: id });
+    return updated;
+  });
+}
+
+export async function getCohortOrThrow(db: Db, id: string): Promise<CohortView> {
+  if (!CohortId.safeParse(id).success) throw new CohortNotFoundError();
+  const cohort = await db.cohort.findUnique({ where: { id }, select: COHORT_VIEW });
+  if (!cohort) throw new CohortNotFoundError();
+  return cohort;
+}
+
+export interface CohortListItem extends CohortView {
+  learners: number;
+  instructors: number;
+}
+
+/** Every cohort (admins), or the cohorts an instructor teaches. Newest first. */
+export async function listCohorts(db: Db, filter: { instructorId?: string } = {}): Promise<CohortListItem[]> {
+  const rows = await db.cohort.findMany({
+    where: filter.instructorId ? { members: { some: { userId: filter.instructorId, role: "instructor" } } } : {},
+    orderBy: { createdAt: "desc" },
+    select: { ...COHORT_VIEW, members: { select: { role: true } } },
+  });
+  return rows.map(({ members, ...c }) => ({
+    ...c,
+    learners: members.filter((m) => m.role === "learner").length,
+    instructors: members.filter((m) => m.role === "instructor").length,
+  }));
+}
+
+export interface MemberView {
+  userId: string;
+  email: string;
+  name: string;
+  role: "learner" | "instructor";
+  addedAt: Date;
+}
+
+export interface PendingInvitationView {
+  id: string;
+  email: string;
+  role: string;
+  expiresAt: Date;
+}
+
+export async function cohortMembers(db: Db, cohortId: string): Promise<{ members: MemberView[]; pending: PendingInvitationView[] }> {
+  const [members, pending] = await Promise.all([
+    db.cohortMember.findMany({
+      where: { cohortId },
+      orderBy: [{ role: "asc" }, { addedAt: "asc" }],
+      select: { role: true, addedAt: true, user: { select: { id: true, email: true, name: true } } },
+    }),
+    db.invitation.findMany({
+      where: { cohortId, usedAt: null, expiresAt: { gt: new Date() } },
+      orderBy: { createdAt: "asc" },
+      select: { id: true, email: true, role: true, expiresAt: true },
+    }),
+  ]);
+  return {
+    members: members.map((m) => ({ userId: m.user.id, email: m.user.email, name: m.user.name, role: m.role, addedAt: m.addedAt })),
+    pending,
+  };
+}
+
+/**
+ * Adds an existing user to a cohort (assigning an instructor, or a learner who already has an
+ * account). An instructor member must have the instructor role; a learner member the learner role.
+ */
+export async function addMember(db: Db, cohortId: string, input: z.input<typeof MemberInput>, actorId: string | null): Promise<MemberView> {
+  const data = MemberInput.parse(input);
+  const cohort = await getCohortOrThrow(db, cohortId);
+  if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
+  const user = await db.user.findUnique({ where: { email: data.email }, select: { id: true, email: true, name: true, role: true } });
+  if (!user) throw new CohortRuleError("noSuchUser", 404, `no account with ${data.email}`);
+  if (user.role !== data.role) throw new CohortRuleError("wrongUserRole", 422, `${data.email} is a ${user.role}, not a ${data.role}`);
+  return db.$transaction(async (tx) => {
+    const member = await tx.cohortMember.upsert({
+      where: { cohortId_userId: { cohortId, userId: user.id } },
+      create: { cohortId, userId: user.id, role: data.role },
+      update: { role: data.role },
+    });
+    await recordAudit(tx, { actorId, action: "cohort.member.add", targetType: "cohort", targetId: cohortId, detail: { userId: user.id, role: data.role } });
+    return { userId: user.id, email: user.email, name: user.name, role: member.role, addedAt: member.addedAt };
+  });
+}
+
+export async function removeMember(db: Db, cohortId: string, userId: string, actorId: string | null): Promise<boolean> {
+  await getCohortOrThrow(db, cohortId);
+  return db.$transaction(async (tx) => {
+    const removed = await tx.cohortMember.deleteMany({ where: { cohortId, userId } });
+    if (removed.count > 0) await recordAudit(tx, { actorId, action: "cohort.member.remove", targetType: "cohort", targetId: cohortId, detail: { userId } });
+    return removed.count > 0;
+  });
+}
+
+/** The live (not ended) lab sessions of a cohort's learners for the cohort's labs. */
+export async function cohortLiveSessions(db: Db, cohortId: string) {
+  const cohort = await getCohortOrThrow(db, cohortId);
+  const learners = await db.cohortMember.findMany({ where: { cohortId, role: "learner" }, select: { userId: true } });
+  return db.labSession.findMany({
+    where: { learnerId: { in: learners.map((l) => l.userId) }, labSlug: { in: cohort.labs }, state: { not: "ended" } },
+    select: { id: true, learnerId: true, labSlug: true, state: true, expiresAt: true },
+  });
+}
+
+export interface EndCohortDeps {
+  db: Db;
+  provider: MachineProvider;
+  terminals?: TerminalRegistry;
+  bus?: EventBus;
+}
+
+/**
+ * Ends a cohort: marks it ended (final) and ends every live session of its learners for its labs
+ * through endSession (the provider tears the machines down). A session whose teardown fails is
+ * reported and stays live, so ending again retries it.
+ */
+export async function endCohort(
+  deps: EndCohortDeps,
+  cohortId: string,
+  actorId: string | null,
+): Promise<{ ended: string[]; failed: { sessionId: string; message: string }[] }> {
+  const { db } = deps;
+  await getCohortOrThrow(db, cohortId);
+  await db.cohort.updateMany({ where: { id: cohortId, endedAt: null }, data: { endedAt: new Date() } });
+  const sessions = await cohortLiveSessions(db, cohortId);
+  const ended: string[] = [];
+  const failed: { sessionId: string; message: string }[] = [];
+  for (const s of sessions) {
+    try {
+      await endSession(db, deps.provider, s.id);
+      await db.labSession.update({ where: { id: s.id }, data: { endReason: "admin" } });
+      await deps.terminals?.closeSession(s.id);
+      deps.bus?.publishSessionChange(s.id);
+      ended.push(s.id);
+    } catch (error) {
+      failed.push({ sessionId: s.id, message: (error as Error).message });
+    }
+  }
+  await recordAudit(db, { actorId, action: "cohort.end", targetType: "cohort", targetId: cohortId, detail: { ended: ended.length, failed: failed.length } });
+  return { ended, failed };
+}
+
+/** Gives a learner's live session `minutes` more before it expires. */
+export async function extendSession(
+  db: Db,
+  sessionId: string,
+  input: z.input<typeof ExtendInput>,
+  actorId: string | null,
+  bus?: EventBus,
+): Promise<{ expiresAt: Date }> {
+  const { minutes } = ExtendInput.parse(input);
+  return db.$transaction(async (tx) => {
+    const session = await tx.labSession.findUnique({ where: { id: sessionId }, select: { state: true, expiresAt: true } });
+    if (!session || session.state === "ended") throw new CohortRuleError("sessionNotLive", 409, "the session is not live");
+    if (!session.expiresAt) throw new CohortRuleError("sessionHasNoLimit", 409, "the session has no time limit");
+    const expiresAt = new Date(session.expiresAt.getTime() + minutes * 60_000);
+    // Conditional on the value read: two concurrent extensions both count.
+    const updated = await tx.labSession.updateMany({ where: { id: sessionId, expiresAt: session.expiresAt }, data: { expiresAt } });
+    if (updated.count !== 1) throw new Error("the session changed meanwhile; try again");
+    await recordAudit(tx, { actorId, action: "session.extend", targetType: "session", targetId: sessionId, detail: { minutes, expiresAt: expiresAt.toISOString() } });
+    bus?.publishSessionChange(sessionId);
+    return { expiresAt };
+  });
+}
+
+/**
+ * The limits a learner's new session of `labSlug` gets from their cohort: the newest live cohort
+ * (not ended) they learn in that has the lab. Null when none applies (platform defaults).
+ * For the session start (main's startOrResumeSession takes `limitMinutes`).
+ */
+export async function cohortLimitsFor(
+  db: Db,
+  learnerId: string,
+  labSlug: string,
+): Promise<{ cohortId: string; sessionMinutes: number | null; idleMinutes: number | null } | null> {
+  const cohort = await db.cohort.findFirst({
+    where: { endedAt: null, labs: { has: labSlug }, members: { some: { userId: learnerId, role: "learner" } } },
+    orderBy: { createdAt: "desc" },
+    select: { id: true, sessionMinutes: true, idleMinutes: true },
+  });
+  return cohort ? { cohortId: cohort.id, sessionMinutes: cohort.sessionMinutes, idleMinutes: cohort.idleMinutes } : null;
+}

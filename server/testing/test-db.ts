@@ -1,0 +1,32 @@
+/**
+ * A real embedded PostgreSQL with the committed migrations, for domain tests that need only the
+ * database (no hosts, no gateway): the same parts as the test stack, minus the network.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { createDb, type Db } from "../db/client";
+import { startEmbeddedPostgres } from "../db/embedded";
+import { migrateDeploy } from "../db/migrate";
+import { freePort } from "./stack";
+
+export async function startTestDb(): Promise<{ db: Db; stop(): Promise<void> }> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-db-"));
+  await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
+  const embedded = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
+  try {
+    await migrateDeploy(embedded.url);
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
+  const db = createDb(embedded.url);
+  return {
+    db,
+    async stop() {
+      await db.$disconnect();
+      await embedded.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+}
