@@ -10,14 +10,21 @@ export const dynamic = "force-dynamic";
 /** The signed-in user's home: their live sessions (resume) and the lab catalog (start or resume). */
 export default async function HomePage() {
   const user = await pageUser("/");
-  const [{ labs, errors }, live] = await Promise.all([
+  const db = getServicesOrThrow().db;
+  const [{ labs, errors }, live, cohorts] = await Promise.all([
     listLabs(labsDirFromEnv()),
-    getServicesOrThrow().db.labSession.findMany({
+    db.labSession.findMany({
       where: { learnerId: user.id, state: { not: "ended" } },
       orderBy: { createdAt: "desc" },
-      select: { id: true, labSlug: true, createdAt: true, currentStep: true, completedAt: true },
+      select: { id: true, labSlug: true, createdAt: true, currentStep: true, completedAt: true, state: true, expiresAt: true },
+    }),
+    db.cohortMember.findMany({
+      where: { userId: user.id, cohort: { endedAt: null } },
+      select: { role: true, cohort: { select: { id: true, name: true, labs: true, startsAt: true, endsAt: true } } },
+      orderBy: { cohort: { createdAt: "desc" } },
     }),
   ]);
+  const now = new Date();
   const t = await getTranslations("home");
   const format = await getFormatter();
   const liveBySlug = new Map(live.map((s) => [s.labSlug, s]));
@@ -42,6 +49,16 @@ export default async function HomePage() {
                     <span className="text-xs text-slate-500">
                       {s.completedAt ? t("completed") : t("progress", { done: s.currentStep, total: lab?.steps.length ?? 0 })}
                     </span>
+                    {s.state === "suspended" && (
+                      <span className="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900" data-testid="session-suspended">
+                        {t("suspended")}
+                      </span>
+                    )}
+                    {s.expiresAt && (
+                      <span className="text-xs text-slate-500" data-testid="time-remaining">
+                        {t("timeLeft", { left: format.relativeTime(s.expiresAt, now), at: format.dateTime(s.expiresAt, { timeStyle: "short" }) })}
+                      </span>
+                    )}
                     <Link href={`/labs/${s.labSlug}`} className="ml-auto text-sky-700 hover:underline">
                       {t("resume")}
                     </Link>
@@ -51,6 +68,36 @@ export default async function HomePage() {
             </ul>
           )}
         </section>
+
+        {cohorts.length > 0 && (
+          <section className="mt-8" data-testid="my-cohorts">
+            <h2 className="text-lg font-semibold">{t("myCohorts")}</h2>
+            <ul className="mt-2 space-y-2">
+              {cohorts.map(({ role, cohort }) => (
+                <li key={cohort.id} className="rounded border border-slate-200 bg-white px-4 py-2 text-sm">
+                  <span className="font-medium">{cohort.name}</span>
+                  {role === "instructor" && (
+                    <Link href={`/cohorts/${cohort.id}`} className="ml-3 text-sky-700 hover:underline">
+                      {t("dashboard")}
+                    </Link>
+                  )}
+                  {(cohort.startsAt || cohort.endsAt) && (
+                    <span className="ml-3 text-xs text-slate-500">
+                      {cohort.startsAt ? format.dateTime(cohort.startsAt, { dateStyle: "medium" }) : ""} – {cohort.endsAt ? format.dateTime(cohort.endsAt, { dateStyle: "medium" }) : ""}
+                    </span>
+                  )}
+                  <span className="mt-1 flex flex-wrap gap-2 text-xs">
+                    {cohort.labs.map((slug) => (
+                      <Link key={slug} href={`/labs/${slug}`} className="rounded bg-slate-100 px-1.5 py-0.5 text-slate-700 hover:bg-sky-100">
+                        {titles.get(slug)?.manifest.title ?? slug}
+                      </Link>
+                    ))}
+                  </span>
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
 
         <h1 className="mt-10 text-2xl font-bold">{t("heading")}</h1>
         <p className="mt-1 text-sm text-slate-600">{t("intro")}</p>

@@ -62,15 +62,22 @@ export async function startProvisionJob(
       for (let item = queue.shift(); item; item = queue.shift()) {
         try {
           const lab = await deps.labs.get(item.labSlug);
-          const session = await startOrResumeSession(db, deps.provider, { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines }, (sid) =>
-            runLabSetup(deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
+          const session = await startOrResumeSession(
+            db,
+            deps.provider,
+            { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, idleMinutes: cohort.idleMinutes },
+            (sid) => runLabSetup(deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
           );
-          if (cohort.sessionMinutes) {
-            await db.labSession.updateMany({
-              where: { id: session.id, expiresAt: null },
-              data: { expiresAt: new Date(Date.now() + cohort.sessionMinutes * 60_000) },
-            });
-          }
+          // Made ahead of class: the clocks start when class does, so the machines are neither
+          // suspended as idle nor expired before the learners arrive.
+          const classStarts = cohort.startsAt && cohort.startsAt.getTime() > Date.now() ? cohort.startsAt : new Date();
+          await db.labSession.updateMany({
+            where: { id: session.id, expiresAt: null },
+            data: {
+              lastActivityAt: classStarts,
+              expiresAt: cohort.sessionMinutes ? new Date(classStarts.getTime() + cohort.sessionMinutes * 60_000) : null,
+            },
+          });
           deps.bus?.publishSessionChange(session.id);
           await db.provisionJob.update({ where: { id: job.id }, data: { succeeded: { increment: 1 } } });
         } catch (error) {

@@ -26,7 +26,16 @@ export interface SessionView {
 export async function startOrResumeSession(
   db: Db,
   provider: MachineProvider,
-  request: { learnerId: string; labSlug: string; machines: readonly string[]; image?: string; limitMinutes?: number },
+  request: {
+    learnerId: string;
+    labSlug: string;
+    machines: readonly string[];
+    image?: string;
+    /** Time limit from ready, minutes (none: no limit). */
+    limitMinutes?: number;
+    /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
+    idleMinutes?: number | null;
+  },
   /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
   prepare?: (sessionId: string) => Promise<void>,
 ): Promise<SessionView> {
@@ -51,7 +60,7 @@ export async function startOrResumeSession(
   let session;
   try {
     session = await db.labSession.create({
-      data: { learnerId: request.learnerId, labSlug: request.labSlug, provider: provider.name },
+      data: { learnerId: request.learnerId, labSlug: request.labSlug, provider: provider.name, idleMinutes: request.idleMinutes ?? null },
     });
   } catch (error) {
     // The partial unique index "LabSession_live_per_learner_lab" lost us a race: use the winner's.
@@ -161,7 +170,8 @@ export interface SweepReport {
 }
 
 /**
- * Ends sessions whose time is up and suspends ready ones idle for `idleMs` (0: never). Each
+ * Ends sessions whose time is up and suspends ready ones idle longer than their own idle time
+ * (`LabSession.idleMinutes`, from their cohort) or else `idleMs` (0: never). Each
  * session's outcome is reported to `onOver` (to close its terminals). One session's failure does
  * not stop the others.
  */
@@ -186,10 +196,12 @@ export async function sweepSessions(
       options.onError?.(id, error as Error);
     }
   }
-  if (options.idleMs > 0 && provider.suspend) {
-    const idle = await db.labSession.findMany({
-      where: { state: "ready", lastActivityAt: { lt: new Date(now.getTime() - options.idleMs) } },
-      select: { id: true },
+  if (provider.suspend) {
+    // Each session's own idle time (its cohort's) or the platform's; 0 never suspends.
+    const ready = await db.labSession.findMany({ where: { state: "ready" }, select: { id: true, lastActivityAt: true, idleMinutes: true } });
+    const idle = ready.filter((s) => {
+      const idleMs = s.idleMinutes != null ? s.idleMinutes * 60_000 : options.idleMs;
+      return idleMs > 0 && now.getTime() - s.lastActivityAt.getTime() > idleMs;
     });
     for (const { id } of idle) {
       try {

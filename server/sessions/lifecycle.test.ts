@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CloseCode } from "../terminal/protocol";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { TerminalTestClient } from "../testing/terminal-client";
-import { machineEndpoint } from "./lab-sessions";
+import type { MachineProvider } from "../machines/provider";
+import { machineEndpoint, sweepSessions } from "./lab-sessions";
 
 let stack: TestStack;
 
@@ -72,4 +73,30 @@ describe("session lifecycle", () => {
     const next = await stack.startSession("learner-next");
     expect(next).not.toBe(sessionId);
   }, 60_000);
+
+  it("suspends each session by its own idle time (its cohort's) or else the platform's (a recording provider stands in for power-off)", async () => {
+    const suspended: string[] = [];
+    const recording: MachineProvider = {
+      name: "recording",
+      create: () => Promise.reject(new Error("not used")),
+      destroy: async () => {},
+      suspend: async (sessionId) => void suspended.push(sessionId),
+    };
+    const twoMinutesAgo = new Date(Date.now() - 2 * 60_000);
+    const make = (learnerId: string, idleMinutes: number | null) =>
+      stack.db.labSession.create({ data: { learnerId, labSlug: "idle-lab", provider: "recording", state: "ready", lastActivityAt: twoMinutesAgo, idleMinutes } });
+    const cohort5 = await make("idle-cohort-5", 5);
+    const platform = await make("idle-platform", null);
+    const never = await make("idle-never", 0);
+
+    // Only these three count (the earlier tests' sessions may be swept too).
+    const ours = (ids: string[]) => ids.filter((id) => [cohort5.id, platform.id, never.id].includes(id));
+    const first = await sweepSessions(stack.db, recording, { idleMs: 60_000 });
+    expect(ours(first.suspended)).toEqual([platform.id]);
+    const later = await sweepSessions(stack.db, recording, { idleMs: 60_000, now: new Date(Date.now() + 10 * 60_000) });
+    expect(ours(later.suspended)).toEqual([cohort5.id]);
+    expect(ours(suspended)).toEqual([platform.id, cohort5.id]);
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: never.id } })).state).toBe("ready");
+    await stack.db.labSession.updateMany({ where: { labSlug: "idle-lab" }, data: { state: "ended" } });
+  }, 30_000);
 });

@@ -21,13 +21,15 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   if (!lab) return apiError(request, 404, "noSuchLab");
   const refusal = await refuseUnbuiltImage(services, lab);
   if (refusal) return Response.json(refusal, { status: 503 });
-  // A cohort's time limit for its labs, else the platform's.
+  // A cohort's time limit and idle time for its labs, else the platform's.
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
   try {
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES },
+      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
+        idleMinutes: limits?.idleMinutes,
+      },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );
     return Response.json({

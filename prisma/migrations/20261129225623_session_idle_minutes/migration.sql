@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "LabSession" ADD COLUMN     "idleMinutes" INTEGER;
+
