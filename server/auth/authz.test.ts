@@ -499,7 +499,10 @@ describe("terminal socket × actors", () => {
     await watcher.close();
     await expect.poll(() => seen.at(-1)).toEqual([]);
     off();
-    expect(await stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } })).toBe(before + 1);
+    // The audit row is written as the watch starts, beside the socket's own work: poll for it.
+    await expect
+      .poll(() => stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } }))
+      .toBe(before + 1);
   });
 
   it("the cohort's event stream tells the dashboard when a learner's session changes (and not for other cohorts)", async () => {
