@@ -500,9 +500,10 @@ describe("terminal socket × actors", () => {
     await expect.poll(() => seen.at(-1)).toEqual([]);
     off();
     // The audit row is written as the watch starts, beside the socket's own work: poll for it.
+    // At least one more: an earlier test's watch may still be writing its own row when `before` is read.
     await expect
       .poll(() => stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } }))
-      .toBe(before + 1);
+      .toBeGreaterThanOrEqual(before + 1);
   });
 
   it("the cohort's event stream tells the dashboard when a learner's session changes (and not for other cohorts)", async () => {
