@@ -82,3 +82,11 @@ unit_enabled() {
     *) return 1 ;;
   esac
 }
+
+# Feedback: a check collects what is still wrong in `problems` (one line each, for the learner)
+# and ends with `finish "all good message"`: exit 1 printing the problems, or exit 0 with it.
+problems=()
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
+  echo "$1"
+}

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
 import type { LabCatalog } from "../labs/catalog";
-import type { Lab } from "../labs/load";
+import type { Lab, LoadedStep } from "../labs/load";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import type { Progress } from "./progress";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
@@ -17,6 +17,11 @@ import type { SshEndpoint } from "../terminal/ssh";
 
 /** Helpers put in front of every check (boot-time sysctl, swap, modules, units). */
 export const CHECK_LIB = fs.readFileSync(new URL("./checklib.sh", import.meta.url), "utf8");
+
+/** The script a step's check runs as: the platform's helpers, the lab's own, then the check. */
+export function checkScript(lab: Pick<Lab, "checkLib">, step: Pick<LoadedStep, "check">): string {
+  return `${CHECK_LIB}\n${lab.checkLib}\n${step.check.content}`;
+}
 
 export interface GraderOptions {
   /** Time between two checks of one session, in ms. */
@@ -220,7 +225,7 @@ export class Grader {
     if (!step) return null;
     const endpoint = await this.endpoint(sessionId, step.machine);
     const result: ScriptResult = endpoint
-      ? await pool.run(endpoint, `${CHECK_LIB}\n${step.check.content}`, step.timeoutSeconds)
+      ? await pool.run(endpoint, checkScript(lab, step), step.timeoutSeconds)
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
     await db.checkRun.create({
       data: {

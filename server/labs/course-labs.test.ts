@@ -11,7 +11,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:f
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHECK_LIB } from "../grader/grader";
+import { CHECK_LIB, checkScript } from "../grader/grader";
 import { listLabs, loadLab, type Lab } from "./load";
 
 const LABS_DIR = path.resolve("labs");
@@ -24,8 +24,17 @@ interface Run {
   stderr: string;
 }
 
-/** Runs a check or solution as the grader does (checklib first, `bash -s`), with extra env. */
+/** Runs a solution or a command with the platform's checklib first (`bash -s`), with extra env. */
 function runScript(script: string, env: Record<string, string>, cwd?: string): Promise<Run> {
+  return runBash(`${CHECK_LIB}\n${script}`, env, cwd);
+}
+
+/** Runs a step's check exactly as the grader composes it (checkScript), with extra env. */
+function runCheck(lab: Lab, id: string, env: Record<string, string>): Promise<Run> {
+  return runBash(checkScript(lab, stepOf(lab, id)), env);
+}
+
+function runBash(script: string, env: Record<string, string>, cwd?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-s"], { env: { ...process.env, ...env }, cwd, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -34,7 +43,7 @@ function runScript(script: string, env: Record<string, string>, cwd?: string): P
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(`${CHECK_LIB}\n${script}`);
+    child.stdin.end(script);
   });
 }
 
@@ -76,7 +85,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
   let lab: Lab;
   let root: string;
   const env = () => ({ LABDECK_ROOT: root, HOME: path.join(root, "root") });
-  const check = (id: string) => runScript(stepOf(lab, id).check.content, env());
+  const check = (id: string) => runCheck(lab, id, env());
   const solve = (id: string) => runScript(stepOf(lab, id).solution.content, env());
 
   beforeAll(async () => {
@@ -225,7 +234,7 @@ for (const recorded of RECORDED_LABS) {
     async function checkOn(stepId: string, state: string): Promise<Run> {
       const dir = path.join(recordedDir, state);
       const misses = path.join(bin, `misses-${state}-${stepId}`);
-      const result = await runScript(stepOf(lab, stepId).check.content, {
+      const result = await runCheck(lab, stepId, {
         PATH: `${bin}:${process.env.PATH}`,
         LABDECK_ROOT: path.join(dir, "fs"),
         LABDECK_RECORDING: path.join(dir, "commands.txt"),

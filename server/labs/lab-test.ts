@@ -4,7 +4,7 @@
  * pass again after the machine really reboots). Steps run in order, so each "before" sees the
  * state the earlier solutions left, as a learner would.
  */
-import { CHECK_LIB } from "../grader/grader";
+import { CHECK_LIB, checkScript } from "../grader/grader";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
 import type { Lab } from "./load";
@@ -40,7 +40,7 @@ export async function testLab(
   const results: StepTestResult[] = [];
   for (const step of lab.steps) {
     const checkOn = await machines.endpoint(step.machine);
-    const check = () => pool.run(checkOn, `${CHECK_LIB}\n${step.check.content}`, step.timeoutSeconds);
+    const check = () => pool.run(checkOn, checkScript(lab, step), step.timeoutSeconds);
     const before = await check();
     const solution = await pool.run(await machines.endpoint(step.solutionMachine ?? step.machine), `${CHECK_LIB}\n${step.solution.content}`, SOLUTION_TIMEOUT_S);
     const after = await check();

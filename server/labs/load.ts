@@ -32,6 +32,8 @@ export type Lab = {
   steps: LoadedStep[];
   /** Per machine, the setup scripts in order. */
   setup: Record<string, LabScript[]>;
+  /** The lab's own check helpers (manifest `checkLib`), put before each of its checks; "" when none. */
+  checkLib: string;
 };
 
 export type LabScript = {
@@ -130,8 +132,9 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
   for (const [machine, files] of Object.entries(manifest.setup)) {
     setup[machine] = await Promise.all(files.map((f, i) => readPart(f, `setup.${machine}[${i}]`, true)));
   }
+  const checkLib = manifest.checkLib ? (await readPart(manifest.checkLib, "checkLib", false)).content : "";
   if (issues.length > 0) throw new LabError(slug, issues);
-  return { slug, manifest, lessonMarkdown, dir, steps, setup };
+  return { slug, manifest, lessonMarkdown, dir, steps, setup, checkLib };
 }
 
 async function isExecutable(file: string): Promise<boolean> {

@@ -120,6 +120,9 @@ export const LabManifest = z
         });
       })
       .describe("Ordered steps; each unlocks when the previous one's check passes"),
+    checkLib: LabRelativePath.optional().describe(
+      "Shell file put before every check of this lab, after the platform's checklib.sh: the helpers its checks share",
+    ),
     setup: z
       .record(MachineName, z.array(LabRelativePath).min(1))
       .default({})

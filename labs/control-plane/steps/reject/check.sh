@@ -1,14 +1,4 @@
 #!/usr/bin/env bash
-# Checks read the cluster as its admin; the learner's own ~/.kube/config does not matter.
-export KUBECONFIG=$LABDECK_ROOT/etc/kubernetes/admin.conf
-MANIFESTS=$LABDECK_ROOT/etc/kubernetes/manifests
-problems=()
-finish() {
-  if [ ${#problems[@]} -gt 0 ]; then printf '%s\n' "${problems[@]}"; exit 1; fi
-  echo "$1"
-}
-# The value of KEY in a key=value answer file (last one wins), empty when missing.
-answer() { sed -n "s/^[[:space:]]*$2[[:space:]]*=[[:space:]]*\([^[:space:]#]*\).*/\1/p" "$1" 2>/dev/null | tail -1; }
 bad=$LABDECK_ROOT/root/bad-backup.yaml
 good=$(kubectl -n shop get backup nightly -o 'jsonpath={.spec.schedule}|{.spec.retentionDays}' 2>/dev/null)
 [ -n "$good" ] || problems+=("名前空間 shop に Backup nightly がありません")
