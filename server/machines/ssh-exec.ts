@@ -42,6 +42,19 @@ export class SshExecPool {
    */
   async run(endpoint: SshEndpoint, script: string, timeoutSeconds: number): Promise<ScriptResult> {
     const started = Date.now();
+    // A pooled connection can be dead without knowing it (the machine rebooted behind QEMU's NAT,
+    // which keeps the host side of the TCP connection open): the exec request then fails before
+    // anything ran, so one more try on a fresh connection is safe.
+    const reused = this.connections.has(endpointKey(endpoint));
+    const first = await this.attempt(endpoint, script, timeoutSeconds, started);
+    if (!(first instanceof Error)) return first;
+    const result = reused ? await this.attempt(endpoint, script, timeoutSeconds, started) : first;
+    if (!(result instanceof Error)) return result;
+    return { outcome: "unreachable", exitCode: null, output: `${endpoint.name}: ${result.message}`, durationMs: Date.now() - started };
+  }
+
+  /** One try; an Error when the exec request failed (nothing ran, the connection is dropped). */
+  private async attempt(endpoint: SshEndpoint, script: string, timeoutSeconds: number, started: number): Promise<ScriptResult | Error> {
     const elapsed = () => Date.now() - started;
     let client: Client;
     try {
@@ -52,11 +65,11 @@ export class SshExecPool {
       return { outcome: "unreachable", exitCode: null, output: `${endpoint.name} に接続できません: ${(error as Error).message}`, durationMs: elapsed() };
     }
     const command = `timeout --kill-after=${KILL_AFTER_S}s ${timeoutSeconds}s bash -s`;
-    return new Promise<ScriptResult>((resolve) => {
+    return new Promise<ScriptResult | Error>((resolve) => {
       client.exec(command, (error, channel) => {
         if (error) {
           this.drop(endpoint);
-          resolve({ outcome: "unreachable", exitCode: null, output: `${endpoint.name}: ${error.message}`, durationMs: elapsed() });
+          resolve(error);
           return;
         }
         const chunks: Buffer[] = [];
