@@ -3,16 +3,22 @@
  * Lesson text: Markdown (GitHub flavour: tables, task lists) rendered with react-markdown, which
  * never renders raw HTML from the source. Fenced code blocks get a copy button, and a "run in
  * machine" button when their info string says `run=<machine>` (```bash run=node01); line breaks
- * inside Japanese paragraphs do not become spaces (remark-cjk-breaks.ts). `LessonMarkdown` is the
+ * inside Japanese paragraphs do not become spaces (remark-cjk-breaks.ts), and emphasis next to
+ * Japanese punctuation works (remark-cjk-friendly). `LessonMarkdown` is the
  * same rendering for other lab text (steps, hints).
  */
 import { memo } from "react";
 import Markdown, { type Components, type ExtraProps } from "react-markdown";
+import remarkCjkFriendly from "remark-cjk-friendly";
 import remarkGfm from "remark-gfm";
 import { CodeBlock } from "./CodeBlock";
 import { remarkCjkBreaks } from "./remark-cjk-breaks";
 
-const REMARK_PLUGINS = [remarkGfm, remarkCjkBreaks];
+/**
+ * remark-cjk-friendly: CommonMark's flanking rules do not open or close `**` next to CJK
+ * punctuation (`**「再起動した後も」**` stays literal); the plugin relaxes exactly those rules.
+ */
+const REMARK_PLUGINS = [remarkGfm, remarkCjkFriendly, remarkCjkBreaks];
 
 const components: Components = {
   h1: ({ node: _node, ...props }) => <h1 className="mt-2 mb-4 text-2xl font-bold" {...props} />,
