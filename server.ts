@@ -14,6 +14,7 @@ import { WatchRegistry } from "./server/cohorts/watchers";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { LabCatalog } from "./server/labs/catalog";
+import { refuseUnbuiltImage } from "./server/labs/image-status";
 import { SshExecPool } from "./server/machines/ssh-exec";
 import { createDb } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
@@ -56,7 +57,10 @@ async function main(): Promise<void> {
   const watchers = new WatchRegistry({ db, bus });
   const interrupted = await failInterruptedProvisionJobs(db);
   if (interrupted > 0) log.warn({ jobs: interrupted }, "pre-provisioning jobs cut short by the last stop were marked failed");
-  setServices({ env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers });
+  setServices({
+    env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers,
+    refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
+  });
   grader.start();
   sweeper.start();
 

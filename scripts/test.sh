@@ -9,6 +9,11 @@ status=0
 
 echo "==> next build"
 npx next build >.test-reports/next-build.log 2>&1 || { cat .test-reports/next-build.log; status=1; }
+# A quiet build is part of the suite: a warning Next prints (e.g. a server module traced into a
+# route) fails it, so the next one is fixed when it appears rather than buried in 60 lines.
+if grep -qE 'Warning:|⚠|warnings?:' .test-reports/next-build.log; then
+  echo "next build printed warnings:"; grep -E -A12 'Warning:|⚠|warnings?:' .test-reports/next-build.log; status=1
+fi
 
 # After the build: it writes next-env.d.ts and .next/types, which the typecheck includes.
 echo "==> typecheck"

@@ -9,6 +9,7 @@ import type { Db } from "./db/client";
 import type { EventBus } from "./events/bus";
 import type { Grader } from "./grader/grader";
 import type { LabCatalog } from "./labs/catalog";
+import type { refuseUnbuiltImage } from "./labs/image-status";
 import type { MachineProvider } from "./machines/provider";
 import type { SshExecPool } from "./machines/ssh-exec";
 import type { SessionSweeper } from "./sessions/sweeper";
@@ -24,6 +25,12 @@ export interface Services {
   provider: MachineProvider;
   terminals: TerminalRegistry;
   labs: LabCatalog;
+  /**
+   * Null when the lab's machine image is there, else the refusal a session start answers
+   * (server/labs/image-status.ts). A service, not an import in the route: the image code reads
+   * paths only known at run time, which Next's file tracing cannot follow.
+   */
+  refuseUnbuiltImage: (lab: Parameters<typeof refuseUnbuiltImage>[1]) => ReturnType<typeof refuseUnbuiltImage>;
   /** SSH exec channels for checks and setup, apart from learners' shells. */
   pool: SshExecPool;
   bus: EventBus;

@@ -13,7 +13,12 @@ import { LessonMarkdown } from "./Lesson";
 
 const render = (markdown: string) =>
   renderToStaticMarkup(
-    createElement(NextIntlClientProvider, { locale: "ja", messages, timeZone: "Asia/Tokyo" }, createElement(LessonMarkdown, { markdown })),
+    createElement(NextIntlClientProvider, {
+      locale: "ja",
+      messages,
+      timeZone: "Asia/Tokyo",
+      children: createElement(LessonMarkdown, { markdown }),
+    }),
   );
 
 /** The rendered text outside <code> and <pre>, where a `**` may be meant literally. */

@@ -37,6 +37,7 @@ import * as cohortEventsRoute from "@/app/api/cohorts/[id]/events/route";
 import * as timelineRoute from "@/app/api/sessions/[id]/timeline/route";
 import * as extendRoute from "@/app/api/sessions/[id]/extend/route";
 import * as capacityRoute from "@/app/api/capacity/route";
+import { refuseUnbuiltImage } from "@/server/labs/image-status";
 
 const BASE = "http://127.0.0.1";
 const PASSWORD = "correct horse battery";
@@ -75,7 +76,7 @@ async function signIn(email: string): Promise<string> {
 beforeAll(async () => {
   stack = await startTestStack({ subnet: 52, terminalAuth: "session" });
   const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
-  setServices({ ...stack, env });
+  setServices({ ...stack, env, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env }, lab) });
   const make = (key: string, role: "learner" | "instructor" | "admin") =>
     createUserWithPassword(stack.db, stack.auth, { email: `${key.toLowerCase()}@example.test`, name: key, role, password: PASSWORD });
   users.owner = await make("owner", "learner");

@@ -2,7 +2,6 @@
  * POST /api/labs/:slug/session — start or resume the caller's own session of a lab (new sessions
  * get machines and the lab's setup) and hand out a write token per machine. Any signed-in user.
  */
-import { refuseUnbuiltImage } from "@/server/labs/image-status";
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
 import { apiError, apiRoute } from "@/server/http/route";
@@ -19,7 +18,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   const { slug } = await context.params;
   const lab = await services.labs.get(slug).catch(() => null);
   if (!lab) return apiError(request, 404, "noSuchLab");
-  const refusal = await refuseUnbuiltImage(services, lab);
+  const refusal = await services.refuseUnbuiltImage(lab);
   if (refusal) return Response.json(refusal, { status: 503 });
   // A cohort's time limit and idle time for its labs, else the platform's.
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
