@@ -51,10 +51,12 @@ async function main(): Promise<void> {
   );
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
-  const bus = new EventBus();
+  const bus = new EventBus({ db, databaseUrl, log });
   const grader = new Grader({ db, labs, pool, bus, log });
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
   const watchers = new WatchRegistry({ db, bus });
+  await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id) });
+  watchers.start();
   const interrupted = await failInterruptedProvisionJobs(db);
   if (interrupted > 0) log.warn({ jobs: interrupted }, "pre-provisioning jobs cut short by the last stop were marked failed");
   setServices({
@@ -128,6 +130,8 @@ async function main(): Promise<void> {
     grader.stop();
     pool.closeAll();
     server.close();
+    await watchers.stop();
+    await bus.stop();
     await terminals.closeAll();
     // Learners' VMs keep running (adopted on the next start); only unclaimed pool sets go.
     await machines.stop().catch(() => undefined);

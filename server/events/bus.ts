@@ -1,53 +1,207 @@
 /**
- * In-process publish/subscribe for things browsers watch live (progress now; dashboards later).
- * One process today; a multi-process deployment swaps this for PostgreSQL LISTEN/NOTIFY behind
- * the same two methods.
+ * Live events across server processes, over PostgreSQL LISTEN/NOTIFY: whatever process decides
+ * something (the grader passing a step, a hint revealed, a watcher attaching) publishes a notice
+ * on one channel, and every process with browsers that care turns it into events for them. A
+ * notice carries ids only (NOTIFY payloads are limited to 8,000 bytes, and data read at delivery
+ * is never stale): each receiving process loads what its subscribers need, once per notice, and
+ * only for sessions someone subscribed to through it.
+ *
+ * Notices travel on the dedicated LISTEN connection's server; publishing goes through the same
+ * database (any connection), so a page on process B sees what the grader on process A decided.
+ * When the LISTEN connection drops, it reconnects with backoff and then tells every local
+ * subscriber to reload (notices sent meanwhile are lost, their effect is not).
  */
 import { EventEmitter } from "node:events";
+import pg from "pg";
+import { z } from "zod";
+import type { Db } from "../db/client";
 import type { Progress } from "../grader/progress";
+import type { Logger } from "pino";
+
+/** The one NOTIFY channel of the platform. */
+export const EVENTS_CHANNEL = "labdeck_events";
+
+/** Reconnect backoff of the LISTEN connection: first and longest wait, in ms. */
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 10_000;
+
+/**
+ * A notice on the wire: `k` what changed, `s` the lab session. `progress`: the learner's Progress
+ * (and so the dashboards); `session`: only what instructors see (a failing check's feedback, a
+ * start, an end); `watchers`: who watches the session read-only.
+ */
+const Notice = z.object({ k: z.enum(["progress", "session", "watchers"]), s: z.string().min(1).max(200) });
+type Notice = z.infer<typeof Notice>;
+
+/** Where the data behind a notice is read from when a process has subscribers for it. */
+export interface EventSources {
+  progress(sessionId: string): Promise<Progress>;
+  watchers(sessionId: string): Promise<string[]>;
+}
 
 export class EventBus {
   private readonly emitter = new EventEmitter();
+  private client: pg.Client | null = null;
+  private sources: EventSources | null = null;
+  private stopped = false;
+  private reconnectDelay = RECONNECT_MIN_MS;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  /** Per session and kind: a load in flight, and whether another notice came meanwhile. */
+  private readonly loads = new Map<string, { again: boolean }>();
 
-  constructor() {
+  constructor(private readonly deps: { db: Db; databaseUrl: string; log: Logger }) {
     // Each open lab page subscribes once; there is no fixed bound on listeners per session.
     this.emitter.setMaxListeners(0);
   }
 
-  publishProgress(progress: Progress): void {
-    this.emitter.emit(`progress:${progress.sessionId}`, progress);
-    this.emitter.emit("session-change", progress.sessionId);
+  /** Connects the LISTEN connection; rejects when the database cannot be reached at all. */
+  async start(sources: EventSources): Promise<void> {
+    this.sources = sources;
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
+  }
+
+  /** The learner's progress in a session changed (a step passed, a hint, a manual check's feedback). */
+  publishProgress(sessionId: string): Promise<void> {
+    return this.publish({ k: "progress", s: sessionId });
   }
 
   /**
    * Something an instructor sees about a session changed without changing the learner's
    * Progress (a failing background check, a session started or ended, time extended).
    */
-  publishSessionChange(sessionId: string): void {
-    this.emitter.emit("session-change", sessionId);
+  publishSessionChange(sessionId: string): Promise<void> {
+    return this.publish({ k: "session", s: sessionId });
   }
 
-  /** Calls `listener` with the id of every session whose dashboard view changed (cohort dashboards). */
-  onAnySessionChange(listener: (sessionId: string) => void): () => void {
-    this.emitter.on("session-change", listener);
-    return () => this.emitter.off("session-change", listener);
-  }
-
-  /** Who is watching a session's terminals read-only now (names), for the learner's notice. */
-  publishWatchers(sessionId: string, watchers: readonly string[]): void {
-    this.emitter.emit(`watchers:${sessionId}`, watchers);
-  }
-
-  onWatchers(sessionId: string, listener: (watchers: readonly string[]) => void): () => void {
-    const name = `watchers:${sessionId}`;
-    this.emitter.on(name, listener);
-    return () => this.emitter.off(name, listener);
+  /** The set of users watching a session's terminals read-only changed. */
+  publishWatchers(sessionId: string): Promise<void> {
+    return this.publish({ k: "watchers", s: sessionId });
   }
 
   /** Calls `listener` with every progress change of a session; returns the unsubscribe function. */
   onProgress(sessionId: string, listener: (progress: Progress) => void): () => void {
-    const name = `progress:${sessionId}`;
+    return this.subscribe(`progress:${sessionId}`, listener);
+  }
+
+  /** Who is watching a session's terminals read-only now (names), for the learner's notice. */
+  onWatchers(sessionId: string, listener: (watchers: readonly string[]) => void): () => void {
+    return this.subscribe(`watchers:${sessionId}`, listener);
+  }
+
+  /**
+   * Calls `listener` with the id of every session whose dashboard view changed (cohort
+   * dashboards), and with null after missed notices (reload everything).
+   */
+  onAnySessionChange(listener: (sessionId: string | null) => void): () => void {
+    return this.subscribe("session-change", listener);
+  }
+
+  private subscribe<T>(name: string, listener: (value: T) => void): () => void {
     this.emitter.on(name, listener);
     return () => this.emitter.off(name, listener);
+  }
+
+  /** Publishing never throws at the caller: a lost notice is logged (pages reload on reconnect). */
+  private async publish(notice: Notice): Promise<void> {
+    try {
+      await this.deps.db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`;
+    } catch (error) {
+      this.deps.log.warn({ err: error, notice }, "event not published");
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.deps.databaseUrl, application_name: "labdeck-events" });
+    client.on("error", (error) => this.lost(client, error));
+    client.on("end", () => this.lost(client));
+    client.on("notification", (message) => {
+      if (message.channel !== EVENTS_CHANNEL || !message.payload) return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(message.payload);
+      } catch {
+        parsed = null;
+      }
+      const notice = Notice.safeParse(parsed);
+      if (!notice.success) return void this.deps.log.warn({ payload: message.payload.slice(0, 200) }, "malformed event notice ignored");
+      this.deliver(notice.data);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    this.client = client;
+    this.reconnectDelay = RECONNECT_MIN_MS;
+  }
+
+  private lost(client: pg.Client, error?: Error): void {
+    if (this.client !== client || this.stopped) return;
+    this.client = null;
+    this.deps.log.warn({ err: error }, "event connection lost; reconnecting");
+    client.end().catch(() => undefined);
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.reconnectTimer) return;
+    const delay = this.reconnectDelay;
+    this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.connect().then(
+        () => this.resync(),
+        (error: Error) => {
+          this.deps.log.warn({ err: error, retryInMs: this.reconnectDelay }, "event connection failed");
+          this.scheduleReconnect();
+        },
+      );
+    }, delay);
+  }
+
+  /** After a gap in notices: every local subscriber reloads what it shows. */
+  private resync(): void {
+    for (const name of this.emitter.eventNames()) {
+      if (typeof name !== "string") continue;
+      const [kind, sessionId] = name.split(":", 2);
+      if (kind === "progress" && sessionId) this.load("progress", sessionId);
+      if (kind === "watchers" && sessionId) this.load("watchers", sessionId);
+    }
+    this.emitter.emit("session-change", null);
+  }
+
+  private deliver(notice: Notice): void {
+    if (notice.k !== "watchers") this.emitter.emit("session-change", notice.s);
+    if (notice.k === "progress") this.load("progress", notice.s);
+    if (notice.k === "watchers") this.load("watchers", notice.s);
+  }
+
+  /**
+   * Loads and emits the data behind a notice when this process has subscribers for it. Notices
+   * that arrive while a load runs fold into one more load after it, so a burst costs two reads.
+   */
+  private load(kind: "progress" | "watchers", sessionId: string): void {
+    const name = `${kind}:${sessionId}`;
+    if (this.emitter.listenerCount(name) === 0 || !this.sources) return;
+    const pending = this.loads.get(name);
+    if (pending) return void (pending.again = true);
+    const state = { again: false };
+    this.loads.set(name, state);
+    const sources = this.sources;
+    const run = async (): Promise<void> => {
+      do {
+        state.again = false;
+        const value = kind === "progress" ? await sources.progress(sessionId) : await sources.watchers(sessionId);
+        this.emitter.emit(name, value);
+      } while (state.again && this.emitter.listenerCount(name) > 0);
+    };
+    run()
+      .catch((error: Error) => this.deps.log.warn({ err: error, sid: sessionId, kind }, "event data not loaded"))
+      .finally(() => this.loads.delete(name));
   }
 }

@@ -241,8 +241,8 @@ export class Grader {
     });
     if (result.outcome === "pass") await this.advance(sessionId, index, lab);
     // What the learner sees changes only with a pass or a run they asked for.
-    if (result.outcome === "pass" || trigger === "manual") bus.publishProgress(await this.progress(sessionId));
-    else bus.publishSessionChange(sessionId); // instructors' dashboards show every run's feedback
+    if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);
+    else await bus.publishSessionChange(sessionId); // instructors' dashboards show every run's feedback
     return result.outcome;
   }
 

@@ -153,12 +153,14 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
     const pool = new SshExecPool();
     cleanups.push(async () => pool.closeAll());
-    const bus = new EventBus();
+    const bus = new EventBus({ db, databaseUrl: embedded.url, log });
+    cleanups.push(() => bus.stop());
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
     const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
     cleanups.push(async () => sweeper.stop());
     const watchers = new WatchRegistry({ db, bus });
+    await bus.start({ progress: (sid) => grader.progress(sid), watchers: (sid) => watchers.watchers(sid) });
     const gateway = terminalUpgrade({
       onViewer: watchers.onViewer,
       secret,

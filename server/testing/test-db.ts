@@ -10,7 +10,7 @@ import { startEmbeddedPostgres } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { freePort } from "./stack";
 
-export async function startTestDb(): Promise<{ db: Db; stop(): Promise<void> }> {
+export async function startTestDb(): Promise<{ db: Db; url: string; stop(): Promise<void> }> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-db-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
   const embedded = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
@@ -23,6 +23,7 @@ export async function startTestDb(): Promise<{ db: Db; stop(): Promise<void> }> 
   const db = createDb(embedded.url);
   return {
     db,
+    url: embedded.url,
     async stop() {
       await db.$disconnect();
       await embedded.stop();

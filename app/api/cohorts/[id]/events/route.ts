@@ -33,7 +33,9 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
           cleanup();
         }
       };
-      const onChange = async (sessionId: string) => {
+      const onChange = async (sessionId: string | null) => {
+        // Notices were missed (the event connection reconnected): reload the whole dashboard.
+        if (sessionId === null) return write(`event: changed\ndata: {}\n\n`);
         if (!sessions.has(sessionId) && Date.now() - refreshedAt > 250) {
           // Possibly a session made after we looked: re-read (rate-limited) before deciding.
           refreshedAt = Date.now();

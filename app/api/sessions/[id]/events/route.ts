@@ -62,7 +62,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
         }
       });
       send(await services.grader.progress(id));
-      sendWatchers(services.watchers.watchers(id));
+      sendWatchers(await services.watchers.watchers(id));
     },
     cancel() {
       cleanup();

@@ -19,6 +19,6 @@ export const POST = apiRoute<{ params: Promise<{ id: string; stepId: string }> }
     create: { sessionId: id, stepId },
     update: {},
   });
-  services.bus.publishProgress(await services.grader.progress(id));
+  await services.bus.publishProgress(id);
   return Response.json({ hint: step.hintMarkdown });
 });
