@@ -16,12 +16,14 @@ import { Grader } from "./server/grader/grader";
 import { LabCatalog } from "./server/labs/catalog";
 import { refuseUnbuiltImage } from "./server/labs/image-status";
 import { SshExecPool } from "./server/machines/ssh-exec";
-import { createDb } from "./server/db/client";
+import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
 import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
 import { loadSecret } from "./server/secret";
+import { opsHandler } from "./server/ops/http";
+import { observeProcess } from "./server/ops/metrics";
 import { setServices } from "./server/services";
 import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
 import { SessionSweeper } from "./server/sessions/sweeper";
@@ -37,7 +39,7 @@ async function main(): Promise<void> {
     databaseUrl = embedded.url;
   }
   await migrateDeploy(databaseUrl);
-  const db = createDb(databaseUrl);
+  const { db, pool: dbPool } = createDbWithPool(databaseUrl, env.LABDECK_DB_POOL_SIZE);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
   const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
   // Shown once in the banner below (stdout, never the logger); only its hash is stored.
@@ -52,7 +54,7 @@ async function main(): Promise<void> {
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
   const bus = new EventBus({ db, databaseUrl, log });
-  const grader = new Grader({ db, labs, pool, bus, log });
+  const grader = new Grader({ db, labs, pool, bus, log }, { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY });
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
   const watchers = new WatchRegistry({ db, bus });
   await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id) });
@@ -72,7 +74,28 @@ async function main(): Promise<void> {
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
 
-  const server = http.createServer((req, res) => void handle(req, res));
+  observeProcess({
+    sessionsByState: async () =>
+      Object.fromEntries((await db.labSession.groupBy({ by: ["state"], _count: true })).map((g) => [g.state, g._count])),
+    pool: () => machines.pool?.status() ?? null,
+    graderLagMs: () => grader.lagMs(),
+    dbPool: () => ({ total: dbPool.totalCount, idle: dbPool.idleCount, waiting: dbPool.waitingCount }),
+  });
+  const readinessSources = {
+    pingDatabase: () => db.$queryRaw`SELECT 1`,
+    machinesReady: () => true, // startMachines resolved: images found, providers started
+    graderLagMs: () => grader.lagMs(),
+    maxGraderLagMs: env.LABDECK_READY_MAX_GRADER_LAG_MS,
+  };
+  const ops = opsHandler({ readiness: readinessSources, metricsToken: env.LABDECK_METRICS_TOKEN });
+  const server = http.createServer((req, res) => {
+    if (!ops(req, res)) void handle(req, res);
+  });
+  // The admin listener: /metrics without a token (and the health paths), for a scraper on a
+  // private address; never the app.
+  const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {
+    if (!opsHandler({ readiness: readinessSources, metricsToken: undefined, metricsOpen: true })(req, res)) res.writeHead(404).end();
+  });
   const gateway = terminalUpgrade({
     secret,
     terminals,
@@ -107,6 +130,13 @@ async function main(): Promise<void> {
     await embedded?.stop().catch(() => undefined);
     throw error;
   }
+  if (adminServer) {
+    await new Promise<void>((resolve, reject) => {
+      adminServer.once("error", reject);
+      adminServer.listen(env.LABDECK_METRICS_PORT, env.LABDECK_METRICS_HOST, () => resolve());
+    });
+    log.info({ host: env.LABDECK_METRICS_HOST, port: env.LABDECK_METRICS_PORT }, "metrics listener");
+  }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const url = publicUrl(env, port);
@@ -130,6 +160,7 @@ async function main(): Promise<void> {
     grader.stop();
     pool.closeAll();
     server.close();
+    adminServer?.close();
     await watchers.stop();
     await bus.stop();
     await terminals.closeAll();

@@ -45,6 +45,19 @@ export const Env = z.object({
   LABDECK_PUBLIC_URL: z.string().url().optional(),
   /** Email of the admin created on a first start (database without any admin). */
   LABDECK_ADMIN_EMAIL: z.string().trim().toLowerCase().email().default("admin@labdeck.local"),
+  /** Database connections per server process (each replica has its own pool). */
+  LABDECK_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
+  /** How often the grader checks each live session's current step, ms. */
+  LABDECK_GRADER_INTERVAL_MS: z.coerce.number().int().min(200).max(600_000).default(2_000),
+  /** Checks running at once per process (each is one SSH exec). */
+  LABDECK_GRADER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
+  /** /readyz fails when the grader's oldest overdue check is later than this, ms. */
+  LABDECK_READY_MAX_GRADER_LAG_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** Bearer token for GET /metrics on the public port; unset: /metrics only on LABDECK_METRICS_PORT. */
+  LABDECK_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  /** A separate listener for /metrics (and /healthz, /readyz) without a token, on LABDECK_METRICS_HOST. */
+  LABDECK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  LABDECK_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
 });

@@ -114,7 +114,7 @@ export class EventBus {
     try {
       await this.deps.db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`;
     } catch (error) {
-      this.deps.log.warn({ err: error, notice }, "event not published");
+      this.deps.log.warn({ err: (error as Error).message, notice }, "event not published");
     }
   }
 
@@ -143,7 +143,7 @@ export class EventBus {
   private lost(client: pg.Client, error?: Error): void {
     if (this.client !== client || this.stopped) return;
     this.client = null;
-    this.deps.log.warn({ err: error }, "event connection lost; reconnecting");
+    this.deps.log.warn({ err: error?.message }, "event connection lost; reconnecting");
     client.end().catch(() => undefined);
     this.scheduleReconnect();
   }
@@ -157,7 +157,7 @@ export class EventBus {
       this.connect().then(
         () => this.resync(),
         (error: Error) => {
-          this.deps.log.warn({ err: error, retryInMs: this.reconnectDelay }, "event connection failed");
+          this.deps.log.warn({ err: error.message, retryInMs: this.reconnectDelay }, "event connection failed");
           this.scheduleReconnect();
         },
       );

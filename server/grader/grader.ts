@@ -8,6 +8,7 @@ import fs from "node:fs";
 import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
+import { metrics } from "../ops/metrics";
 import type { LabCatalog } from "../labs/catalog";
 import type { Lab, LoadedStep } from "../labs/load";
 import { machineEndpoint } from "../sessions/lab-sessions";
@@ -98,6 +99,17 @@ export class Grader {
     schedule.nextDue = due;
     if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
     schedule.nudgeTimer = setTimeout(() => this.dispatch(), NUDGE_DELAY_MS);
+  }
+
+  /**
+   * How far behind its schedule the grader is, ms: the age of the oldest due check that has not
+   * started (0 when nothing waits). A lag growing past the interval means it cannot keep up.
+   */
+  lagMs(now = Date.now()): number {
+    if (!this.timer) return 0;
+    let oldest = now;
+    for (const s of this.schedules.values()) if (!s.running && s.nextDue < oldest) oldest = s.nextDue;
+    return now - oldest;
   }
 
   /** Runs the current step's check now (Check button) and returns the progress after it. */
@@ -239,6 +251,7 @@ export class Grader {
         durationMs: result.durationMs,
       },
     });
+    metrics().checkSeconds.observe({ outcome: result.outcome, trigger }, result.durationMs / 1000);
     if (result.outcome === "pass") await this.advance(sessionId, index, lab);
     // What the learner sees changes only with a pass or a run they asked for.
     if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);

@@ -2,6 +2,7 @@
  * Lab sessions: a learner's run of a lab and the machines it holds. Plain functions over the
  * database and a machine provider, called by the HTTP layer, the CLI and tests alike.
  */
+import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import type { SshEndpoint } from "../terminal/ssh";
@@ -39,6 +40,11 @@ export async function startOrResumeSession(
   /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
   prepare?: (sessionId: string) => Promise<void>,
 ): Promise<SessionView> {
+  const started = performance.now();
+  const observe = (source: "existing" | "resume" | "new", result: SessionView) => {
+    metrics().sessionStartSeconds.observe({ source }, (performance.now() - started) / 1000);
+    return result;
+  };
   const findLive = () =>
     db.labSession.findFirst({
       where: { learnerId: request.learnerId, labSlug: request.labSlug, state: { not: "ended" } },
@@ -49,9 +55,9 @@ export async function startOrResumeSession(
     if (!existing) break;
     if (existing.state === "ready") {
       await touchSession(db, existing.id);
-      return view(existing);
+      return observe("existing", view(existing));
     }
-    if (existing.state === "suspended") return resumeSession(db, provider, existing.id);
+    if (existing.state === "suspended") return observe("resume", await resumeSession(db, provider, existing.id));
     // Another request is providing this learner's machines right now: wait for it.
     if (waited >= CONCURRENT_START_WAIT_MS) throw new Error("the lab session is still starting; try again");
     await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
@@ -87,7 +93,7 @@ export async function startOrResumeSession(
       },
       include: { machines: { select: { name: true } } },
     });
-    return view(ready);
+    return observe("new", view(ready));
   } catch (error) {
     await db.labSession.delete({ where: { id: session.id } }).catch(() => undefined);
     throw error;
