@@ -65,6 +65,8 @@ async function main(): Promise<void> {
     env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers,
     refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
   });
+  // Starts and teardowns a dead predecessor left half-done are settled before serving.
+  await sweeper.reconcile();
   grader.start();
   sweeper.start();
 

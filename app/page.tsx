@@ -3,6 +3,7 @@ import { getFormatter, getTranslations } from "next-intl/server";
 import { pageUser } from "@/server/auth/page";
 import { labsDirFromEnv, listLabs, type Lab } from "@/server/labs/load";
 import { getServicesOrThrow } from "@/server/services";
+import { LIVE_STATES } from "@/server/sessions/lifecycle";
 
 // Lab content is read from disk on every request so an edited lab shows up without a rebuild.
 export const dynamic = "force-dynamic";
@@ -14,7 +15,7 @@ export default async function HomePage() {
   const [{ labs, errors }, live, cohorts] = await Promise.all([
     listLabs(labsDirFromEnv()),
     db.labSession.findMany({
-      where: { learnerId: user.id, state: { not: "ended" } },
+      where: { learnerId: user.id, state: { in: [...LIVE_STATES] } },
       orderBy: { createdAt: "desc" },
       select: { id: true, labSlug: true, createdAt: true, currentStep: true, completedAt: true, state: true, expiresAt: true },
     }),

@@ -9,7 +9,7 @@ import type { PoolStatus } from "../machines/warm-pool";
 
 export interface Capacity {
   provider: string;
-  sessions: Record<"starting" | "ready" | "suspended", number>;
+  sessions: Record<"starting" | "ready" | "suspended" | "ending", number>;
   machines: number;
   pool: PoolStatus | null;
   /** Bytes; null where /proc/meminfo cannot be read. */
@@ -23,7 +23,8 @@ export async function capacitySnapshot(db: Db, provider: MachineProvider, meminf
     db.machine.count({ where: { session: { state: { not: "ended" } } } }),
     readMeminfo(meminfoPath),
   ]);
-  const sessions = { starting: 0, ready: 0, suspended: 0 };
+  // Sessions releasing their machines still hold them: counted with the starting ones' neighbours.
+  const sessions = { starting: 0, ready: 0, suspended: 0, ending: 0 };
   for (const row of byState) if (row.state !== "ended") sessions[row.state] = row._count._all;
   const pool = typeof (provider as { status?: unknown }).status === "function" ? (provider as unknown as { status(): PoolStatus }).status() : null;
   return { provider: provider.name, sessions, machines, pool, memory, at: new Date() };

@@ -234,7 +234,8 @@ export interface EndCohortDeps {
 /**
  * Ends a cohort: marks it ended (final) and ends every live session of its learners for its labs
  * through endSession (the provider tears the machines down). A session whose teardown fails is
- * reported and stays live, so ending again retries it.
+ * reported and stays `ending`: the reconciler retries it until the provider succeeds. Its
+ * terminals close either way.
  */
 export async function endCohort(
   deps: EndCohortDeps,
@@ -249,13 +250,13 @@ export async function endCohort(
   const failed: { sessionId: string; message: string }[] = [];
   for (const s of sessions) {
     try {
-      await endSession(db, deps.provider, s.id);
-      await db.labSession.update({ where: { id: s.id }, data: { endReason: "admin" } });
-      await deps.terminals?.closeSession(s.id);
-      deps.bus?.publishSessionChange(s.id);
+      await endSession(db, deps.provider, s.id, "admin");
       ended.push(s.id);
     } catch (error) {
       failed.push({ sessionId: s.id, message: (error as Error).message });
+    } finally {
+      await deps.terminals?.closeSession(s.id);
+      await deps.bus?.publishSessionChange(s.id);
     }
   }
   await recordAudit(db, { actorId, action: "cohort.end", targetType: "cohort", targetId: cohortId, detail: { ended: ended.length, failed: failed.length } });

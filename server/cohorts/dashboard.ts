@@ -67,7 +67,8 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
   const newest = new Map<string, (typeof sessions)[number]>();
   for (const s of sessions) {
     const had = newest.get(s.learnerId);
-    if (!had || (had.state === "ended" && s.state !== "ended")) newest.set(s.learnerId, s);
+    const over = (x: typeof s) => x.state === "ended" || x.state === "ending";
+    if (!had || (over(had) && !over(s))) newest.set(s.learnerId, s);
   }
   const failures = await latestFailures(db, [...newest.values()].map((s) => ({ id: s.id, stepId: steps[s.currentStep]?.id ?? null })));
 
@@ -104,7 +105,8 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
       name: user.name,
       email: user.email,
       sessionId: s.id,
-      state: s.state,
+      // Machines still being released: over, as far as anyone watching is concerned.
+      state: s.state === "ending" ? "ended" : s.state,
       stepsDone: done,
       currentStepId: s.completedAt ? null : (steps[s.currentStep]?.id ?? null),
       currentSince: s.completedAt ? null : s.currentStepSince.toISOString(),

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { writeStaticHostsFile } from "../machines/netns-hosts";
-import { staticHostsProvider } from "../machines/static-hosts";
+import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { providerRefsInUse } from "../sessions/lab-sessions";
 import { startTestStack, type TestStack } from "../testing/stack";
@@ -25,7 +25,7 @@ beforeAll(async () => {
   stack = await startTestStack({ subnet: 57 });
   const file = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-excl-")), "hosts.json");
   await writeStaticHostsFile(stack.hosts, file, "exclusive");
-  exclusive = staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(stack.db, "static") });
+  exclusive = staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(stack.db, "static"), claims: dbHostClaims(stack.db) });
 }, 180_000);
 afterAll(async () => stack?.stop());
 

@@ -13,7 +13,7 @@ import { detectAccel } from "./qemu/accel";
 import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
 import { recipeByName } from "./qemu/recipe";
-import { staticHostsProvider } from "./static-hosts";
+import { dbHostClaims, staticHostsProvider } from "./static-hosts";
 import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 
 /** The lab machines every pooled set has (the course's three-node layout). */
@@ -37,7 +37,7 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
     log.info({ file }, "machines: static hosts");
     return {
       kind,
-      provider: staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static") }),
+      provider: staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
       pool: null,
       stop: async () => {},
     };

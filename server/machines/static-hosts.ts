@@ -10,6 +10,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import type { Db } from "../db/client";
 import { hostKeyBlob } from "../terminal/ssh";
 import { NoCapacityError, type MachineProvider, type MachineRequest, type ProvisionedMachine } from "./provider";
 
@@ -73,6 +74,24 @@ export interface StaticHostsOptions {
   file: string;
   /** Groups (providerRef values) held by live sessions; consulted for exclusive allocation. */
   groupsInUse: () => Promise<Set<string>>;
+  /**
+   * Exclusive allocation's atomic step: true when `groupId` is now the session's (nobody held
+   * it), false when another start took it first. `release` frees a session's groups.
+   */
+  claims: { claim(groupId: string, sessionId: string): Promise<boolean>; release(sessionId: string): Promise<void> };
+}
+
+/** Host group claims in the database (HostGroupClaim's primary key decides a race). */
+export function dbHostClaims(db: Db): StaticHostsOptions["claims"] {
+  return {
+    async claim(groupId, sessionId) {
+      const made = await db.hostGroupClaim.createMany({ data: [{ groupId, sessionId }], skipDuplicates: true });
+      return made.count === 1;
+    },
+    async release(sessionId) {
+      await db.hostGroupClaim.deleteMany({ where: { sessionId } });
+    },
+  };
 }
 
 export function staticHostsProvider(options: StaticHostsOptions): MachineProvider {
@@ -80,26 +99,40 @@ export function staticHostsProvider(options: StaticHostsOptions): MachineProvide
     name: "static",
     async create(request: MachineRequest): Promise<ProvisionedMachine[]> {
       const hosts = await loadStaticHosts(options.file);
-      const busy = hosts.allocation === "exclusive" ? await options.groupsInUse() : new Set<string>();
-      const group = hosts.groups.find(
+      const exclusive = hosts.allocation === "exclusive";
+      const busy = exclusive ? await options.groupsInUse() : new Set<string>();
+      const candidates = hosts.groups.filter(
         (g) => !busy.has(g.id) && request.machines.every((name) => g.machines.some((m) => m.name === name)),
       );
+      let group: (typeof candidates)[number] | undefined;
+      for (const g of exclusive ? candidates : candidates.slice(0, 1)) {
+        if (!exclusive || (await options.claims.claim(g.id, request.sessionId))) {
+          group = g;
+          break;
+        }
+      }
       if (!group) {
         throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
       }
+      const chosen = group;
       return Promise.all(
         request.machines.map(async (name) => {
-          const m = group.machines.find((x) => x.name === name)!;
+          const m = chosen.machines.find((x) => x.name === name)!;
           const keyPath = path.resolve(path.dirname(options.file), m.privateKeyPath);
           const privateKey = await fs.readFile(keyPath, "utf8").catch((error: Error) => {
-            throw new Error(`${options.file}: group ${group.id}: ${name}: cannot read private key: ${error.message}`);
+            throw new Error(`${options.file}: group ${chosen.id}: ${name}: cannot read private key: ${error.message}`);
           });
-          return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey, providerRef: group.id };
+          return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey, providerRef: chosen.id };
         }),
-      );
+      ).catch(async (error: unknown) => {
+        // Nothing was handed out: the group is free again.
+        if (exclusive) await options.claims.release(request.sessionId);
+        throw error;
+      });
     },
-    async destroy() {
+    async destroy(sessionId) {
       // Static machines belong to the admin; releasing the session frees the group.
+      await options.claims.release(sessionId);
     },
   };
 }

@@ -6,6 +6,7 @@ import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import type { SshEndpoint } from "../terminal/ssh";
+import { advance, finishEnding, LEASE_MS, LIVE_STATES, reconcileSessions, withLease } from "./lifecycle";
 
 /** How long a request waits for a concurrent request that is starting the same session. */
 const CONCURRENT_START_WAIT_MS = 120_000;
@@ -47,7 +48,7 @@ export async function startOrResumeSession(
   };
   const findLive = () =>
     db.labSession.findFirst({
-      where: { learnerId: request.learnerId, labSlug: request.labSlug, state: { not: "ended" } },
+      where: { learnerId: request.learnerId, labSlug: request.labSlug, state: { in: [...LIVE_STATES] } },
       include: { machines: { select: { name: true } } },
     });
   for (let waited = 0; ; waited += CONCURRENT_START_POLL_MS) {
@@ -58,7 +59,12 @@ export async function startOrResumeSession(
       return observe("existing", view(existing));
     }
     if (existing.state === "suspended") return observe("resume", await resumeSession(db, provider, existing.id));
-    // Another request is providing this learner's machines right now: wait for it.
+    // Another request is providing this learner's machines right now: wait for it, unless the
+    // process doing it died (its lease ran out): then the reconciler settles it first.
+    if (existing.leaseUntil && existing.leaseUntil.getTime() < Date.now()) {
+      await reconcileSessions(db, provider);
+      continue;
+    }
     if (waited >= CONCURRENT_START_WAIT_MS) throw new Error("the lab session is still starting; try again");
     await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
   }
@@ -66,36 +72,42 @@ export async function startOrResumeSession(
   let session;
   try {
     session = await db.labSession.create({
-      data: { learnerId: request.learnerId, labSlug: request.labSlug, provider: provider.name, idleMinutes: request.idleMinutes ?? null },
+      data: {
+        learnerId: request.learnerId,
+        labSlug: request.labSlug,
+        provider: provider.name,
+        idleMinutes: request.idleMinutes ?? null,
+        leaseUntil: new Date(Date.now() + LEASE_MS),
+      },
     });
   } catch (error) {
     // The partial unique index "LabSession_live_per_learner_lab" lost us a race: use the winner's.
     if ((error as { code?: string }).code === "P2002") return startOrResumeSession(db, provider, request, prepare);
     throw error;
   }
+  const id = session.id;
   try {
-    const machines = await provider.create({ sessionId: session.id, labSlug: request.labSlug, machines: request.machines, image: request.image });
-    try {
-      await db.machine.createMany({ data: machines.map((m) => ({ ...m, sessionId: session.id })) });
-      await prepare?.(session.id);
-    } catch (error) {
-      await provider.destroy(session.id, machines).catch(() => undefined);
-      throw error;
-    }
-    const now = new Date();
-    const ready = await db.labSession.update({
-      where: { id: session.id },
-      data: {
-        state: "ready",
-        currentStepSince: now,
-        lastActivityAt: now,
-        expiresAt: request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null,
-      },
-      include: { machines: { select: { name: true } } },
+    const ready = await withLease(db, id, async () => {
+      const machines = await provider.create({ sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image });
+      try {
+        await db.machine.createMany({ data: machines.map((m) => ({ ...m, sessionId: id })) });
+        await prepare?.(id);
+      } catch (error) {
+        await provider.destroy(id, machines).catch(() => undefined);
+        throw error;
+      }
+      const now = new Date();
+      const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
+      if (!(await advance(db, id, ["starting"], "ready", { currentStepSince: now, lastActivityAt: now, expiresAt, readyAt: now }))) {
+        // Ended meanwhile (an admin ended the cohort, or the reconciler failed a start it thought dead).
+        throw new Error("the lab session was ended while it was starting");
+      }
+      return db.labSession.findUniqueOrThrow({ where: { id }, include: { machines: { select: { name: true } } } });
     });
     return observe("new", view(ready));
   } catch (error) {
-    await db.labSession.delete({ where: { id: session.id } }).catch(() => undefined);
+    // Nothing usable was made: the row goes (no progress yet), unless someone else moved it on.
+    await db.labSession.deleteMany({ where: { id, state: "starting" } }).catch(() => undefined);
     throw error;
   }
 }
@@ -110,14 +122,9 @@ export async function endSession(
   sessionId: string,
   reason: "learner" | "expired" | "admin" = "learner",
 ): Promise<boolean> {
-  const session = await db.labSession.findUnique({ where: { id: sessionId }, include: { machines: true } });
-  if (!session || session.state === "ended") return false;
-  const claimed = await db.labSession.updateMany({
-    where: { id: sessionId, state: { not: "ended" } },
-    data: { state: "ended", endedAt: new Date(), endReason: reason },
-  });
-  if (claimed.count === 0) return false;
-  await provider.destroy(sessionId, session.machines);
+  if (!(await advance(db, sessionId, LIVE_STATES, "ending", { endReason: reason }))) return false;
+  // A failed teardown leaves it `ending`: the reconciler retries until the provider succeeds.
+  await finishEnding(db, provider, sessionId);
   return true;
 }
 
@@ -127,8 +134,7 @@ export async function endSession(
  */
 export async function suspendSession(db: Db, provider: MachineProvider, sessionId: string): Promise<boolean> {
   if (!provider.suspend) return false;
-  const claimed = await db.labSession.updateMany({ where: { id: sessionId, state: "ready" }, data: { state: "suspended" } });
-  if (claimed.count === 0) return false;
+  if (!(await advance(db, sessionId, ["ready"], "suspended"))) return false;
   const machines = await db.machine.findMany({ where: { sessionId } });
   await provider.suspend(sessionId, machines);
   return true;
@@ -140,26 +146,25 @@ export async function suspendSession(db: Db, provider: MachineProvider, sessionI
  */
 export async function resumeSession(db: Db, provider: MachineProvider, sessionId: string): Promise<SessionView> {
   if (!provider.resume) throw new Error(`provider ${provider.name} cannot resume sessions`);
-  const claimed = await db.labSession.updateMany({ where: { id: sessionId, state: "suspended" }, data: { state: "starting" } });
-  if (claimed.count === 0) {
+  if (!(await advance(db, sessionId, ["suspended"], "starting"))) {
     // Someone else is resuming it: wait as for a start.
     const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
     return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] });
   }
   try {
-    const machines = await db.machine.findMany({ where: { sessionId } });
-    const now = await provider.resume(sessionId, machines);
-    for (const m of now) {
-      await db.machine.updateMany({ where: { sessionId, name: m.name }, data: { host: m.host, port: m.port } });
-    }
-    const ready = await db.labSession.update({
-      where: { id: sessionId },
-      data: { state: "ready", lastActivityAt: new Date() },
-      include: { machines: { select: { name: true } } },
+    await withLease(db, sessionId, async () => {
+      const machines = await db.machine.findMany({ where: { sessionId } });
+      const now = await provider.resume!(sessionId, machines);
+      for (const m of now) {
+        await db.machine.updateMany({ where: { sessionId, name: m.name }, data: { host: m.host, port: m.port } });
+      }
     });
-    return view(ready);
+    if (!(await advance(db, sessionId, ["starting"], "ready", { lastActivityAt: new Date() }))) {
+      throw new Error("the lab session was ended while it was resuming");
+    }
+    return view(await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, include: { machines: { select: { name: true } } } }));
   } catch (error) {
-    await db.labSession.updateMany({ where: { id: sessionId, state: "starting" }, data: { state: "suspended" } });
+    await advance(db, sessionId, ["starting"], "suspended").catch(() => undefined);
     throw error;
   }
 }

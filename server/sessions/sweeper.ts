@@ -9,6 +9,7 @@ import type { Db } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import type { TerminalRegistry } from "../terminal/registry";
 import { sweepSessions, touchSession, type SweepReport } from "./lab-sessions";
+import { reconcileSessions, type ReconcileReport } from "./lifecycle";
 
 /** How often sessions are swept, ms. Expiry and idleness are judged to within this. */
 export const SWEEP_INTERVAL_MS = 30_000;
@@ -38,7 +39,8 @@ export class SessionSweeper {
 
   /** One sweep now (a running one is joined, not doubled). */
   sweep(now?: Date): Promise<SweepReport> {
-    this.running ??= sweepSessions(this.deps.db, this.deps.provider, {
+    this.running ??= this.reconcile(now)
+      .then(() => sweepSessions(this.deps.db, this.deps.provider, {
       now,
       idleMs: this.options.idleMs,
       onOver: (sessionId, why) => {
@@ -47,13 +49,33 @@ export class SessionSweeper {
         void this.deps.terminals.closeSession(sessionId, why);
       },
       onError: (sessionId, error) => this.deps.log.error({ sessionId, err: error.message }, "session sweep failed for a session"),
-    })
+    }))
       .catch((error: Error) => {
         this.deps.log.error({ err: error.message }, "session sweep failed");
         return { expired: [], suspended: [] };
       })
       .finally(() => (this.running = null));
     return this.running;
+  }
+
+  /**
+   * Takes over starts and teardowns whose process died (server/sessions/lifecycle.ts); run at
+   * start-up and before every sweep. Never throws.
+   */
+  async reconcile(now?: Date): Promise<ReconcileReport | null> {
+    try {
+      const report = await reconcileSessions(this.deps.db, this.deps.provider, {
+        now,
+        onError: (sessionId, error) => this.deps.log.warn({ sessionId, err: error.message }, "machine teardown failed; retried later"),
+      });
+      if (report.failedStarts.length + report.revertedResumes.length + report.ended.length > 0) {
+        this.deps.log.info(report, "sessions reconciled");
+      }
+      return report;
+    } catch (error) {
+      this.deps.log.error({ err: (error as Error).message }, "session reconcile failed");
+      return null;
+    }
   }
 
   /** The learner did something in a session (typed in a terminal, ran a check). */

@@ -22,7 +22,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { log } from "../log";
 import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../machines/netns-hosts";
-import { staticHostsProvider } from "../machines/static-hosts";
+import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
 import { SessionSweeper } from "../sessions/sweeper";
@@ -106,7 +106,7 @@ export async function startTestStack(options: StackOptions & { subnet: number })
     await writeStaticHostsFile(hosts, hostsFile, "shared");
     const stack = await startStack({
       ...options,
-      provider: (db) => staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static") }),
+      provider: (db) => staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
     });
     return {
       ...stack,

@@ -32,7 +32,7 @@ export default async function CapacityPage() {
           <div className={card}>
             <h2 className="text-sm text-slate-500">{t("sessions")}</h2>
             <dl className="mt-2 flex gap-6">
-              {(["starting", "ready", "suspended"] as const).map((s) => (
+              {(["starting", "ready", "suspended", "ending"] as const).map((s) => (
                 <div key={s}>
                   <dt className="text-xs text-slate-500">{t(`state.${s}`)}</dt>
                   <dd className="text-2xl font-bold" data-testid={`sessions-${s}`}>
