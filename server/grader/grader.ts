@@ -3,6 +3,11 @@
  * steady interval with jitter, a concurrency limit, per-check timeouts and backoff for machines
  * that do not answer; also on demand (the Check button). Every run is stored; a pass moves the
  * session to the next step (forward only) and publishes the new progress.
+ *
+ * Every server process runs one, over the same sessions: the schedule lives in the sessions' rows
+ * (server/grader/claims.ts), each process keeps a copy refreshed every second, and a check runs
+ * only on the process that wins its claim, so each due check runs once over all processes and
+ * a session never has two checks at a time.
  */
 import fs from "node:fs";
 import type { Logger } from "pino";
@@ -12,6 +17,7 @@ import { metrics } from "../ops/metrics";
 import type { LabCatalog } from "../labs/catalog";
 import type { Lab, LoadedStep } from "../labs/load";
 import { machineEndpoint } from "../sessions/lab-sessions";
+import { checkRunning, claimCheck, releaseCheck } from "./claims";
 import type { Progress } from "./progress";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
@@ -44,6 +50,8 @@ interface Schedule {
   running: boolean;
   /** Nudged while a check was running: check again right after it. */
   rerun?: boolean;
+  /** The learner pressed Enter: the next check runs without waiting for the shared due time. */
+  nudged?: boolean;
   nudgeTimer?: NodeJS.Timeout;
 }
 
@@ -51,6 +59,11 @@ interface Schedule {
 const NUDGE_DELAY_MS = 400;
 /** Longest time between two reads of the live sessions, in ms. */
 const REFRESH_MAX_MS = 1_000;
+/** The Check button waits this long at most for a check running elsewhere to finish, in ms. */
+const MANUAL_WAIT_MS = 60_000;
+const MANUAL_POLL_MS = 150;
+
+type CheckOutcome = ScriptResult["outcome"] | "busy" | null;
 
 export class Grader {
   private readonly options: Required<GraderOptions>;
@@ -95,6 +108,7 @@ export class Grader {
     if (!schedule) this.schedules.set(sessionId, (schedule = { nextDue: Infinity, unreachable: 0, running: false }));
     // A check already running may have started before the command finished: run again after it.
     if (schedule.running) schedule.rerun = true;
+    schedule.nudged = true;
     if (schedule.nextDue <= due) return;
     schedule.nextDue = due;
     if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
@@ -114,7 +128,12 @@ export class Grader {
 
   /** Runs the current step's check now (Check button) and returns the progress after it. */
   async checkNow(sessionId: string): Promise<Progress> {
-    await this.check(sessionId, "manual");
+    // One check per session at a time over all processes: wait for a running one, then run ours.
+    for (let waited = 0; ; waited += MANUAL_POLL_MS) {
+      const outcome = await this.check(sessionId, "manual", "now", () => this.options.intervalMs);
+      if (outcome !== "busy" || waited >= MANUAL_WAIT_MS || !(await checkRunning(this.deps.db, sessionId))) break;
+      await new Promise((r) => setTimeout(r, MANUAL_POLL_MS));
+    }
     return this.progress(sessionId);
   }
 
@@ -159,7 +178,7 @@ export class Grader {
     try {
       const live = await this.deps.db.labSession.findMany({
         where: { state: "ready", completedAt: null },
-        select: { id: true },
+        select: { id: true, gradeDueAt: true },
       });
       const now = Date.now();
       const liveIds = new Set(live.map((s) => s.id));
@@ -169,10 +188,15 @@ export class Grader {
         this.schedules.delete(id);
         this.endpoints.delete(id);
       }
-      for (const { id } of live) {
-        if (!this.schedules.has(id)) {
+      for (const { id, gradeDueAt } of live) {
+        const schedule = this.schedules.get(id);
+        if (!schedule) {
           // New sessions spread over one interval instead of all starting at once.
-          this.schedules.set(id, { nextDue: now + Math.random() * this.options.intervalMs, unreachable: 0, running: false });
+          const nextDue = gradeDueAt ? gradeDueAt.getTime() : now + Math.random() * this.options.intervalMs;
+          this.schedules.set(id, { nextDue, unreachable: 0, running: false });
+        } else if (gradeDueAt && !schedule.running && !schedule.nudged) {
+          // Another process may have run it: follow the shared schedule.
+          schedule.nextDue = gradeDueAt.getTime();
         }
       }
     } catch (error) {
@@ -196,10 +220,24 @@ export class Grader {
       if (this.running >= this.options.concurrency) return;
       schedule.running = true;
       this.running++;
-      void this.check(id, "poll")
+      const nudged = schedule.nudged === true;
+      schedule.nudged = false;
+      let delay = this.options.intervalMs;
+      const delayFor = (outcome: CheckOutcome) => {
+        const unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
+        return (delay = schedule.rerun ? NUDGE_DELAY_MS : this.delay(unreachable));
+      };
+      void this.check(id, "poll", nudged ? "now" : "due", delayFor)
         .then((outcome) => {
-          schedule.unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
-          schedule.nextDue = schedule.rerun ? Date.now() : Date.now() + this.delay(schedule.unreachable);
+          if (outcome === "busy") {
+            // Another process has it (running, or already run for this due time): the next
+            // refresh brings the shared due time; a nudge is kept for after the running check.
+            schedule.nudged = nudged || schedule.rerun === true;
+            schedule.nextDue = Date.now() + (schedule.nudged ? NUDGE_DELAY_MS : this.options.intervalMs);
+          } else {
+            schedule.unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
+            schedule.nextDue = Date.now() + delay;
+          }
           schedule.rerun = false;
         })
         .catch((error: Error) => {
@@ -220,9 +258,13 @@ export class Grader {
     return base * (1 - jitter + Math.random() * 2 * jitter);
   }
 
-  /** Runs and records one check of a session's current step; returns its outcome (null: nothing to check). */
-  private async check(sessionId: string, trigger: "poll" | "manual"): Promise<ScriptResult["outcome"] | null> {
-    const { db, labs, pool, bus } = this.deps;
+  /**
+   * Runs and records one check of a session's current step if this process wins its claim;
+   * returns its outcome (null: nothing to check; busy: another process runs or ran it).
+   * `delayFor` gives the time to the next poll, written with the release.
+   */
+  private async check(sessionId: string, trigger: "poll" | "manual", claim: "due" | "now", delayFor: (outcome: CheckOutcome) => number): Promise<CheckOutcome> {
+    const { db, labs } = this.deps;
     const session = await db.labSession.findUnique({ where: { id: sessionId } });
     if (!session || session.state !== "ready" || session.completedAt) return null;
     let lab: Lab;
@@ -235,6 +277,18 @@ export class Grader {
     const index = session.currentStep;
     const step = lab.steps[index];
     if (!step) return null;
+    if (!(await claimCheck(db, sessionId, claim, step.timeoutSeconds))) return "busy";
+    let outcome: CheckOutcome = "error";
+    try {
+      outcome = await this.runClaimed(sessionId, trigger, lab, index, step);
+      return outcome;
+    } finally {
+      await releaseCheck(db, sessionId, delayFor(outcome)).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "check release failed"));
+    }
+  }
+
+  private async runClaimed(sessionId: string, trigger: "poll" | "manual", lab: Lab, index: number, step: LoadedStep): Promise<ScriptResult["outcome"]> {
+    const { db, pool, bus } = this.deps;
     const endpoint = await this.endpoint(sessionId, step.machine);
     const result: ScriptResult = endpoint
       ? await pool.run(endpoint, checkScript(lab, step), step.timeoutSeconds)
