@@ -1,0 +1,109 @@
+/**
+ * Two graders over one real PostgreSQL and real sshd hosts, as two server processes would run
+ * them: every due check runs on exactly one of them (no two runs of a session overlap or come
+ * closer than the interval allows), both share the work, the Check button on either waits for a
+ * running check instead of doubling it, and when one stops the other carries every session.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { log } from "../log";
+import { SshExecPool } from "../machines/ssh-exec";
+import { startTestStack, type TestStack } from "../testing/stack";
+import { Grader } from "./grader";
+
+const INTERVAL_MS = 400;
+const JITTER = 0.2;
+let stack: TestStack;
+let labsDir: string;
+let second: Grader;
+const secondPool = new SshExecPool();
+
+function writeLab(dir: string) {
+  const put = (file: string, content: string, mode = 0o644) => {
+    const full = path.join(dir, "never-passes", file);
+    fs.mkdirSync(path.dirname(full), { recursive: true });
+    fs.writeFileSync(full, content, { mode });
+  };
+  put("lab.yaml", ["title: replicas", "summary: a step that never passes", "durationMinutes: 5", "steps:", "  - { id: never, title: never, machine: node01, timeoutSeconds: 5 }"].join("\n"));
+  put("lesson.md", "# test\n");
+  put("steps/never/step.md", "never\n");
+  put("steps/never/hint.md", "never\n");
+  // Takes a moment, so that overlapping runs would show.
+  put("steps/never/check.sh", "#!/bin/bash\nsleep 0.15\necho not yet\nexit 1\n", 0o755);
+  put("steps/never/solution.sh", "#!/bin/bash\ntrue\n", 0o755);
+}
+
+beforeAll(async () => {
+  labsDir = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-replica-labs-"));
+  writeLab(labsDir);
+  stack = await startTestStack({ subnet: 45, labsDir, grader: { intervalMs: INTERVAL_MS, jitter: JITTER } });
+  second = new Grader({ db: stack.db, labs: stack.labs, pool: secondPool, bus: stack.bus, log }, { intervalMs: INTERVAL_MS, jitter: JITTER });
+}, 120_000);
+
+afterAll(async () => {
+  second?.stop();
+  secondPool.closeAll();
+  await stack?.stop();
+  fs.rmSync(labsDir, { recursive: true, force: true });
+});
+
+async function runsOf(sessionId: string) {
+  return stack.db.checkRun.findMany({ where: { sessionId }, orderBy: { createdAt: "asc" }, select: { createdAt: true, durationMs: true, trigger: true } });
+}
+
+describe("two graders over one database", () => {
+  it("each due check runs once: runs of a session never overlap and keep the interval; both processes work", async () => {
+    const sessions = await Promise.all([1, 2, 3, 4].map((i) => stack.startSession(`replica-${i}`, "never-passes")));
+    const byFirst = new Set<string>();
+    const seenBy = (grader: Grader, tag: string) => {
+      const original = (grader as unknown as { runClaimed: (...a: unknown[]) => Promise<unknown> }).runClaimed.bind(grader);
+      (grader as unknown as { runClaimed: (...a: unknown[]) => Promise<unknown> }).runClaimed = (...a: unknown[]) => {
+        byFirst.add(tag);
+        return original(...a);
+      };
+    };
+    seenBy(stack.grader, "A");
+    seenBy(second, "B");
+    stack.grader.start();
+    second.start();
+    await new Promise((r) => setTimeout(r, 8_000));
+    for (const id of sessions) {
+      const runs = await runsOf(id);
+      // About 8 s / (0.4 s + 0.15 s) per session; duplicates would double it.
+      expect(runs.length).toBeGreaterThan(6);
+      expect(runs.length).toBeLessThan(22);
+      for (let i = 1; i < runs.length; i++) {
+        const prevEnd = runs[i - 1]!.createdAt.getTime();
+        const start = runs[i]!.createdAt.getTime() - runs[i]!.durationMs;
+        // The next run starts after the previous one was recorded, at least ~the interval later.
+        expect(start - prevEnd).toBeGreaterThan(INTERVAL_MS * (1 - JITTER) * 0.75);
+      }
+    }
+    expect([...byFirst].sort()).toEqual(["A", "B"]);
+  }, 60_000);
+
+  it("the Check button on one process waits for a check running on the other, then runs once", async () => {
+    const id = await stack.startSession("replica-manual", "never-passes");
+    await new Promise((r) => setTimeout(r, 1_500));
+    const before = (await runsOf(id)).length;
+    const [a, b] = await Promise.all([stack.grader.checkNow(id), second.checkNow(id)]);
+    expect(a.lastCheck?.trigger).toBe("manual");
+    expect(b.lastCheck?.trigger).toBe("manual");
+    const runs = await runsOf(id);
+    expect(runs.filter((r) => r.trigger === "manual")).toHaveLength(2);
+    for (let i = Math.max(1, before); i < runs.length; i++) {
+      expect(runs[i]!.createdAt.getTime() - runs[i]!.durationMs).toBeGreaterThanOrEqual(runs[i - 1]!.createdAt.getTime() - 5);
+    }
+  }, 60_000);
+
+  it("when one process stops, the other carries every session", async () => {
+    const id = await stack.startSession("replica-alone", "never-passes");
+    stack.grader.stop();
+    const from = new Date();
+    await new Promise((r) => setTimeout(r, 3_000));
+    const runs = await stack.db.checkRun.count({ where: { sessionId: id, createdAt: { gt: from } } });
+    expect(runs).toBeGreaterThan(2);
+  }, 60_000);
+});
