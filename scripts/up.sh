@@ -17,27 +17,15 @@ fi
 bash scripts/install-deps.sh
 
 # next build (~1.5 min) is skipped when .next holds a build of the same sources: the stamp holds
-# a hash of the content of every file the build reads (app, components, server modules the app
-# imports, messages, config, lockfile), listed by git in a checkout (tracked and untracked, not
-# ignored; content hashed, so unstaged edits count) and by find otherwise.
-build_inputs() {
-  local paths=(app components server messages i18n proxy.ts next.config.ts postcss.config.mjs
-    tsconfig.json package.json package-lock.json prisma/schema.prisma)
-  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files -z --cached --others --exclude-standard -- "${paths[@]}" ':(exclude)*.test.ts'
-  else
-    find "${paths[@]}" -type f -not -path 'server/db/generated/*' -not -name '*.test.ts' -print0 2>/dev/null
-  fi
-}
-build_stamp=.next/labdeck-build-stamp
-# (A file deleted but not yet staged is listed and cannot be read: it drops out of the hash.)
-want=$( { build_inputs | LC_ALL=C sort -z | xargs -0 -r sha256sum -- 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
-if [[ -f .next/BUILD_ID && $(cat "$build_stamp" 2>/dev/null) == "$want" ]]; then
+# a hash of the content of every file the build reads (scripts/lib/build-stamp.sh).
+source scripts/lib/build-stamp.sh
+want=$(build_inputs_hash)
+if [[ -f .next/BUILD_ID && $(cat "$BUILD_STAMP" 2>/dev/null) == "$want" ]]; then
   echo "==> next build: up to date (no source changed since the last build)"
 else
   echo "==> next build"
   npx next build >/dev/null
-  printf '%s\n' "$want" >"$build_stamp"
+  printf '%s\n' "$want" >"$BUILD_STAMP"
 fi
 
 export LABDECK_DATA_DIR=${LABDECK_DATA_DIR:-/var/lib/labdeck}
