@@ -4,8 +4,9 @@
  * image is built), on a throw-away data directory with three real sshd hosts in network
  * namespaces that the test starts itself. The second and third starts reuse the install and the
  * build, keep the database (a row written before the kill is still there), do not print the
- * first admin's password again, and listen within 30 s with no manual step. Prints the seconds
- * to listening. Needs root; run under `flock /tmp/labdeck-test.lock`.
+ * first admin's password again, and listen within 30 s with no manual step; a second server on
+ * the same data directory is refused in one sentence while the first keeps serving. Prints the
+ * seconds to listening. Needs root; run under `flock /tmp/labdeck-test.lock`.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -168,6 +169,22 @@ describe(`README: ${command}`, () => {
     expect(afterCrash.output()).not.toContain("First admin account");
     expect(afterCrash.output()).not.toMatch(/TypeError|could not start/);
     expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toEqual([{ v: "written before the stops" }]);
+
+    // A second server on the same data directory is refused in one sentence; the first keeps running.
+    const second = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+      cwd: root,
+      env: { ...env, NODE_ENV: "production", PORT: String(await freePort()), LOG_LEVEL: "silent" } as NodeJS.ProcessEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let secondErr = "";
+    second.stderr!.on("data", (b: Buffer) => (secondErr += b.toString("utf8")));
+    expect(await exitOf(second, 30)).toBe(1);
+    const owner = serverPid(afterCrash.up);
+    expect(secondErr).toMatch(
+      new RegExp(`^Labdeck could not start: another Labdeck process \\(pid ${owner}: [^\\n]*server\\.ts\\) is running the embedded database in ${env.LABDECK_DATA_DIR}; stop it first [^\\n]* or set LABDECK_DATA_DIR to another directory\\n$`),
+    );
+    expect((await fetch(`http://127.0.0.1:${env.PORT}/login`)).status).toBe(200);
+    expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toHaveLength(1);
 
     await stop(afterCrash.up, "SIGINT");
     // A clean stop leaves no PostgreSQL behind.
