@@ -28,6 +28,9 @@ import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
+/** Bound on a graceful stop (terminals, machines, database); a normal one takes about a second. */
+const STOP_LIMIT_MS = 30_000;
+
 /** Stopped when start-up fails after it started (a later step threw). */
 let embedded: EmbeddedDatabase | null = null;
 
@@ -121,6 +124,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "shutting down");
+    // A stop step that hangs must not keep the process (and the terminal) forever; the
+    // database's watchdog stops PostgreSQL when this process is gone.
+    setTimeout(() => {
+      log.error({ seconds: STOP_LIMIT_MS / 1000 }, "graceful stop did not finish; exiting");
+      process.exit(1);
+    }, STOP_LIMIT_MS).unref();
     gateway.closeAll();
     sweeper.stop();
     grader.stop();
