@@ -21,6 +21,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedd
 import { migrateDeploy } from "./server/db/migrate";
 import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
+import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 import { loadSecret } from "./server/secret";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
@@ -30,9 +31,14 @@ import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
+/** Bound on a graceful stop (terminals, machines, database); a normal one takes about a second. */
+const STOP_LIMIT_MS = 30_000;
+
+/** Stopped when start-up fails after it started (a later step threw). */
+let embedded: EmbeddedDatabase | null = null;
+
 async function main(): Promise<void> {
   const env = parseEnv();
-  let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = env.DATABASE_URL;
   if (!databaseUrl) {
     embedded = await startEmbeddedPostgres(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
@@ -129,7 +135,6 @@ async function main(): Promise<void> {
     grader.stop();
     await machines.stop().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
     throw error;
   }
   if (adminServer) {
@@ -157,6 +162,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "shutting down");
+    // A stop step that hangs must not keep the process (and the terminal) forever; the
+    // database's watchdog stops PostgreSQL when this process is gone.
+    setTimeout(() => {
+      log.error({ seconds: STOP_LIMIT_MS / 1000 }, "graceful stop did not finish; exiting");
+      process.exit(1);
+    }, STOP_LIMIT_MS).unref();
     gateway.closeAll();
     sweeper.stop();
     grader.stop();
@@ -174,11 +185,15 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+  // The terminal that ran scripts/up.sh closed.
+  process.on("SIGHUP", () => void stop("SIGHUP"));
 }
 
-process.on("unhandledRejection", (reason) => log.error({ err: String(reason) }, "unhandled rejection"));
-main().catch((error: Error) => {
-  log.fatal({ err: error.message }, "start-up failed");
-  process.stderr.write(`Labdeck could not start: ${error.message}\n`);
+// Logged with the stack (pino's err serializer); a value that is not an Error is logged as itself.
+process.on("unhandledRejection", (reason) => log.error({ err: errorForLog(reason) }, "unhandled rejection"));
+main().catch(async (error: unknown) => {
+  log.fatal({ err: errorForLog(error) }, "start-up failed");
+  process.stderr.write(`Labdeck could not start: ${startupFailureMessage(error)}\n`);
+  await embedded?.stop().catch(() => undefined);
   process.exit(1);
 });

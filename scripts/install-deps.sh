@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what Labdeck needs on a fresh Debian/Ubuntu machine: system packages from Debian and
-# npm packages from package-lock.json. Idempotent; skips apt when everything is present.
+# npm packages from package-lock.json. Idempotent: skips apt when everything is present, and
+# npm ci when node_modules was installed from the same lockfile (stamp below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/apt.sh
 
 # chromium: e2e browser (Playwright drives Debian's build; it cannot download its own here)
 # openssh-server: sshd for the local test/dev hosts; iproute2 + util-linux: network/UTS namespaces
@@ -20,14 +22,25 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "labdeck: missing system packages: ${missing[*]} — run as root or: sudo apt-get install -y ${missing[*]}" >&2
+    echo "labdeck: missing system packages (${missing[*]}); run this as root: su - (or sudo -i), then bash scripts/install-deps.sh" >&2
     exit 1
   fi
   echo "==> apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_get update -qq
+  export DEBIAN_FRONTEND=noninteractive
+  apt_get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "==> npm ci"
-# Browsers come from Debian (above); Playwright must not try to download its own.
-PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+# npm ci replaces node_modules (~1 min). It is skipped when node_modules was installed from the
+# same package.json, package-lock.json and Prisma schema (postinstall generates the client from
+# it) by the same Node version: the stamp holds their hash and is written after a good install.
+stamp=node_modules/.labdeck-install-stamp
+want=$( { node --version; cat package.json package-lock.json prisma/schema.prisma; } | sha256sum | cut -d' ' -f1)
+if [[ -d node_modules && -d server/db/generated && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
+  echo "==> npm packages: up to date (package-lock.json unchanged)"
+else
+  echo "==> npm ci"
+  # Browsers come from Debian (above); Playwright must not try to download its own.
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+  printf '%s\n' "$want" >"$stamp"
+fi

@@ -8,7 +8,10 @@ mkdir -p .test-reports  # not test-results/: Playwright empties that folder when
 status=0
 
 echo "==> next build"
-npx next build >.test-reports/next-build.log 2>&1 || { cat .test-reports/next-build.log; status=1; }
+source scripts/lib/build-stamp.sh
+want=$(build_inputs_hash)
+# The stamp lets scripts/up.sh reuse this build (scripts/lib/build-stamp.sh).
+if npx next build >.test-reports/next-build.log 2>&1; then printf '%s\n' "$want" >"$BUILD_STAMP"; else cat .test-reports/next-build.log; status=1; fi
 # A quiet build is part of the suite: a warning Next prints (e.g. a server module traced into a
 # route) fails it, so the next one is fixed when it appears rather than buried in 60 lines.
 if grep -qE 'Warning:|⚠|warnings?:' .test-reports/next-build.log; then

@@ -2,19 +2,31 @@
 # README command 1: install, build and start Labdeck on its embedded defaults — embedded
 # PostgreSQL and local QEMU lab machines — then print the URL to open. Ctrl-C stops it.
 # Needs root (system packages; QEMU networking and the optional local sshd hosts).
+# A second run with nothing changed skips npm ci and next build (stamps below) and starts in
+# seconds; after a crash it also recovers the database (server/db/embedded.ts).
 #
 #   LABDECK_MACHINES=static   use LABDECK_HOSTS_FILE, or (unset) three quick sshd hosts in
 #                             network namespaces instead of VMs: a demo without real kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
-  echo "labdeck: scripts/up.sh needs root (apt packages, VMs and network namespaces)" >&2
+  echo "labdeck: scripts/up.sh needs root (system packages, VMs, network namespaces); open a root shell (su -, or sudo -i where sudo is installed) and run: bash scripts/up.sh" >&2
   exit 1
 fi
 
 bash scripts/install-deps.sh
-echo "==> next build"
-npx next build >/dev/null
+
+# next build (~1.5 min) is skipped when .next holds a build of the same sources: the stamp holds
+# a hash of the content of every file the build reads (scripts/lib/build-stamp.sh).
+source scripts/lib/build-stamp.sh
+want=$(build_inputs_hash)
+if [[ -f .next/BUILD_ID && $(cat "$BUILD_STAMP" 2>/dev/null) == "$want" ]]; then
+  echo "==> next build: up to date (no source changed since the last build)"
+else
+  echo "==> next build"
+  npx next build >/dev/null
+  printf '%s\n' "$want" >"$BUILD_STAMP"
+fi
 
 export LABDECK_DATA_DIR=${LABDECK_DATA_DIR:-/var/lib/labdeck}
 export HOST=${HOST:-127.0.0.1} PORT=${PORT:-3000}
@@ -34,13 +46,19 @@ elif [[ -z ${LABDECK_HOSTS_FILE:-} ]]; then
 fi
 
 echo "==> starting Labdeck (Ctrl-C to stop)"
-NODE_ENV=production node --import tsx server.ts | while IFS= read -r line; do
-  if [[ $line == LABDECK_READY* ]]; then
-    url=${line#LABDECK_READY }
-    # On the very first start the server printed the first admin's email and password just above
-    # (once; only its hash is kept). Later starts print no password.
-    printf '\n  Labdeck is running: %s\n  Sign in at %s/login (first start: the admin login is printed above).\n  Invite learners at %s/admin/invitations.\n\n' "$url" "$url" "$url"
-  else
-    printf '%s\n' "$line"
-  fi
-done
+# The reader ignores Ctrl-C (SIGINT reaches the whole process group) and reads on until the
+# server, shutting down, closes its output: its last lines are not lost to a closed pipe. When
+# the server dies however it dies, its output ends and so does this script.
+NODE_ENV=production node --import tsx server.ts | {
+  trap '' INT
+  while IFS= read -r line; do
+    if [[ $line == LABDECK_READY* ]]; then
+      url=${line#LABDECK_READY }
+      # On the very first start the server printed the first admin's email and password just
+      # above (once; only its hash is kept). Later starts print no password.
+      printf '\n  Labdeck is running: %s\n  Sign in at %s/login (first start: the admin login is printed above).\n  Invite learners at %s/admin/invitations.\n\n' "$url" "$url" "$url"
+    else
+      printf '%s\n' "$line"
+    fi
+  done
+}

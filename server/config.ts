@@ -66,8 +66,8 @@ export type Env = z.infer<typeof Env>;
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
   const result = Env.safeParse(source);
   if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+    const issues = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment: ${issues.join("; ")}; fix it (see "Configuration" in README.md)`);
   }
   return result.data;
 }
