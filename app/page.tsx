@@ -43,7 +43,7 @@ export default async function HomePage() {
                 return (
                   <li key={s.id} data-session-id={s.id} className="flex flex-wrap items-center gap-3 rounded border border-slate-200 bg-white px-4 py-2 text-sm">
                     <span className="font-medium">{lab?.manifest.title ?? s.labSlug}</span>
-                    <span className="text-xs text-slate-500">
+                    <span className="text-xs text-slate-500" data-testid="session-started">
                       {t("startedAt", { date: format.dateTime(s.createdAt, "dateTime") })}
                     </span>
                     <span className="text-xs text-slate-500">

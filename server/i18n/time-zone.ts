@@ -29,18 +29,19 @@ export function canonicalTimeZone(name: string): string | null {
 
 /**
  * next-intl's named formats: every time the UI shows goes through one of these (24-hour
- * everywhere: `hourCycle: "h23"` overrides the locale's 12-hour default, e.g. English).
+ * everywhere: `hourCycle: "h23"` overrides the locale's 12-hour default, e.g. English; hours
+ * always two digits, as ja's timeStyle would print 9:05).
  */
 export const DATE_TIME_FORMATS = {
   dateTime: {
-    /** 2026/12/01 18:39 */
-    dateTime: { dateStyle: "medium", timeStyle: "short", hourCycle: "h23" },
-    /** 2026/12/01 */
+    /** 2026/12/01 09:05 (en: 12/01/2026, 09:05) */
+    dateTime: { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" },
+    /** 2026/12/01 (en: Dec 1, 2026) */
     date: { dateStyle: "medium" },
-    /** 18:39 */
-    time: { timeStyle: "short", hourCycle: "h23" },
-    /** 18:39:42 */
-    timeSeconds: { timeStyle: "medium", hourCycle: "h23" },
+    /** 09:05 */
+    time: { hour: "2-digit", minute: "2-digit", hourCycle: "h23" },
+    /** 09:05:09 */
+    timeSeconds: { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" },
   },
 } satisfies Formats;
 
