@@ -58,7 +58,7 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   await admin.goto("/admin/cohorts");
   expect(await admin.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone)).toBe(BROWSER_ZONE);
   await expect(admin.getByTestId("time-zone-note")).toHaveAttribute("data-time-zone", PLATFORM_ZONE);
-  await expect(admin.getByTestId("time-zone-note")).toContainText("Asia/Tokyo (JST)");
+  await expect(admin.getByTestId("time-zone-note")).toHaveText("時刻はすべて Asia/Tokyo（JST）");
 
   // --- A cohort from 09:00 to 18:00 as typed into the inputs.
   const cohortName = `TZ ${Date.now()}`;
@@ -79,7 +79,7 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   const row = admin.locator(`tr[data-cohort="${cohortId}"]`);
   await expect(row.locator("td").nth(1)).toContainText("09:00");
   await expect(row.locator("td").nth(2)).toContainText("18:00");
-  expect(times((await row.textContent())!)).toEqual(["09:00", "18:00"]);
+  expect(times((await row.locator("td").allTextContents()).join(" "))).toEqual(["09:00", "18:00"]);
 
   // --- A learner joins through the cohort's invitation link and starts the lab.
   await admin.goto(`/admin/cohorts/${cohortId}`);
@@ -129,7 +129,7 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
 
   // --- Watch: the pane (a third of 1400 px) is narrower than the learner's terminal.
   const learnerSize = (await terminalSize(learner, "node01"))!;
-  expect(learnerSize.cols).toBeGreaterThan(150);
+  expect(learnerSize.cols).toBeGreaterThan(100); // a watch pane of ~460 px holds ~55 columns at full size
   await dashboard.row(learnerEmail).getByTestId("watch").click();
   const watched = admin.getByTestId("terminal-node01");
   await expect(watched).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
