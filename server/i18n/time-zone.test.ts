@@ -77,3 +77,22 @@ describe("DATE_TIME_FORMATS", () => {
     expect(format.dateTime(at, "dateTime")).not.toMatch(/AM|PM|午前|午後/);
   });
 });
+
+describe("the UI formats dates only through the named formats", () => {
+  it("has no toLocale*String, Intl.DateTimeFormat or inline dateTime options in app/ and components/", async () => {
+    const { readdir, readFile } = await import("node:fs/promises");
+    const files = (await Promise.all(["app", "components"].map((dir) => readdir(dir, { recursive: true }).then((names) => names.map((n) => `${dir}/${n}`)))))
+      .flat()
+      .filter((f) => /\.tsx?$/.test(f) && !/\.test\.tsx?$/.test(f));
+    expect(files.length).toBeGreaterThan(20);
+    const offenders: string[] = [];
+    for (const file of files) {
+      const text = await readFile(file, "utf8");
+      // Each of these would format in the browser's zone, or 12-hour in English.
+      for (const pattern of [/\.toLocale(Date|Time)?String\(/, /Intl\.DateTimeFormat/, /\.dateTime\([^,()]+(\([^()]*\))?,\s*\{/]) {
+        if (pattern.test(text)) offenders.push(`${file}: ${pattern}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});

@@ -4,7 +4,7 @@ import { useLocale, useTimeZone, useTranslations } from "next-intl";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { callApi } from "@/components/cohorts/api";
-import { timeZoneAbbreviation, utcToZonedInput, zonedInputToUtc } from "@/server/i18n/time-zone";
+import { DEFAULT_TIME_ZONE, timeZoneAbbreviation, utcToZonedInput, zonedInputToUtc } from "@/server/i18n/time-zone";
 
 export interface CohortFormValues {
   id?: string;
@@ -21,7 +21,7 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
   const router = useRouter();
   const { initial, catalog } = props;
   // The platform zone (i18n/request.ts), not the browser's: 09:00 entered is 09:00 there.
-  const timeZone = useTimeZone() ?? "UTC";
+  const timeZone = useTimeZone() ?? DEFAULT_TIME_ZONE; // always set by i18n/request.ts
   const locale = useLocale();
   const zoneNote = t("dateInZone", { zone: timeZone, abbr: timeZoneAbbreviation(timeZone, locale) });
   const toInput = (iso: string | null) => (iso ? utcToZonedInput(iso, timeZone) : "");
