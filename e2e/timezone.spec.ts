@@ -156,6 +156,9 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   const resized = (await terminalSize(learner, "node01"))!;
   await expect(watched).toHaveAttribute("data-writer-size", `${resized.cols}x${resized.rows}`, { timeout: 10_000 });
   expect(await terminalSize(admin, "node01")).toEqual(resized);
+  // Fewer columns: a larger scale, still inside the pane.
+  await expect.poll(async () => Number(await watched.locator(".xterm").getAttribute("data-scale")), { timeout: 10_000 }).toBeGreaterThan(scale);
+  expect((await watched.locator(".xterm-screen").boundingBox())!.width).toBeLessThanOrEqual(pane.width + 1);
   // The watcher never resized the learner's PTY.
   await lab.run("stty size");
   await expect.poll(() => terminalText(learner, "node01"), { timeout: 10_000 }).toContain(`${resized.rows} ${resized.cols}`);

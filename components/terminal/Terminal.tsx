@@ -134,6 +134,9 @@ export function Terminal(props: {
       const onData = term.onData((data) => connection.input(data));
       const observer = new ResizeObserver(() => fitRef.current?.());
       observer.observe(host);
+      // Read-only: xterm lays out a new grid (the learner resized) when it renders; scale it then.
+      const screenElement = term.element?.querySelector(".xterm-screen");
+      if (readOnly && screenElement) observer.observe(screenElement);
       const unregister = registerTerminal(machine, {
         text: () => {
           const buffer = term.buffer.active;
