@@ -1,11 +1,12 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { NextIntlClientProvider } from "next-intl";
-import { getLocale, getTranslations } from "next-intl/server";
+import { getLocale, getTimeZone, getTranslations } from "next-intl/server";
 import type { ReactNode } from "react";
 import { LanguageSwitcher } from "@/components/account/LanguageSwitcher";
 import { SignOutButton } from "@/components/account/SignOutButton";
 import { pageUserOrNull } from "@/server/auth/page";
+import { timeZoneAbbreviation } from "@/server/i18n/time-zone";
 import "./globals.css";
 
 export async function generateMetadata(): Promise<Metadata> {
@@ -18,6 +19,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   const t = await getTranslations("common");
   const nav = await getTranslations("nav");
   const user = await pageUserOrNull();
+  const timeZone = await getTimeZone();
   return (
     <html lang={locale}>
       {/* The body is a full-height column: the lab view's terminals need a definite height to fit. */}
@@ -27,6 +29,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             <Link href="/" className="text-sm font-semibold tracking-wide text-slate-800 hover:text-sky-700">
               {t("appName")}
             </Link>
+            {/* Every time on every page is in the platform zone (LABDECK_TIME_ZONE), whatever the browser's. */}
+            <span className="text-xs text-slate-500" data-testid="time-zone-note" data-time-zone={timeZone}>
+              {t("timeZoneNote", { zone: timeZone, abbr: timeZoneAbbreviation(timeZone, locale) })}
+            </span>
             <div className="ml-auto flex items-center gap-4">
               {user?.role === "admin" && (
                 <Link href="/admin/invitations" className="text-xs text-slate-600 hover:text-sky-700">

@@ -44,8 +44,8 @@ export default async function HomePage() {
                 return (
                   <li key={s.id} data-session-id={s.id} className="flex flex-wrap items-center gap-3 rounded border border-slate-200 bg-white px-4 py-2 text-sm">
                     <span className="font-medium">{lab?.manifest.title ?? s.labSlug}</span>
-                    <span className="text-xs text-slate-500">
-                      {t("startedAt", { date: format.dateTime(s.createdAt, { dateStyle: "medium", timeStyle: "short" }) })}
+                    <span className="text-xs text-slate-500" data-testid="session-started">
+                      {t("startedAt", { date: format.dateTime(s.createdAt, "dateTime") })}
                     </span>
                     <span className="text-xs text-slate-500">
                       {s.completedAt ? t("completed") : t("progress", { done: s.currentStep, total: lab?.steps.length ?? 0 })}
@@ -57,7 +57,7 @@ export default async function HomePage() {
                     )}
                     {s.expiresAt && (
                       <span className="text-xs text-slate-500" data-testid="time-remaining">
-                        {t("timeLeft", { left: format.relativeTime(s.expiresAt, now), at: format.dateTime(s.expiresAt, { timeStyle: "short" }) })}
+                        {t("timeLeft", { left: format.relativeTime(s.expiresAt, now), at: format.dateTime(s.expiresAt, "time") })}
                       </span>
                     )}
                     <Link href={`/labs/${s.labSlug}`} className="ml-auto text-sky-700 hover:underline">
@@ -84,7 +84,7 @@ export default async function HomePage() {
                   )}
                   {(cohort.startsAt || cohort.endsAt) && (
                     <span className="ml-3 text-xs text-slate-500">
-                      {cohort.startsAt ? format.dateTime(cohort.startsAt, { dateStyle: "medium" }) : ""} – {cohort.endsAt ? format.dateTime(cohort.endsAt, { dateStyle: "medium" }) : ""}
+                      {cohort.startsAt ? format.dateTime(cohort.startsAt, "date") : ""} – {cohort.endsAt ? format.dateTime(cohort.endsAt, "date") : ""}
                     </span>
                   )}
                   <span className="mt-1 flex flex-wrap gap-2 text-xs">

@@ -9,6 +9,13 @@ describe("environment", () => {
     expect(env.PORT).toBe(3000);
     expect(env.HOST).toBe("127.0.0.1");
     expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.LABDECK_TIME_ZONE).toBe("Asia/Tokyo");
+  });
+
+  it("takes an IANA time zone in its canonical spelling", () => {
+    expect(parseEnv({ LABDECK_TIME_ZONE: "America/New_York" }).LABDECK_TIME_ZONE).toBe("America/New_York");
+    expect(parseEnv({ LABDECK_TIME_ZONE: " europe/berlin " }).LABDECK_TIME_ZONE).toBe("Europe/Berlin");
+    expect(parseEnv({ LABDECK_TIME_ZONE: "UTC" }).LABDECK_TIME_ZONE).toBe("UTC");
   });
 
   it.each([
@@ -17,6 +24,9 @@ describe("environment", () => {
     [{ DATABASE_URL: "not a url" }, "DATABASE_URL"],
     [{ LABDECK_SECRET: "short" }, "LABDECK_SECRET"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ LABDECK_TIME_ZONE: "Mars/Olympus_Mons" }, "LABDECK_TIME_ZONE"],
+    [{ LABDECK_TIME_ZONE: "+09:00" }, "LABDECK_TIME_ZONE"],
+    [{ LABDECK_TIME_ZONE: "JST" }, "LABDECK_TIME_ZONE"],
   ])("rejects %o naming the variable", (source, name) => {
     expect(() => parseEnv(source)).toThrow(new RegExp(`invalid environment:[\\s\\S]*${name}`));
   });

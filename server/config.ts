@@ -1,5 +1,17 @@
 import path from "node:path";
 import { z } from "zod";
+import { canonicalTimeZone, DEFAULT_TIME_ZONE } from "./i18n/time-zone";
+
+/** An IANA time zone name, in its canonical spelling ("asia/tokyo" -> "Asia/Tokyo"). */
+const TimeZoneName = z
+  .string()
+  .trim()
+  .transform((name, ctx) => {
+    const zone = canonicalTimeZone(name);
+    if (zone) return zone;
+    ctx.addIssue({ code: "custom", message: `"${name}" is not an IANA time zone name (e.g. Asia/Tokyo, Europe/Berlin, UTC)` });
+    return z.NEVER;
+  });
 
 /**
  * Environment the server reads, parsed once at start. A bad value stops start-up with a message
@@ -58,6 +70,8 @@ export const Env = z.object({
   /** A separate listener for /metrics (and /healthz, /readyz) without a token, on LABDECK_METRICS_HOST. */
   LABDECK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   LABDECK_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
+  /** The platform's time zone: every time the UI shows and every date input is in it (dates are stored in UTC). */
+  LABDECK_TIME_ZONE: TimeZoneName.default(DEFAULT_TIME_ZONE),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
 });
@@ -75,4 +89,13 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
 /** The URL people open: LABDECK_PUBLIC_URL, else http://HOST:PORT (links, cookies, allowed origin). */
 export function publicUrl(env: Env, port: number = env.PORT): string {
   return (env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`).replace(/\/+$/, "");
+}
+
+/**
+ * The platform time zone for Next.js pages (i18n/request.ts). Like labsDirFromEnv it reads only
+ * its own variable, so a page does not depend on unrelated ones; server.ts has already refused
+ * to start with a bad value.
+ */
+export function timeZoneFromEnv(source: Record<string, string | undefined> = process.env): string {
+  return Env.shape.LABDECK_TIME_ZONE.parse(source.LABDECK_TIME_ZONE);
 }

@@ -33,6 +33,8 @@ export function Terminal(props: {
   const fitRef = useRef<(() => void) | null>(null);
   const [status, setStatus] = useState<ConnectionStatus>("connecting");
   const [message, setMessage] = useState<string | undefined>();
+  /** Read-only view: the learner's "COLSxROWS" it renders at, once the gateway has said. */
+  const [writerSize, setWriterSize] = useState<string | undefined>();
   const t = useTranslations("terminal");
   // Read inside the connection's callbacks, so a language switch does not reconnect.
   const tRef = useRef(t);
@@ -71,11 +73,15 @@ export function Terminal(props: {
       const doFit = () => {
         if (host.offsetWidth > 0 && host.offsetHeight > 0) fit.fit();
       };
-      doFit();
-      fitRef.current = () => {
-        doFit();
-        connection.resize();
-      };
+      // A writer fits its terminal to the pane and resizes the PTY; a read-only viewer renders at
+      // the writer's size (the gateway's `size` messages) and scales that to fit its pane.
+      if (!readOnly) doFit();
+      fitRef.current = readOnly
+        ? () => scaleToFit(host, term.element)
+        : () => {
+            doFit();
+            connection.resize();
+          };
       const connection = new TerminalConnection(
         machine,
         async (fresh) => {
@@ -95,6 +101,12 @@ export function Terminal(props: {
           write: (data) => term.write(data),
           reset: () => term.reset(),
           size: () => ({ cols: Math.max(term.cols, 2), rows: Math.max(term.rows, 1) }),
+          writerSize: ({ cols, rows }) => {
+            if (!readOnly) return;
+            term.resize(cols, rows);
+            setWriterSize(`${cols}x${rows}`);
+            requestAnimationFrame(() => scaleToFit(host, term.element)); // after xterm has laid out the new grid
+          },
         },
         {
           onStatus: (s, m) => {
@@ -122,6 +134,9 @@ export function Terminal(props: {
       const onData = term.onData((data) => connection.input(data));
       const observer = new ResizeObserver(() => fitRef.current?.());
       observer.observe(host);
+      // Read-only: xterm lays out a new grid (the learner resized) when it renders; scale it then.
+      const screenElement = term.element?.querySelector(".xterm-screen");
+      if (readOnly && screenElement) observer.observe(screenElement);
       const unregister = registerTerminal(machine, {
         text: () => {
           const buffer = term.buffer.active;
@@ -130,6 +145,7 @@ export function Terminal(props: {
           return lines.join("\n");
         },
         bytesReceived: () => connection.bytesReceived,
+        size: () => ({ cols: term.cols, rows: term.rows }),
         focus: () => term.focus(),
         type: (text) => connection.input(text),
       });
@@ -154,7 +170,7 @@ export function Terminal(props: {
 
   const showBanner = status !== "connected";
   return (
-    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${machine}`} data-machine={machine} data-status={status}>
+    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${machine}`} data-machine={machine} data-status={status} data-writer-size={writerSize}>
       {showBanner && (
         <div
           role="status"
@@ -170,9 +186,27 @@ export function Terminal(props: {
           )}
         </div>
       )}
-      <div ref={hostRef} className="min-h-0 flex-1 bg-[#0b1020] p-1" />
+      <div ref={hostRef} className={`min-h-0 flex-1 bg-[#0b1020] p-1 ${readOnly ? "overflow-hidden" : ""}`} />
     </div>
   );
+}
+
+/**
+ * Scales a read-only terminal rendered at the learner's size down to fit its pane (never up: a
+ * wide pane shows it at its natural size). A CSS transform keeps xterm's cell grid, so lines wrap
+ * exactly where the learner's did.
+ */
+function scaleToFit(host: HTMLElement, element: HTMLElement | undefined): void {
+  const screen = element?.querySelector<HTMLElement>(".xterm-screen");
+  if (!element || !screen || host.clientWidth === 0 || host.clientHeight === 0 || screen.offsetWidth === 0) return;
+  const style = getComputedStyle(host);
+  const width = host.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const height = host.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  const scale = Math.min(1, width / screen.offsetWidth, height / screen.offsetHeight);
+  element.style.width = "fit-content"; // the grid's width, so the scrollbar stays beside it
+  element.style.transformOrigin = "top left";
+  element.style.transform = `scale(${scale})`;
+  element.dataset.scale = scale.toFixed(3);
 }
 
 /** Powers a stopped machine on again (POST …/machines/:name/start); the terminal re-attaches by itself. */

@@ -22,6 +22,8 @@ export interface TerminalScreen {
   /** Clears the screen and scrollback (the gateway no longer has what we missed). */
   reset(): void;
   size(): { cols: number; rows: number };
+  /** The writer's terminal size, sent to read-only viewers (the watch view renders at it). */
+  writerSize?(size: { cols: number; rows: number }): void;
 }
 
 /** Reconnect backoff: first wait and cap, in ms; each wait gets up to 30 % jitter. */
@@ -153,6 +155,9 @@ export class TerminalConnection {
         this.report(message.message);
         return;
       case "pong":
+        return;
+      case "size":
+        this.screen.writerSize?.({ cols: message.cols, rows: message.rows });
         return;
     }
   }

@@ -7,6 +7,8 @@ export interface TerminalHandle {
   /** The whole buffer (scrollback + screen) as text, one line per row. */
   text(): string;
   bytesReceived(): number;
+  /** The terminal's grid (for a read-only view: the learner's size it renders at). */
+  size(): { cols: number; rows: number };
   focus(): void;
   /** Sends text to the shell as if typed (the lesson's "run in machine" buttons). */
   type(text: string): void;

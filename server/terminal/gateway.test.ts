@@ -137,6 +137,28 @@ describe("terminal gateway over real sshd", () => {
     await Promise.all([writer.close(), watcher.close()]);
   });
 
+  it("tells a read-only viewer the writer's size on attach and on every resize; the viewer cannot resize", async () => {
+    const session = await stack.startSession("learner-size");
+    const writer = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01"), cols: 132, rows: 40 });
+    await writer.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+    const sizes = (c: TerminalTestClient) => c.messages.flatMap((m) => (m.type === "size" ? [`${m.cols}x${m.rows}`] : []));
+    // The watcher says hello with its own, narrower pane size: the PTY keeps the writer's.
+    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01", "read", "instructor"), cols: 40, rows: 10 });
+    await watcher.waitFor((c) => sizes(c).length > 0, 10_000, "size on attach");
+    expect(sizes(watcher)).toEqual(["132x40"]);
+
+    writer.send({ type: "resize", cols: 100, rows: 30 });
+    await watcher.waitFor((c) => sizes(c).includes("100x30"), 10_000, "size after resize");
+    watcher.send({ type: "resize", cols: 20, rows: 5 });
+    writer.input("stty size; echo SIZE-$((2+3))\r");
+    await writer.waitForText("SIZE-5\r\n");
+    expect(writer.text()).toContain("30 100\r\n");
+    await watcher.waitForText("SIZE-5\r\n"); // the watcher saw the same output...
+    expect(sizes(watcher)).toEqual(["132x40", "100x30"]); // ...and no size from its own resize
+    expect(sizes(writer)).toEqual([]); // the writer is never sent its own size
+    await Promise.all([writer.close(), watcher.close()]);
+  });
+
   it("refuses a machine whose host key is not the pinned one", async () => {
     const session = await stack.startSession("learner-mitm");
     const node02Key = stack.hosts.hosts.find((h) => h.name === "node02")!.hostKey;

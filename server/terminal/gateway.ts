@@ -19,7 +19,7 @@ import {
   type SessionOverReason,
 } from "./protocol";
 import type { TerminalRegistry } from "./registry";
-import type { TerminalSession, Viewer } from "./session";
+import type { PtySize, TerminalSession, Viewer } from "./session";
 import { verifyTerminalToken, type TerminalClaims } from "./token";
 
 /** Bytes queued on one socket above which it counts as backed up... */
@@ -94,6 +94,10 @@ class SocketViewer implements Viewer {
 
   sendStatus(state: MachineState, message?: string): void {
     this.send({ type: "status", state, message });
+  }
+
+  sendSize(size: PtySize): void {
+    this.send({ type: "size", cols: size.cols, rows: size.rows });
   }
 
   end(reason: SessionOverReason): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ClientMessage, decodeOutput, encodeOutput, OUTPUT_HEADER_BYTES, parseClientMessage } from "./protocol";
+import { ClientMessage, decodeOutput, encodeOutput, OUTPUT_HEADER_BYTES, parseClientMessage, parseServerMessage } from "./protocol";
 
 describe("terminal protocol", () => {
   it("round-trips output frames, multi-byte text and large offsets intact", () => {
@@ -11,6 +11,12 @@ describe("terminal protocol", () => {
       expect(decoded.offset).toBe(offset);
       expect(Buffer.from(decoded.data).toString("utf8")).toBe("こんにちは\r\n");
     }
+  });
+
+  it("parses the size message read-only viewers get, within the resize bounds", () => {
+    expect(parseServerMessage(JSON.stringify({ type: "size", cols: 132, rows: 40 }))).toEqual({ type: "size", cols: 132, rows: 40 });
+    expect(parseServerMessage(JSON.stringify({ type: "size", cols: 0, rows: 40 }))).toBeNull();
+    expect(parseServerMessage(JSON.stringify({ type: "size", cols: 80 }))).toBeNull();
   });
 
   it("decodes a frame that sits inside a larger buffer", () => {

@@ -78,6 +78,12 @@ export const ServerMessage = z.discriminatedUnion("type", [
   /** The machine's SSH state changed; `message` is shown to the learner. */
   z.object({ type: z.literal("status"), state: MachineState, message: z.string().optional() }),
   z.object({ type: z.literal("pong"), t: z.number() }),
+  /**
+   * The terminal's size, as its writer (the learner) last set it: sent to read-only viewers on
+   * attach and whenever it changes, so they render at the learner's size (scaled to fit) and
+   * lines wrap where the learner's shell wrapped them. Read-only viewers never resize the PTY.
+   */
+  z.object({ type: z.literal("size"), cols: Cols, rows: Rows }),
 ]);
 export type ServerMessage = z.infer<typeof ServerMessage>;
 

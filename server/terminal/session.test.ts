@@ -10,6 +10,7 @@ class InMemoryPty implements PtyConnector {
   readonly machine = "node01";
   handlers: PtyHandlers | null = null;
   written: string[] = [];
+  resizes: string[] = [];
   paused = false;
   opens = 0;
   open(_size: unknown, handlers: PtyHandlers): Promise<PtyChannel> {
@@ -17,7 +18,7 @@ class InMemoryPty implements PtyConnector {
     this.handlers = handlers;
     return Promise.resolve({
       write: (d) => void this.written.push(d),
-      resize: () => {},
+      resize: (size) => void this.resizes.push(`${size.cols}x${size.rows}`),
       pause: () => void (this.paused = true),
       resume: () => void (this.paused = false),
       close: () => {},
@@ -43,6 +44,10 @@ class RecordingViewer implements Viewer {
   }
   sendStatus(state: MachineState) {
     this.states.push(state);
+  }
+  sizes: string[] = [];
+  sendSize(size: { cols: number; rows: number }) {
+    this.sizes.push(`${size.cols}x${size.rows}`);
   }
   ended: string[] = [];
   end(reason: string) {
@@ -96,6 +101,23 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(session.input(watcher, "rm -rf /\r")).toBe(false);
     expect(session.resize(watcher, { cols: 10, rows: 5 })).toBe(false);
     expect(pty.written).toEqual([]);
+  });
+
+  it("tells read-only viewers the writer's size on attach and on every change, never the writer itself", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const learner = new RecordingViewer("write");
+    session.attach(learner, 0, { cols: 132, rows: 40 });
+    await tick();
+    const watcher = new RecordingViewer("read");
+    session.attach(watcher, 0, { cols: 40, rows: 10 }); // the watcher's own pane size is ignored
+    expect(watcher.sizes).toEqual(["132x40"]);
+    session.resize(learner, { cols: 100, rows: 30 });
+    session.resize(learner, { cols: 100, rows: 30 }); // unchanged: not sent again
+    expect(session.resize(watcher, { cols: 20, rows: 5 })).toBe(false);
+    expect(watcher.sizes).toEqual(["132x40", "100x30"]);
+    expect(learner.sizes).toEqual([]);
+    expect(pty.resizes).toEqual(["100x30", "100x30"]);
   });
 
   it("pauses the shell only while every viewer is backed up, then catches the slow one up", async () => {

@@ -57,6 +57,8 @@ export interface Viewer {
   sendOutput(offset: number, chunk: Uint8Array): boolean;
   sendReset(offset: number): void;
   sendStatus(state: MachineState, message?: string): void;
+  /** The PTY's size (read-only viewers only: they render at the writer's size). */
+  sendSize(size: PtySize): void;
   /** The terminal is gone for good (its lab session is over): the viewer's transport closes. */
   end(reason: SessionOverReason): void;
 }
@@ -138,6 +140,7 @@ export class TerminalSession {
     this.viewers.set(viewer, state);
     viewer.sendStatus(this.state, this.message);
     if (viewer.mode === "write" && size) this.resize(viewer, size);
+    else if (viewer.mode === "read") viewer.sendSize(this.size);
     this.flush(viewer, state);
     this.updateFlow();
     if (!this.channel && !this.connecting && !this.retryTimer) void this.connect();
@@ -174,8 +177,10 @@ export class TerminalSession {
 
   resize(viewer: Viewer, size: PtySize): boolean {
     if (viewer.mode !== "write" || this.closed) return false;
+    const changed = size.cols !== this.size.cols || size.rows !== this.size.rows;
     this.size = size;
     this.channel?.resize(size);
+    if (changed) for (const v of this.viewers.keys()) if (v.mode === "read") v.sendSize(size);
     return true;
   }
 

@@ -23,7 +23,7 @@ export default async function CapacityPage() {
       <div className="mx-auto max-w-4xl px-6 py-8" data-testid="capacity">
         <div className="flex items-center gap-4">
           <h1 className="text-2xl font-bold">{t("title")}</h1>
-          <span className="text-xs text-slate-500">{t("at", { date: format.dateTime(c.at, { timeStyle: "medium" }) })}</span>
+          <span className="text-xs text-slate-500">{t("at", { date: format.dateTime(c.at, "timeSeconds") })}</span>
           <Link href="/admin/capacity" className="ml-auto text-sm text-sky-700 hover:underline">
             {t("refresh")}
           </Link>

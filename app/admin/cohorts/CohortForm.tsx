@@ -1,9 +1,10 @@
 "use client";
 /** Create (POST /api/cohorts) or edit (PUT /api/cohorts/:id) a cohort: name, dates, labs, limits. */
-import { useTranslations } from "next-intl";
+import { useLocale, useTimeZone, useTranslations } from "next-intl";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { callApi } from "@/components/cohorts/api";
+import { DEFAULT_TIME_ZONE, timeZoneAbbreviation, utcToZonedInput, zonedInputToUtc } from "@/server/i18n/time-zone";
 
 export interface CohortFormValues {
   id?: string;
@@ -15,18 +16,15 @@ export interface CohortFormValues {
   idleMinutes: number | null;
 }
 
-/** An ISO time as the value of a datetime-local input (the browser's time zone). */
-function toLocalInput(iso: string | null): string {
-  if (!iso) return "";
-  const d = new Date(iso);
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
 export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug: string; title: string }[]; disabled?: boolean }) {
   const t = useTranslations("cohorts");
   const router = useRouter();
   const { initial, catalog } = props;
+  // The platform zone (i18n/request.ts), not the browser's: 09:00 entered is 09:00 there.
+  const timeZone = useTimeZone() ?? DEFAULT_TIME_ZONE; // always set by i18n/request.ts
+  const locale = useLocale();
+  const zoneNote = t("dateInZone", { zone: timeZone, abbr: timeZoneAbbreviation(timeZone, locale) });
+  const toInput = (iso: string | null) => (iso ? utcToZonedInput(iso, timeZone) : "");
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
   return (
@@ -38,7 +36,7 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
         const form = new FormData(e.currentTarget);
         const when = (key: string) => {
           const v = String(form.get(key) ?? "");
-          return v ? new Date(v).toISOString() : null;
+          return v ? (zonedInputToUtc(v, timeZone)?.toISOString() ?? v) : null; // an unreadable value goes as is, for the API's 400
         };
         const body = {
           name: form.get("name"),
@@ -66,12 +64,12 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
         <input name="name" required maxLength={100} defaultValue={initial?.name} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
       </label>
       <label className="text-sm">
-        {t("startsAt")}
-        <input name="startsAt" type="datetime-local" defaultValue={toLocalInput(initial?.startsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        {t("startsAt")} <span className="text-xs text-slate-500" data-testid="date-zone-note">{zoneNote}</span>
+        <input name="startsAt" type="datetime-local" defaultValue={toInput(initial?.startsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
       </label>
       <label className="text-sm">
-        {t("endsAt")}
-        <input name="endsAt" type="datetime-local" defaultValue={toLocalInput(initial?.endsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        {t("endsAt")} <span className="text-xs text-slate-500" data-testid="date-zone-note">{zoneNote}</span>
+        <input name="endsAt" type="datetime-local" defaultValue={toInput(initial?.endsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
       </label>
       <label className="text-sm">
         {t("sessionMinutes")}

@@ -14,7 +14,7 @@ export default async function CohortsAdminPage() {
   const [cohorts, { labs }] = await Promise.all([listCohorts(getServicesOrThrow().db), listLabs(labsDirFromEnv())]);
   const t = await getTranslations("cohorts");
   const format = await getFormatter();
-  const when = (d: Date | null) => (d ? format.dateTime(d, { dateStyle: "medium", timeStyle: "short" }) : "—");
+  const when = (d: Date | null) => (d ? format.dateTime(d, "dateTime") : "—");
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-5xl px-6 py-8">

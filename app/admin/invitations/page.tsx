@@ -14,7 +14,7 @@ export default async function InvitationsPage() {
   const roles = await getTranslations("common.roles");
   const format = await getFormatter();
   const now = new Date();
-  const when = (d: Date) => format.dateTime(d, { dateStyle: "medium", timeStyle: "short" });
+  const when = (d: Date) => format.dateTime(d, "dateTime");
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-4xl px-6 py-8">

@@ -6,7 +6,7 @@
  * says which session changed and the page re-fetches the dashboard (debounced); time on step
  * ticks locally every second.
  */
-import { useTranslations } from "next-intl";
+import { useFormatter, useTranslations } from "next-intl";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { Fragment, useCallback, useEffect, useRef, useState } from "react";
@@ -221,6 +221,7 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
 export function Timeline({ sessionId, steps, version }: { sessionId: string; steps: Dashboard["steps"]; version: string }) {
   const t = useTranslations("dashboard");
   const outcomes = useTranslations("steps.outcome");
+  const format = useFormatter();
   const [runs, setRuns] = useState<TimelineEntry[] | null>(null);
   useEffect(() => {
     void callApi<{ runs: TimelineEntry[] }>(`/api/sessions/${sessionId}/timeline`).then((res) => res.ok && res.body && setRuns(res.body.runs));
@@ -236,7 +237,9 @@ export function Timeline({ sessionId, steps, version }: { sessionId: string; ste
         <ol className="mt-2 max-h-64 space-y-1 overflow-y-auto text-xs">
           {runs.map((r, i) => (
             <li key={i} className="flex gap-3" data-outcome={r.outcome}>
-              <span className="w-20 shrink-0 text-slate-500">{new Date(r.at).toLocaleTimeString()}</span>
+              <time className="w-20 shrink-0 text-slate-500" dateTime={r.at} data-testid="timeline-time">
+                {format.dateTime(new Date(r.at), "timeSeconds")}
+              </time>
               <span className={`w-2 shrink-0 rounded-full ${r.outcome === "pass" ? "bg-emerald-500" : "bg-red-500"}`} />
               <span className="w-16 shrink-0">#{index.get(r.stepId) ?? "?"}</span>
               <span className="w-24 shrink-0">{outcomes(r.outcome as "pass")}</span>

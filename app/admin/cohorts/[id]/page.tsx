@@ -31,7 +31,7 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
   const roles = await getTranslations("common.roles");
   const states = await getTranslations("capacity.state");
   const format = await getFormatter();
-  const when = (d: Date | null) => (d ? format.dateTime(d, { dateStyle: "medium", timeStyle: "short" }) : "—");
+  const when = (d: Date | null) => (d ? format.dateTime(d, "dateTime") : "—");
   const ended = cohort.endedAt !== null;
   const names = new Map(members.map((m) => [m.userId, m]));
   return (
