@@ -13,8 +13,9 @@ source scripts/lib/apt.sh
 # from Debian packages; vde-switch: each session's private L2 network (server/machines/qemu/)
 # ansible-core: the kubespray lab's checks are tested with real ansible-inventory/ansible-playbook
 # (server/labs/course-labs.test.ts)
+# nginx-light: the reverse proxy in front of two server processes in e2e/replicas.spec.ts
 APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
-  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core)
+  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

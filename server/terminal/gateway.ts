@@ -18,6 +18,7 @@ import {
   type ServerMessage,
   type SessionOverReason,
 } from "./protocol";
+import { metrics } from "../ops/metrics";
 import type { TerminalRegistry } from "./registry";
 import type { PtySize, TerminalSession, Viewer } from "./session";
 import { verifyTerminalToken, type TerminalClaims } from "./token";
@@ -76,6 +77,7 @@ class SocketViewer implements Viewer {
   sendOutput(offset: number, chunk: Uint8Array): boolean {
     if (this.ws.readyState !== this.ws.OPEN) return true;
     if (this.pending.length === 0) this.pendingOffset = offset;
+    metrics().terminalBytes.inc({ direction: "out" }, chunk.byteLength);
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
     this.queued += chunk.byteLength;
@@ -163,6 +165,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         return close(CloseCode.badMessage, "hello sent twice");
       case "input":
         if (!viewer.terminal.input(viewer, message.data)) return;
+        metrics().terminalBytes.inc({ direction: "in" }, Buffer.byteLength(message.data));
         deps.onInput?.(sessionId!);
         if (message.data.includes("\r")) deps.onEnter?.(sessionId!);
         return;
@@ -211,6 +214,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         for (const m of early ?? []) apply(m);
         early = null;
         attachedAs = { sessionId: claims.sid, machine: claims.m, mode: claims.mode, userId: claims.sub };
+        metrics().terminalSockets.inc({ mode: claims.mode });
         deps.onViewer?.({ ...attachedAs, attached: true });
       })
       .catch((error: Error) => {
@@ -223,7 +227,10 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
     clearTimeout(helloTimer);
     clearInterval(pingTimer);
     if (viewer) viewer.terminal?.detach(viewer);
-    if (attachedAs) deps.onViewer?.({ ...attachedAs, attached: false });
+    if (attachedAs) {
+      metrics().terminalSockets.dec({ mode: attachedAs.mode });
+      deps.onViewer?.({ ...attachedAs, attached: false });
+    }
   });
   ws.on("error", (error) => log.warn({ remote, err: error.message }, "terminal socket error"));
 }

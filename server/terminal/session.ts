@@ -5,6 +5,7 @@
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or is told to reset.
  */
+import { metrics } from "../ops/metrics";
 import type { MachineState, SessionOverReason } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
 
@@ -319,6 +320,7 @@ export class TerminalSession {
     const shouldPause = anyViewer && allBlocked;
     if (shouldPause === this.paused) return;
     this.paused = shouldPause;
+    if (shouldPause) metrics().backpressurePauses.inc();
     if (shouldPause) this.channel?.pause();
     else this.channel?.resume();
   }
