@@ -417,7 +417,7 @@ describe("accounts", () => {
 
   it("an expired invitation is refused", async () => {
     const past = new Date(Date.now() - 30 * 24 * 60 * 60 * 1000);
-    const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, past);
+    const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, { now: past });
     const res = await acceptRoute.POST(
       new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
       {},
