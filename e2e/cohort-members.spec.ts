@@ -139,3 +139,25 @@ test("an existing account opens a cohort invitation link, signs in and joins; an
   expect(cohort.pending).toEqual([]);
   await context.close();
 });
+
+test("/admin/invitations: the form clears after sending; open invitations listed with link, copy and revoke", async ({ browser, baseURL }) => {
+  const context = await adminContext(browser, baseURL!);
+  const page = await context.newPage();
+  await page.goto("/admin/invitations");
+  const email = `listed-${Date.now()}@e2e.test`;
+  await page.getByLabel("メールアドレス").fill(email);
+  await page.getByRole("button", { name: "招待リンクを作成" }).click();
+  const made = (await page.getByTestId("invitation-url").textContent())!.trim();
+  expect(made).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
+  await expect(page.getByLabel("メールアドレス")).toHaveValue("");
+  // Listed again after a reload (the token is kept sealed, not only shown at creation).
+  await page.reload();
+  const row = page.locator(`[data-testid="open-invitations"] tr[data-email="${email}"]`);
+  await expect(row.getByTestId("invitation-link")).toHaveText(made);
+  await expect(row.getByRole("button", { name: "コピー" })).toBeVisible();
+  page.once("dialog", (d) => void d.accept());
+  await row.getByRole("button", { name: "取り消す" }).click();
+  await expect(row).toHaveCount(0);
+  await expect(page.locator(`[data-testid="invitations"] tr`, { hasText: email })).toContainText("取り消し済み");
+  await context.close();
+});
