@@ -149,7 +149,8 @@ export async function listInvitations(
  * invitation (unknown, used, expired or already revoked). Audited on its cohort, or on itself.
  */
 export async function revokeInvitation(db: Db, id: string, actorId: string | null, now = new Date()): Promise<boolean> {
-  if (!z.string().min(1).max(64).safeParse(id).success) return false;
+  // Bounded and without NUL (PostgreSQL text refuses it): anything else is simply not an open invitation.
+  if (!z.string().min(1).max(64).regex(/^[^\u0000]+$/).safeParse(id).success) return false;
   return db.$transaction(async (tx) => {
     const revoked = await tx.invitation.updateMany({ where: { id, ...openInvitationWhere(now) }, data: { revokedAt: now } });
     if (revoked.count !== 1) return false;

@@ -34,6 +34,8 @@ export const CohortInput = z
 export type CohortInput = z.input<typeof CohortInput>;
 
 export const CohortId = z.string().min(1).max(64);
+/** A row id from a URL (cuid, better-auth id): bounded, and without NUL, which PostgreSQL text refuses. */
+export const RowId = z.string().min(1).max(64).regex(/^[^\u0000]+$/);
 
 export const MemberInput = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -252,7 +254,7 @@ export class MemberNotFoundError extends Error {
  */
 export async function removeMember(db: Db, cohortId: string, userId: string, actorId: string | null): Promise<{ userId: string; role: "learner" | "instructor" }> {
   await getCohortOrThrow(db, cohortId);
-  if (!z.string().min(1).max(64).safeParse(userId).success) throw new MemberNotFoundError();
+  if (!RowId.safeParse(userId).success) throw new MemberNotFoundError();
   return db.$transaction(async (tx) => {
     const member = await tx.cohortMember.findUnique({ where: { cohortId_userId: { cohortId, userId } }, select: { role: true } });
     if (!member) throw new MemberNotFoundError();

@@ -191,6 +191,7 @@ describe("revoking invitations", () => {
     expect(await revokeInvitation(db, forExisting.invitation.id, "admin-r")).toBe(true);
     expect(await revokeInvitation(db, fresh.invitation.id, "admin-r")).toBe(false);
     expect(await revokeInvitation(db, "no-such-id", "admin-r")).toBe(false);
+    expect(await revokeInvitation(db, "bad\u0000id", "admin-r")).toBe(false);
     await expect(acceptInvitation(db, auth, { token: fresh.token, name: "Late", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
     expect(await db.user.findUnique({ where: { email: "revoked-new@x.test" } })).toBeNull();
     await expect(joinWithInvitation(db, { id: existing.id, email: existing.email, role: "learner" }, forExisting.token)).rejects.toBeInstanceOf(InvitationInvalidError);
@@ -225,6 +226,7 @@ describe("removing members", () => {
     expect((await cohortMembers(db, c.id)).members).toEqual([]);
     await expect(removeMember(db, c.id, learner.id, "admin-rm")).rejects.toBeInstanceOf(MemberNotFoundError);
     await expect(removeMember(db, "no-such-cohort", learner.id, null)).rejects.toMatchObject({ code: "noSuchCohort" });
+    await expect(removeMember(db, c.id, "bad\u0000id", null)).rejects.toBeInstanceOf(MemberNotFoundError);
     const removes = (await listAudit(db, { targetIds: [c.id] })).filter((a) => a.action === "cohort.member.remove");
     expect(removes.map((a) => [a.actorId, (a.detail as { role: string }).role]).sort()).toEqual([
       ["admin-rm", "instructor"],
