@@ -41,7 +41,7 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   const learnerEmail = `cohort-learner-${Date.now()}@e2e.test`;
   const invite = admin.getByTestId("invite-form");
   await invite.getByLabel("メールアドレス").fill(learnerEmail);
-  await invite.getByRole("button", { name: "リンクを作成" }).click();
+  await invite.getByRole("button", { name: "追加または招待" }).click();
   const url = (await admin.getByTestId("cohort-invitation-url").textContent())!.trim();
   expect(url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
   await expect(admin.getByTestId("pending")).toContainText(learnerEmail);

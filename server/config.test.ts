@@ -37,18 +37,28 @@ describe("docker-compose.yml", () => {
     services: Record<string, { environment?: Record<string, string>; depends_on?: Record<string, unknown>; build?: string; image?: string }>;
   };
 
-  it("runs PostgreSQL and the app, the app after the database is healthy", () => {
-    expect(Object.keys(compose.services).sort()).toEqual(["app", "db"]);
+  it("runs PostgreSQL, two app replicas after the database is healthy, and nginx in front of them", () => {
+    expect(Object.keys(compose.services).sort()).toEqual(["app1", "app2", "db", "proxy"]);
     expect(compose.services.db!.image).toMatch(/^postgres:/);
-    expect(compose.services.app!.build).toBe(".");
-    expect(compose.services.app!.depends_on).toEqual({ db: { condition: "service_healthy" } });
+    for (const app of ["app1", "app2"]) {
+      expect(compose.services[app]!.build).toBe(".");
+      expect(compose.services[app]!.depends_on).toEqual({ db: { condition: "service_healthy" } });
+    }
+    expect(compose.services.proxy!.image).toMatch(/^nginx:/);
     expect(fs.existsSync("Dockerfile")).toBe(true);
+    // The proxy's configuration names both replicas (e2e/replicas.spec.ts runs it for real).
+    const nginx = fs.readFileSync("deploy/nginx.conf", "utf8");
+    expect(nginx).toMatch(/server app1:3000/);
+    expect(nginx).toMatch(/server app2:3000/);
   });
 
-  it("gives the app only variables the server knows, including an external DATABASE_URL", () => {
-    const env = compose.services.app!.environment!;
-    const known = Object.keys(Env.shape);
-    expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
-    expect(env.DATABASE_URL).toMatch(/^postgresql:\/\/labdeck:.*@db:5432\/labdeck$/);
+  it("gives each replica only variables the server knows, the same secret and an external DATABASE_URL", () => {
+    for (const app of ["app1", "app2"]) {
+      const env = compose.services[app]!.environment!;
+      const known = Object.keys(Env.shape);
+      expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
+      expect(env.DATABASE_URL).toMatch(/^postgresql:\/\/labdeck:.*@db:5432\/labdeck$/);
+      expect(env.LABDECK_SECRET).toBe(compose.services.app1!.environment!.LABDECK_SECRET);
+    }
   });
 });

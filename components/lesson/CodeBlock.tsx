@@ -6,6 +6,7 @@
  */
 import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState, type ReactNode } from "react";
+import { copyText } from "@/components/clipboard";
 import { useRunInMachine } from "@/components/lab/active-machine";
 
 /** How long a button shows the result of a copy or run, in milliseconds. */
@@ -88,29 +89,3 @@ export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: st
   );
 }
 
-/**
- * navigator.clipboard exists only in secure contexts (https, localhost). A classroom server on
- * plain http at a LAN address is not one, so fall back to the older execCommand("copy").
- */
-async function copyText(text: string): Promise<boolean> {
-  if (window.isSecureContext && navigator.clipboard) {
-    try {
-      await navigator.clipboard.writeText(text);
-      return true;
-    } catch {
-      // Permission denied or document not focused: try the fallback below.
-    }
-  }
-  const area = document.createElement("textarea");
-  area.value = text;
-  area.setAttribute("readonly", "");
-  area.style.position = "fixed";
-  area.style.opacity = "0";
-  document.body.appendChild(area);
-  area.select();
-  try {
-    return document.execCommand("copy");
-  } finally {
-    area.remove();
-  }
-}

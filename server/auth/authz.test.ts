@@ -12,7 +12,7 @@ import { TerminalTestClient } from "../testing/terminal-client";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { signTerminalToken } from "../terminal/token";
 import { CloseCode } from "../terminal/protocol";
-import { createInvitation } from "./invitations";
+import { createInvitation, findOpenInvitation } from "./invitations";
 import { createUserWithPassword, type UserView } from "./users";
 import * as labSessionRoute from "@/app/api/labs/[slug]/session/route";
 import * as progressRoute from "@/app/api/sessions/[id]/progress/route";
@@ -28,6 +28,9 @@ import * as authRoute from "@/app/api/auth/[...all]/route";
 import * as cohortsRoute from "@/app/api/cohorts/route";
 import * as cohortRoute from "@/app/api/cohorts/[id]/route";
 import * as cohortMembersRoute from "@/app/api/cohorts/[id]/members/route";
+import * as cohortMemberRoute from "@/app/api/cohorts/[id]/members/[userId]/route";
+import * as invitationRoute from "@/app/api/invitations/[id]/route";
+import * as joinRoute from "@/app/api/invitations/join/route";
 import * as cohortInvitationsRoute from "@/app/api/cohorts/[id]/invitations/route";
 import * as cohortImportRoute from "@/app/api/cohorts/[id]/import/route";
 import * as cohortEndRoute from "@/app/api/cohorts/[id]/end/route";
@@ -55,6 +58,13 @@ let cohortId: string;
 /** A cohort that the "end cohort" row ends (its own learner and session, so the rest stays live). */
 let endableCohortId: string;
 let endableSessionId: string;
+/** A cohort for the member rows (add by email, remove, join by link), apart from the others. */
+let membersCohortId: string;
+/** Learners with accounts: one the admin adds by email, one the admin removes. */
+let addable: UserView;
+let removable: UserView;
+/** An open invitation the revoke row revokes. */
+let revocableId: string;
 
 function request(actor: Actor, path: string, init: RequestInit = {}): Request {
   const headers = new Headers(init.headers);
@@ -104,6 +114,11 @@ beforeAll(async () => {
   endableCohortId = endable.id;
   await stack.db.cohortMember.create({ data: { cohortId: endable.id, userId: ender.id, role: "learner" } });
   endableSessionId = await stack.startSession(ender.id, LAB);
+  membersCohortId = (await stack.db.cohort.create({ data: { name: "CKA members", labs: [LAB] } })).id;
+  addable = await make("addable", "learner");
+  removable = await make("removable", "learner");
+  await stack.db.cohortMember.create({ data: { cohortId: membersCohortId, userId: removable.id, role: "learner" } });
+  revocableId = (await createInvitation(stack.db, { email: "revocable@example.test", role: "learner", cohortId: membersCohortId }, users.admin.id, { secret: stack.secret })).invitation.id;
 }, 180_000);
 
 afterAll(async () => {
@@ -239,11 +254,74 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     works: async (_a, res) => expect(((await res.json()) as { cohort: { idleMinutes: number } }).cohort.idleMinutes).toBe(20),
   },
   {
-    name: "POST /api/cohorts/:id/members (assign instructor)",
-    expect: { ...ADMIN_ONLY, admin: 201 },
+    name: "POST /api/cohorts/:id/members (assign an instructor who already is one: 200 alreadyMember)",
+    expect: ADMIN_ONLY,
     call: (a) =>
       cohortMembersRoute.POST(request(a, `/api/cohorts/${cohortId}/members`, { method: "POST", body: JSON.stringify({ email: users.cohortInstructor.email, role: "instructor" }) }), params({ id: cohortId })),
-    works: async (_a, res) => expect(((await res.json()) as { member: { role: string } }).member.role).toBe("instructor"),
+    works: async (_a, res) => expect(await res.json()).toMatchObject({ outcome: "alreadyMember", member: { role: "instructor" } }),
+  },
+  {
+    name: "POST /api/cohorts/:id/members (an existing learner by email: member at once)",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      cohortMembersRoute.POST(request(a, `/api/cohorts/${membersCohortId}/members`, { method: "POST", body: JSON.stringify({ email: addable.email, role: "learner" }) }), params({ id: membersCohortId })),
+    works: async (_a, res) => {
+      expect(await res.json()).toMatchObject({ outcome: "added", member: { userId: addable.id, role: "learner" } });
+      expect(await stack.db.cohortMember.count({ where: { cohortId: membersCohortId, userId: addable.id } })).toBe(1);
+    },
+  },
+  {
+    name: "POST /api/cohorts/:id/members (an unknown email: an invitation with its link)",
+    expect: { ...ADMIN_ONLY, admin: 201 },
+    call: (a) =>
+      cohortMembersRoute.POST(request(a, `/api/cohorts/${membersCohortId}/members`, { method: "POST", body: JSON.stringify({ email: `m-${a}@example.test`, role: "learner" }) }), params({ id: membersCohortId })),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { outcome: string; invitation: { cohortId: string; url: string } };
+      expect(body.outcome).toBe("invited");
+      expect(body.invitation.cohortId).toBe(membersCohortId);
+      expect(body.invitation.url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
+    },
+  },
+  {
+    name: "DELETE /api/cohorts/:id/members/:userId (remove a member, audited)",
+    expect: ADMIN_ONLY,
+    call: (a) =>
+      cohortMemberRoute.DELETE(request(a, `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }), params({ id: membersCohortId, userId: removable.id })),
+    works: async (_a, res) => {
+      expect(await res.json()).toEqual({ removed: { userId: removable.id, role: "learner" } });
+      expect(await stack.db.cohortMember.count({ where: { cohortId: membersCohortId, userId: removable.id } })).toBe(0);
+      expect(await stack.db.auditLog.count({ where: { action: "cohort.member.remove", targetId: membersCohortId, actorId: users.admin.id } })).toBe(1);
+      const again = await cohortMemberRoute.DELETE(request("admin", `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }), params({ id: membersCohortId, userId: removable.id }));
+      expect(again.status).toBe(404);
+    },
+  },
+  {
+    name: "DELETE /api/invitations/:id (revoke)",
+    expect: ADMIN_ONLY,
+    call: (a) => invitationRoute.DELETE(request(a, `/api/invitations/${revocableId}`, { method: "DELETE" }), params({ id: revocableId })),
+    works: async (_a, res) => {
+      expect(await res.json()).toEqual({ revoked: revocableId });
+      expect((await stack.db.invitation.findUniqueOrThrow({ where: { id: revocableId } })).revokedAt).not.toBeNull();
+      const again = await invitationRoute.DELETE(request("admin", `/api/invitations/${revocableId}`, { method: "DELETE" }), params({ id: revocableId }));
+      expect(again.status).toBe(404);
+    },
+  },
+  {
+    // A fresh invitation for otherLearner's email per actor: only that account may use it; any
+    // other signed-in account is refused and the invitation stays open.
+    name: "POST /api/invitations/join (an existing account joins by its own cohort invitation)",
+    expect: { anonymous: 401, owner: 403, otherLearner: 201, cohortInstructor: 403, otherInstructor: 403, admin: 403 },
+    call: async (a) => {
+      const { token } = await createInvitation(stack.db, { email: users.otherLearner.email, role: "learner", cohortId: membersCohortId }, users.admin.id, { secret: stack.secret });
+      const res = await joinRoute.POST(request(a, "/api/invitations/join", { method: "POST", body: JSON.stringify({ token }) }), {});
+      if (res.status === 403) expect(await findOpenInvitation(stack.db, token)).not.toBeNull();
+      return res;
+    },
+    works: async (_a, res) => {
+      expect(await res.json()).toMatchObject({ cohortId: membersCohortId, role: "learner" });
+      expect(await stack.db.cohortMember.count({ where: { cohortId: membersCohortId, userId: users.otherLearner.id } })).toBe(1);
+      expect(await stack.db.user.count({ where: { email: users.otherLearner.email } })).toBe(1);
+    },
   },
   {
     name: "POST /api/cohorts/:id/invitations",
@@ -416,9 +494,27 @@ describe("accounts", () => {
     expect((await accept({ token: "x".repeat(43), name: "Nobody", password: PASSWORD })).status).toBe(410);
   });
 
+  it("a revoked invitation is refused (410) and makes no account", async () => {
+    const { token, invitation } = await createInvitation(stack.db, { email: "revoked@example.test", role: "learner" }, users.admin.id, { secret: stack.secret });
+    expect((await invitationRoute.DELETE(request("admin", `/api/invitations/${invitation.id}`, { method: "DELETE" }), params({ id: invitation.id }))).status).toBe(200);
+    const res = await acceptRoute.POST(
+      new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Revoked", password: PASSWORD }) }),
+      {},
+    );
+    expect(res.status).toBe(410);
+    expect(await stack.db.user.findUnique({ where: { email: "revoked@example.test" } })).toBeNull();
+  });
+
+  it("GET /api/invitations lists open invitations with their link again", async () => {
+    const { token } = await createInvitation(stack.db, { email: "listed@example.test", role: "learner" }, users.admin.id, { secret: stack.secret });
+    const res = await invitationsRoute.GET(request("admin", "/api/invitations"), {});
+    const { invitations } = (await res.json()) as { invitations: { email: string; open: boolean; url: string | null }[] };
+    expect(invitations.find((i) => i.email === "listed@example.test")).toMatchObject({ open: true, url: expect.stringMatching(new RegExp(`/invite/${token}$`)) });
+  });
+
   it("an expired invitation is refused", async () => {
     const past = new Date(Date.now() - 30 * 24 * 60 * 60 * 1000);
-    const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, past);
+    const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, { now: past });
     const res = await acceptRoute.POST(
       new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
       {},

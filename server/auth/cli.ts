@@ -11,6 +11,7 @@ import { parseEnv, publicUrl } from "../config";
 import { createDb } from "../db/client";
 import { embeddedPostgresUrl, startEmbeddedPostgres } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
+import { loadSecret } from "../secret";
 import { ROLES } from "./auth";
 import { createInvitation } from "./invitations";
 import { Email } from "./users";
@@ -42,7 +43,9 @@ export async function runUsersCli(argv: string[]): Promise<number> {
   const database = await openDatabase(env);
   const db = createDb(database.url);
   try {
-    const { invitation, token } = await createInvitation(db, options.data, null);
+    // The server's secret seals the token, so the link is listed on /admin/invitations too.
+    const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+    const { invitation, token } = await createInvitation(db, options.data, null, { secret });
     process.stdout.write(
       `invitation for ${invitation.email} (${invitation.role}), valid until ${invitation.expiresAt.toISOString()}:\n` +
         `${publicUrl(env)}/invite/${token}\n`,

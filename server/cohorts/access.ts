@@ -8,7 +8,7 @@ import { Denied } from "../auth/guard";
 import type { Db } from "../db/client";
 import { apiError, apiRoute } from "../http/route";
 import type { Services } from "../services";
-import { CohortId, CohortNotFoundError, CohortRuleError } from "./cohorts";
+import { CohortId, CohortNotFoundError, CohortRuleError, MemberNotFoundError } from "./cohorts";
 
 export async function requireCohortView(db: Db, user: CurrentUser, cohortId: string): Promise<void> {
   if (!CohortId.safeParse(cohortId).success) throw new Denied(404, "noSuchCohort");
@@ -30,6 +30,7 @@ export function cohortRoute<C>(handler: (request: Request, context: C, services:
     } catch (error) {
       if (error instanceof CohortNotFoundError) return apiError(request, 404, "noSuchCohort");
       if (error instanceof CohortRuleError) return apiError(request, error.status, error.code);
+      if (error instanceof MemberNotFoundError) return apiError(request, 404, "noSuchMember");
       throw error;
     }
   });

@@ -14,6 +14,7 @@ export const AuditAction = z.enum([
   "cohort.member.add",
   "cohort.member.remove",
   "cohort.provision",
+  "invitation.revoke",
   "session.extend",
   "session.watch",
 ]);
@@ -22,7 +23,7 @@ export type AuditAction = z.infer<typeof AuditAction>;
 export const AuditEntry = z.object({
   actorId: z.string().min(1).nullable(),
   action: AuditAction,
-  targetType: z.enum(["cohort", "session", "user"]),
+  targetType: z.enum(["cohort", "session", "user", "invitation"]),
   targetId: z.string().min(1),
   detail: z.record(z.string(), z.unknown()).optional(),
 });

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";
 import { LabCatalog } from "../labs/catalog";
 import { startTestDb } from "../testing/test-db";
+import { randomBytes } from "node:crypto";
+import { invitationLinks } from "../auth/invitations";
 import { listAudit, recordAudit } from "./audit";
 import { addMember, cohortLimitsFor, cohortMembers, CohortRuleError, createCohort, extendSession, listCohorts, updateCohort } from "./cohorts";
 import { CSV_MAX_BYTES, importCohortCsv, parseCohortCsv } from "./csv-import";
@@ -23,7 +25,7 @@ let db: Db;
 let url: string;
 let stop: () => Promise<void>;
 const labs = new LabCatalog(path.resolve("labs"));
-const link = (token: string) => `http://x/invite/${token}`;
+const link = invitationLinks(randomBytes(32), "http://x");
 
 async function user(email: string, role: "learner" | "instructor" | "admin" = "learner") {
   return db.user.create({ data: { id: email, email, name: email.split("@")[0]!, role } });
@@ -90,7 +92,7 @@ describe("cohort limits for a learner's session", () => {
 });
 
 describe("CSV import", () => {
-  it("reports malformed rows, bad emails, roles, duplicates, existing users and open invitations by line; keeps good rows", async () => {
+  it("reports malformed rows, bad emails, roles, duplicates and open invitations by line; existing accounts become members; keeps good rows", async () => {
     const c = await createCohort(db, labs, { name: "CSV" }, null);
     await user("taken@x.test");
     await importCohortCsv(db, c.id, "already@x.test,Already\n", null, link);
@@ -103,7 +105,7 @@ describe("CSV import", () => {
       "A@X.test,Alice again", // 6 duplicate of 2
       "e@x.test", // 7 columns
       "", // 8 empty: skipped
-      "taken@x.test,Taken", // 9 exists
+      "taken@x.test,Taken", // 9 existing account: added as a member
       "already@x.test,Already", // 10 invited
       'f@x.test,"Frank, Jr."', // 11 good (quoted comma)
       "g@x.test,,", // 12 name
@@ -121,11 +123,12 @@ describe("CSV import", () => {
       [5, "role"],
       [6, "duplicate"],
       [7, "columns"],
-      [9, "exists"],
       [10, "invited"],
       [12, "name"],
     ]);
     expect(report.rows).toBe(10);
+    expect(report.added.map((r) => [r.line, r.email])).toEqual([[9, "taken@x.test"]]);
+    expect((await cohortMembers(db, c.id)).members.map((m) => m.email)).toEqual(["taken@x.test"]);
     const rows = await db.invitation.findMany({ where: { cohortId: c.id }, orderBy: { email: "asc" } });
     expect(rows.map((r) => [r.email, r.role])).toEqual([
       ["a@x.test", "learner"],
@@ -171,8 +174,11 @@ describe("CSV import", () => {
     const c = await createCohort(db, labs, { name: "Atomic" }, null);
     // Real failure at the far edge: a link maker that throws after the rows were inserted.
     await expect(
-      importCohortCsv(db, c.id, "p@x.test,P\nq@x.test,Q\n", null, () => {
-        throw new Error("link maker failed");
+      importCohortCsv(db, c.id, "p@x.test,P\nq@x.test,Q\n", null, {
+        secret: randomBytes(32),
+        linkFor: () => {
+          throw new Error("link maker failed");
+        },
       }),
     ).rejects.toThrow("link maker failed");
     expect(await db.invitation.count({ where: { cohortId: c.id } })).toBe(0);

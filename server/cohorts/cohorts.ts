@@ -34,6 +34,8 @@ export const CohortInput = z
 export type CohortInput = z.input<typeof CohortInput>;
 
 export const CohortId = z.string().min(1).max(64);
+/** A row id from a URL (cuid, better-auth id): bounded, and without NUL, which PostgreSQL text refuses. */
+export const RowId = z.string().min(1).max(64).regex(/^[^\u0000]+$/);
 
 export const MemberInput = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -172,7 +174,7 @@ export async function cohortMembers(db: Db, cohortId: string): Promise<{ members
       select: { role: true, addedAt: true, user: { select: { id: true, email: true, name: true } } },
     }),
     db.invitation.findMany({
-      where: { cohortId, usedAt: null, expiresAt: { gt: new Date() } },
+      where: { cohortId, usedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
       orderBy: { createdAt: "asc" },
       select: { id: true, email: true, role: true, expiresAt: true },
     }),
@@ -183,11 +185,49 @@ export async function cohortMembers(db: Db, cohortId: string): Promise<{ members
   };
 }
 
+/** How a member came in (audit detail): an admin by email, a CSV row, or the person's own invitation link. */
+export type MemberVia = "admin" | "csv" | "invitation";
+
+/** A client or a transaction: membership writes happen in the caller's transaction when there is one. */
+type MemberDb = Pick<Db, "cohortMember" | "invitation" | "auditLog">;
+
+/**
+ * THE one place a user becomes a cohort member (admin by email, CSV import, invitation link):
+ * writes the membership with its audit row and closes the user's other open invitations to the
+ * cohort (they are moot now, and would otherwise be listed as pending forever). An existing
+ * membership with the same role is left as it is (`alreadyMember`).
+ */
+export async function putMember(
+  tx: MemberDb,
+  cohortId: string,
+  user: { id: string; email: string },
+  role: "learner" | "instructor",
+  actorId: string | null,
+  via: MemberVia,
+  now = new Date(),
+): Promise<{ role: "learner" | "instructor"; addedAt: Date; alreadyMember: boolean }> {
+  const existing = await tx.cohortMember.findUnique({ where: { cohortId_userId: { cohortId, userId: user.id } } });
+  if (existing?.role === role) return { role, addedAt: existing.addedAt, alreadyMember: true };
+  const member = await tx.cohortMember.upsert({
+    where: { cohortId_userId: { cohortId, userId: user.id } },
+    create: { cohortId, userId: user.id, role, addedAt: now },
+    update: { role },
+  });
+  await tx.invitation.updateMany({ where: { cohortId, email: user.email, usedAt: null, revokedAt: null }, data: { revokedAt: now } });
+  await recordAudit(tx, { actorId, action: "cohort.member.add", targetType: "cohort", targetId: cohortId, detail: { userId: user.id, role, via } }, now);
+  return { role: member.role, addedAt: member.addedAt, alreadyMember: false };
+}
+
 /**
  * Adds an existing user to a cohort (assigning an instructor, or a learner who already has an
  * account). An instructor member must have the instructor role; a learner member the learner role.
  */
-export async function addMember(db: Db, cohortId: string, input: z.input<typeof MemberInput>, actorId: string | null): Promise<MemberView> {
+export async function addMember(
+  db: Db,
+  cohortId: string,
+  input: z.input<typeof MemberInput>,
+  actorId: string | null,
+): Promise<MemberView & { alreadyMember: boolean }> {
   const data = MemberInput.parse(input);
   const cohort = await getCohortOrThrow(db, cohortId);
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
@@ -195,22 +235,33 @@ export async function addMember(db: Db, cohortId: string, input: z.input<typeof 
   if (!user) throw new CohortRuleError("noSuchUser", 404, `no account with ${data.email}`);
   if (user.role !== data.role) throw new CohortRuleError("wrongUserRole", 422, `${data.email} is a ${user.role}, not a ${data.role}`);
   return db.$transaction(async (tx) => {
-    const member = await tx.cohortMember.upsert({
-      where: { cohortId_userId: { cohortId, userId: user.id } },
-      create: { cohortId, userId: user.id, role: data.role },
-      update: { role: data.role },
-    });
-    await recordAudit(tx, { actorId, action: "cohort.member.add", targetType: "cohort", targetId: cohortId, detail: { userId: user.id, role: data.role } });
-    return { userId: user.id, email: user.email, name: user.name, role: member.role, addedAt: member.addedAt };
+    const member = await putMember(tx, cohortId, user, data.role, actorId, "admin");
+    return { userId: user.id, email: user.email, name: user.name, ...member };
   });
 }
 
-export async function removeMember(db: Db, cohortId: string, userId: string, actorId: string | null): Promise<boolean> {
+export class MemberNotFoundError extends Error {
+  readonly code = "noSuchMember";
+  constructor() {
+    super("no such member in this cohort");
+  }
+}
+
+/**
+ * THE one place a member leaves a cohort (learner or instructor), with its audit row. Whatever
+ * else must follow a removal (e.g. closing the user's live sockets) hooks in here. Throws
+ * MemberNotFoundError when the user is not a member.
+ */
+export async function removeMember(db: Db, cohortId: string, userId: string, actorId: string | null): Promise<{ userId: string; role: "learner" | "instructor" }> {
   await getCohortOrThrow(db, cohortId);
+  if (!RowId.safeParse(userId).success) throw new MemberNotFoundError();
   return db.$transaction(async (tx) => {
+    const member = await tx.cohortMember.findUnique({ where: { cohortId_userId: { cohortId, userId } }, select: { role: true } });
+    if (!member) throw new MemberNotFoundError();
     const removed = await tx.cohortMember.deleteMany({ where: { cohortId, userId } });
-    if (removed.count > 0) await recordAudit(tx, { actorId, action: "cohort.member.remove", targetType: "cohort", targetId: cohortId, detail: { userId } });
-    return removed.count > 0;
+    if (removed.count !== 1) throw new MemberNotFoundError();
+    await recordAudit(tx, { actorId, action: "cohort.member.remove", targetType: "cohort", targetId: cohortId, detail: { userId, role: member.role } });
+    return { userId, role: member.role };
   });
 }
 

@@ -1,17 +1,16 @@
 /**
- * Inviting a cohort's people from a CSV file: `email,name[,role]` per line (a header line with
+ * Bringing a cohort's people in from a CSV file: `email,name[,role]` per line (a header line with
  * those names is allowed; role is learner or instructor, learner when empty). Every row is
- * checked first and each problem reported with its line; then the good rows' invitations are
- * written in ONE transaction (all of them or none), bound to the cohort. The links are returned
- * once (only their hashes are stored).
+ * checked first and each problem reported with its line; then, in ONE transaction (all or none):
+ * rows whose email has an account (of the row's role) become members at once, the others get
+ * invitations bound to the cohort (links in the report; tokens kept only sealed).
  */
-import { randomBytes } from "node:crypto";
 import { parse } from "csv-parse/sync";
 import { z } from "zod";
-import { hashInvitationToken, INVITATION_TTL_MS } from "../auth/invitations";
+import { INVITATION_TTL_MS, newInvitationToken, openInvitationWhere, type InvitationLinks } from "../auth/invitations";
 import type { Db } from "../db/client";
 import { recordAudit } from "./audit";
-import { CohortRuleError, getCohortOrThrow } from "./cohorts";
+import { CohortRuleError, getCohortOrThrow, putMember } from "./cohorts";
 
 /** Largest CSV accepted, in bytes: 256 KiB holds thousands of rows; anything larger is a mistake. */
 export const CSV_MAX_BYTES = 256 * 1024;
@@ -22,8 +21,6 @@ export const CSV_MAX_ROWS = 2_000;
  * largest file on a loaded machine (2,000 rows measured 5 s with the CPU shared by QEMU guests).
  */
 const IMPORT_TRANSACTION_TIMEOUT_MS = 60_000;
-/** Random bytes in an invitation token (same as server/auth/invitations.ts: 43 base64url characters). */
-const TOKEN_BYTES = 32;
 
 const Row = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -31,7 +28,7 @@ const Row = z.object({
   role: z.preprocess((v) => (v === "" || v === undefined ? "learner" : String(v).trim().toLowerCase()), z.enum(["learner", "instructor"])),
 });
 
-export type CsvProblemCode = "tooLarge" | "tooManyRows" | "malformed" | "columns" | "email" | "name" | "role" | "duplicate" | "invited" | "exists" | "empty";
+export type CsvProblemCode = "tooLarge" | "tooManyRows" | "malformed" | "columns" | "email" | "name" | "role" | "duplicate" | "invited" | "wrongRole" | "empty";
 
 export interface CsvProblem {
   /** 1-based line in the file (0 for the file as a whole). */
@@ -50,8 +47,12 @@ export interface CsvGoodRow {
 }
 
 export interface CsvImportReport {
-  /** Invitations made (and their links, shown once). Empty when nothing was written. */
+  /** Invitations made, with their links. Empty when nothing was written. */
   invited: (CsvGoodRow & { url: string })[];
+  /** Rows whose email has an account: made members of the cohort. */
+  added: CsvGoodRow[];
+  /** Rows whose account already was a member (with that role): nothing to do. */
+  alreadyMembers: CsvGoodRow[];
   problems: CsvProblem[];
   /** Data rows seen (without the header). */
   rows: number;
@@ -103,36 +104,45 @@ export function parseCohortCsv(input: string | Uint8Array): { good: CsvGoodRow[]
 }
 
 /**
- * Imports a CSV into a cohort: problems per line, and invitations for the good rows written in
- * one transaction. Emails that already have an account or an open invitation are reported, not
- * invited again. `linkFor(token)` makes the link shown to the admin.
+ * Imports a CSV into a cohort: problems per line; in one transaction, existing accounts become
+ * members and the other good rows get invitations. An account whose role differs from the row's
+ * is a problem (`wrongRole`); an email with an open invitation to this cohort is not invited
+ * again (`invited`). `links` seals the tokens and makes the links shown to the admin.
  */
 export async function importCohortCsv(
   db: Db,
   cohortId: string,
   input: string | Uint8Array,
   actorId: string | null,
-  linkFor: (token: string) => string,
+  links: InvitationLinks,
   now = new Date(),
 ): Promise<CsvImportReport> {
   const cohort = await getCohortOrThrow(db, cohortId);
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
   const { good, problems, rows } = parseCohortCsv(input);
-  if (good.length === 0) return { invited: [], problems, rows };
+  if (good.length === 0) return { invited: [], added: [], alreadyMembers: [], problems, rows };
 
   return db.$transaction(async (tx) => {
     const emails = good.map((r) => r.email);
     const [users, open] = await Promise.all([
-      tx.user.findMany({ where: { email: { in: emails } }, select: { email: true } }),
-      tx.invitation.findMany({ where: { email: { in: emails }, usedAt: null, expiresAt: { gt: now } }, select: { email: true } }),
+      tx.user.findMany({ where: { email: { in: emails } }, select: { id: true, email: true, role: true } }),
+      tx.invitation.findMany({ where: { cohortId, email: { in: emails }, ...openInvitationWhere(now) }, select: { email: true } }),
     ]);
-    const existing = new Set(users.map((u) => u.email));
+    const accounts = new Map(users.map((u) => [u.email, u]));
     const invited = new Set(open.map((i) => i.email));
-    const toInvite: (CsvGoodRow & { token: string })[] = [];
+    const toInvite: (CsvGoodRow & ReturnType<typeof newInvitationToken>)[] = [];
+    const added: CsvGoodRow[] = [];
+    const alreadyMembers: CsvGoodRow[] = [];
     for (const row of good) {
-      if (existing.has(row.email)) problems.push({ line: row.line, code: "exists", message: `${row.email} already has an account`, email: row.email });
-      else if (invited.has(row.email)) problems.push({ line: row.line, code: "invited", message: `${row.email} already has an open invitation`, email: row.email });
-      else toInvite.push({ ...row, token: randomBytes(TOKEN_BYTES).toString("base64url") });
+      const account = accounts.get(row.email);
+      if (account && account.role !== row.role) {
+        problems.push({ line: row.line, code: "wrongRole", message: `${row.email} is a ${account.role}, not a ${row.role}`, email: row.email });
+      } else if (account) {
+        const member = await putMember(tx, cohortId, account, row.role, actorId, "csv", now);
+        (member.alreadyMember ? alreadyMembers : added).push(row);
+      } else if (invited.has(row.email)) {
+        problems.push({ line: row.line, code: "invited", message: `${row.email} already has an open invitation to this cohort`, email: row.email });
+      } else toInvite.push({ ...row, ...newInvitationToken(links.secret) });
     }
     problems.sort((a, b) => a.line - b.line);
     if (toInvite.length > 0) {
@@ -141,14 +151,29 @@ export async function importCohortCsv(
           email: r.email,
           role: r.role,
           cohortId,
-          tokenHash: hashInvitationToken(r.token),
+          tokenHash: r.tokenHash,
+          tokenSealed: r.tokenSealed,
           expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
           createdById: actorId,
         })),
       });
-      await recordAudit(tx, { actorId, action: "cohort.import", targetType: "cohort", targetId: cohortId, detail: { invited: toInvite.length, problems: problems.length } });
     }
-    return { invited: toInvite.map(({ token, ...r }) => ({ ...r, url: linkFor(token) })), problems, rows };
+    if (toInvite.length > 0 || added.length > 0) {
+      await recordAudit(tx, {
+        actorId,
+        action: "cohort.import",
+        targetType: "cohort",
+        targetId: cohortId,
+        detail: { invited: toInvite.length, added: added.length, alreadyMembers: alreadyMembers.length, problems: problems.length },
+      });
+    }
+    return {
+      invited: toInvite.map(({ token, tokenHash: _h, tokenSealed: _s, ...r }) => ({ ...r, url: links.linkFor(token) })),
+      added,
+      alreadyMembers,
+      problems,
+      rows,
+    };
   }, { timeout: IMPORT_TRANSACTION_TIMEOUT_MS });
 }
 

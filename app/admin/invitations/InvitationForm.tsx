@@ -1,8 +1,9 @@
 "use client";
-/** Makes an invitation through POST /api/invitations and shows its link once. */
+/** Makes an invitation through POST /api/invitations, shows its link with a copy button and clears the form. */
 import { useTranslations } from "next-intl";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { LinkWithCopy } from "@/components/invitations/OpenInvitations";
 
 export function InvitationForm() {
   const t = useTranslations("admin");
@@ -17,7 +18,8 @@ export function InvitationForm() {
         className="flex flex-wrap items-end gap-3"
         onSubmit={async (e) => {
           e.preventDefault();
-          const form = new FormData(e.currentTarget);
+          const element = e.currentTarget;
+          const form = new FormData(element);
           setBusy(true);
           setError(null);
           setUrl(null);
@@ -30,6 +32,7 @@ export function InvitationForm() {
           setBusy(false);
           if (res?.ok && body?.url) {
             setUrl(body.url);
+            element.reset();
             router.refresh();
           } else setError(body?.error ?? t("failed"));
         }}
@@ -58,10 +61,7 @@ export function InvitationForm() {
       </form>
       {url && (
         <p className="mt-4 text-sm">
-          {t("created")}{" "}
-          <code data-testid="invitation-url" className="break-all rounded bg-slate-100 px-1 py-0.5">
-            {url}
-          </code>
+          {t("created")} <LinkWithCopy url={url} testId="invitation-url" />
         </p>
       )}
       {error && (

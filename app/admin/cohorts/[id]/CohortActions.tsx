@@ -1,14 +1,16 @@
 "use client";
 /**
- * The admin's actions on one cohort, each a small form over its API: invite by link, import a
- * CSV (with the per-line report), assign an instructor, pre-provision (polled progress), extend a
- * learner's time, end the cohort.
+ * The admin's actions on one cohort, each a small form over its API: add a member by email (or
+ * invite them by link), remove a member, import a CSV (with the per-line report), assign an
+ * instructor, pre-provision (polled progress), extend a learner's time, end the cohort.
  */
 import { useTranslations } from "next-intl";
 import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
 import { callApi } from "@/components/cohorts/api";
+import { LinkWithCopy } from "@/components/invitations/OpenInvitations";
 import type { CsvImportReport } from "@/server/cohorts/csv-import";
+import type { AddByEmailResult } from "@/server/cohorts/members";
 import type { ProvisionJobView } from "@/server/cohorts/provision-jobs";
 
 /** How often the page asks for a running pre-provisioning job's progress, in ms. */
@@ -26,25 +28,29 @@ function Alert({ text }: { text: string | null }) {
   ) : null;
 }
 
-export function InviteLink({ cohortId, disabled }: { cohortId: string; disabled: boolean }) {
+/** Adds someone by email: an existing account becomes a member at once, anyone else gets an invitation link. The form clears after sending. */
+export function AddMember({ cohortId, disabled }: { cohortId: string; disabled: boolean }) {
   const t = useTranslations("cohorts");
   const roles = useTranslations("common.roles");
   const router = useRouter();
-  const [url, setUrl] = useState<string | null>(null);
+  const [result, setResult] = useState<AddByEmailResult | null>(null);
   const [error, setError] = useState<string | null>(null);
   return (
     <div className={box}>
+      <p className="text-xs text-slate-600">{t("addHint")}</p>
       <form
-        className="flex flex-wrap items-end gap-3"
+        className="mt-2 flex flex-wrap items-end gap-3"
         data-testid="invite-form"
         onSubmit={async (e) => {
           e.preventDefault();
-          const form = new FormData(e.currentTarget);
+          const element = e.currentTarget;
+          const form = new FormData(element);
           setError(null);
-          setUrl(null);
-          const res = await callApi<{ url: string }>(`/api/cohorts/${cohortId}/invitations`, { method: "POST", json: { email: form.get("email"), role: form.get("role") } });
+          setResult(null);
+          const res = await callApi<AddByEmailResult>(`/api/cohorts/${cohortId}/members`, { method: "POST", json: { email: form.get("email"), role: form.get("role") } });
           if (res.ok && res.body) {
-            setUrl(res.body.url);
+            setResult(res.body);
+            element.reset();
             router.refresh();
           } else setError(res.error ?? t("failed"));
         }}
@@ -61,19 +67,51 @@ export function InviteLink({ cohortId, disabled }: { cohortId: string; disabled:
           </select>
         </label>
         <button type="submit" className={button} disabled={disabled}>
-          {t("inviteCreate")}
+          {t("addRun")}
         </button>
       </form>
-      {url && (
-        <p className="mt-3 text-sm">
-          {t("inviteCreated")}{" "}
-          <code data-testid="cohort-invitation-url" className="break-all rounded bg-slate-100 px-1 py-0.5">
-            {url}
-          </code>
+      {result && (
+        <p className="mt-3 text-sm" role="status" data-testid="add-result" data-outcome={result.outcome}>
+          {result.outcome === "invited" ? (
+            <>
+              {t("inviteCreated", { email: result.invitation.email })} {result.invitation.url && <LinkWithCopy url={result.invitation.url} testId="cohort-invitation-url" />}
+            </>
+          ) : (
+            t(result.outcome === "added" ? "memberAdded" : "memberAlready", { email: result.member.email })
+          )}
         </p>
       )}
       <Alert text={error} />
     </div>
+  );
+}
+
+/** Removes a member (learner or instructor) after a confirmation. */
+export function RemoveMember({ cohortId, userId, name, email }: { cohortId: string; userId: string; name: string; email: string }) {
+  const t = useTranslations("cohorts");
+  const router = useRouter();
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <span className="inline-flex flex-col items-end">
+      <button
+        type="button"
+        className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700 hover:bg-red-50"
+        onClick={async () => {
+          if (!window.confirm(t("removeConfirm", { name, email }))) return;
+          setError(null);
+          const res = await callApi(`/api/cohorts/${cohortId}/members/${encodeURIComponent(userId)}`, { method: "DELETE" });
+          if (res.ok) router.refresh();
+          else setError(res.error ?? t("failed"));
+        }}
+      >
+        {t("removeRun")}
+      </button>
+      {error && (
+        <span role="alert" className="text-xs text-red-700">
+          {error}
+        </span>
+      )}
+    </span>
   );
 }
 
@@ -113,14 +151,33 @@ export function CsvImport({ cohortId, maxKiB, disabled }: { cohortId: string; ma
       {report && (
         <div className="mt-3 text-sm" data-testid="csv-report">
           <p>
-            <span className="font-semibold text-emerald-700">{t("importInvited", { n: report.invited.length })}</span>
+            <span className="font-semibold text-emerald-700" data-testid="csv-invited" data-count={report.invited.length}>
+              {t("importInvited", { n: report.invited.length })}
+            </span>
+            <span className="ml-3 font-semibold text-emerald-700" data-testid="csv-added" data-count={report.added.length}>
+              {t("importAdded", { n: report.added.length })}
+            </span>
+            {report.alreadyMembers.length > 0 && (
+              <span className="ml-3 text-slate-600" data-testid="csv-already" data-count={report.alreadyMembers.length}>
+                {t("importAlready", { n: report.alreadyMembers.length })}
+              </span>
+            )}
             {report.problems.length > 0 && <span className="ml-3 font-semibold text-red-700">{t("importProblems", { n: report.problems.length })}</span>}
           </p>
           {report.invited.length > 0 && (
             <ul className="mt-2 space-y-1">
               {report.invited.map((r) => (
                 <li key={r.email} className="text-xs">
-                  {r.email} ({r.name}) — <code className="break-all">{r.url}</code>
+                  {r.email} ({r.name}) — <LinkWithCopy url={r.url} />
+                </li>
+              ))}
+            </ul>
+          )}
+          {report.added.length > 0 && (
+            <ul className="mt-2 space-y-1" data-testid="csv-added-rows">
+              {report.added.map((r) => (
+                <li key={r.email} className="text-xs" data-email={r.email}>
+                  {t("importAddedRow", { line: r.line, email: r.email })}
                 </li>
               ))}
             </ul>

@@ -1,14 +1,17 @@
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { getFormatter, getTranslations } from "next-intl/server";
+import { OpenInvitations } from "@/components/invitations/OpenInvitations";
+import { invitationLinks, listInvitations } from "@/server/auth/invitations";
 import { pageRole } from "@/server/auth/page";
 import { cohortLiveSessions, cohortMembers, getCohortOrThrow, type CohortView } from "@/server/cohorts/cohorts";
 import { CSV_MAX_BYTES } from "@/server/cohorts/csv-import";
+import { publicUrl } from "@/server/config";
 import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { labsDirFromEnv, listLabs } from "@/server/labs/load";
 import { getServicesOrThrow } from "@/server/services";
 import { CohortForm } from "../CohortForm";
-import { AssignInstructor, CsvImport, EndCohort, ExtendButton, InviteLink, Provision } from "./CohortActions";
+import { AddMember, AssignInstructor, CsvImport, EndCohort, ExtendButton, Provision, RemoveMember } from "./CohortActions";
 
 export const dynamic = "force-dynamic";
 
@@ -19,10 +22,11 @@ const EXTEND_STEP_MINUTES = 15;
 export default async function CohortAdminPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   await pageRole(`/admin/cohorts/${id}`, "admin");
-  const { db } = getServicesOrThrow();
+  const { db, secret, env } = getServicesOrThrow();
   const cohort: CohortView = await getCohortOrThrow(db, id).catch(() => notFound());
-  const [{ members, pending }, job, live, { labs }] = await Promise.all([
+  const [{ members }, pending, job, live, { labs }] = await Promise.all([
     cohortMembers(db, id),
+    listInvitations(db, invitationLinks(secret, publicUrl(env)), { cohortId: id, openOnly: true }),
     latestProvisionJob(db, id),
     cohortLiveSessions(db, id),
     listLabs(labsDirFromEnv()),
@@ -66,6 +70,9 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
                   <td className="py-1">{m.name}</td>
                   <td>{m.email}</td>
                   <td>{roles(m.role)}</td>
+                  <td className="text-right">
+                    <RemoveMember cohortId={id} userId={m.userId} name={m.name} email={m.email} />
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -74,18 +81,15 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
         {pending.length > 0 && (
           <>
             <h3 className="mt-4 text-sm font-semibold">{t("pending")}</h3>
-            <ul className="mt-1 text-sm text-slate-700" data-testid="pending">
-              {pending.map((p) => (
-                <li key={p.id} data-email={p.email}>
-                  {p.email} ({roles(p.role as "learner")})
-                </li>
-              ))}
-            </ul>
+            <OpenInvitations
+              testId="pending"
+              rows={pending.map((p) => ({ id: p.id, email: p.email, roleLabel: roles(p.role), expires: when(p.expiresAt), url: p.url }))}
+            />
           </>
         )}
 
         <h2 className="mt-8 text-lg font-semibold">{t("invite")}</h2>
-        <InviteLink cohortId={id} disabled={ended} />
+        <AddMember cohortId={id} disabled={ended} />
         <h2 className="mt-8 text-lg font-semibold">{t("import")}</h2>
         <CsvImport cohortId={id} maxKiB={CSV_MAX_BYTES / 1024} disabled={ended} />
         <h2 className="mt-8 text-lg font-semibold">{t("assign")}</h2>

@@ -1,7 +1,7 @@
 /** POST makes an invitation link bound to the cohort (the acceptor joins it with the role given); admins. */
 import { z } from "zod";
 import { requireRole } from "@/server/auth/guard";
-import { createInvitation } from "@/server/auth/invitations";
+import { createInvitation, invitationLinks } from "@/server/auth/invitations";
 import { cohortRoute } from "@/server/cohorts/access";
 import { CohortRuleError, getCohortOrThrow } from "@/server/cohorts/cohorts";
 import { publicUrl } from "@/server/config";
@@ -17,6 +17,7 @@ export const POST = cohortRoute<{ params: Promise<{ id: string }> }>(async (requ
   const cohort = await getCohortOrThrow(services.db, id);
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
   const body = Body.parse(await jsonBody(request));
-  const { invitation, token } = await createInvitation(services.db, { ...body, cohortId: id }, admin.id);
-  return Response.json({ invitation, url: `${publicUrl(services.env)}/invite/${token}` }, { status: 201 });
+  const links = invitationLinks(services.secret, publicUrl(services.env));
+  const { invitation, token } = await createInvitation(services.db, { ...body, cohortId: id }, admin.id, { secret: links.secret });
+  return Response.json({ invitation, url: links.linkFor(token) }, { status: 201 });
 });

@@ -1,7 +1,13 @@
-/** POST adds an existing user to the cohort: assign an instructor, or add a learner who has an account (admins). */
+/**
+ * POST adds a person to the cohort by email (admins): an existing account becomes a member at
+ * once with the role given (201 `added`, 200 `alreadyMember`); an unknown email gets an
+ * invitation bound to the cohort (201 `invited`, with its link).
+ */
 import { requireRole } from "@/server/auth/guard";
+import { invitationLinks } from "@/server/auth/invitations";
 import { cohortRoute } from "@/server/cohorts/access";
-import { addMember } from "@/server/cohorts/cohorts";
+import { addMemberByEmail } from "@/server/cohorts/members";
+import { publicUrl } from "@/server/config";
 import { jsonBody } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
@@ -9,5 +15,7 @@ export const dynamic = "force-dynamic";
 export const POST = cohortRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
   const admin = await requireRole(services.auth, request.headers, "admin");
   const { id } = await context.params;
-  return Response.json({ member: await addMember(services.db, id, (await jsonBody(request)) as never, admin.id) }, { status: 201 });
+  const links = invitationLinks(services.secret, publicUrl(services.env));
+  const result = await addMemberByEmail(services.db, links, id, (await jsonBody(request)) as never, admin.id);
+  return Response.json(result, { status: result.outcome === "alreadyMember" ? 200 : 201 });
 });

@@ -1,0 +1,12 @@
+/** DELETE removes a member (learner or instructor) from the cohort, audited (admins); 404 when not a member. */
+import { requireRole } from "@/server/auth/guard";
+import { cohortRoute } from "@/server/cohorts/access";
+import { removeMember } from "@/server/cohorts/cohorts";
+
+export const dynamic = "force-dynamic";
+
+export const DELETE = cohortRoute<{ params: Promise<{ id: string; userId: string }> }>(async (request, context, services) => {
+  const admin = await requireRole(services.auth, request.headers, "admin");
+  const { id, userId } = await context.params;
+  return Response.json({ removed: await removeMember(services.db, id, userId, admin.id) });
+});
