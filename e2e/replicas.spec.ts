@@ -30,7 +30,8 @@ test.describe.configure({ mode: "serial", timeout: 240_000 });
 
 test.beforeAll(async () => {
   test.setTimeout(240_000);
-  serve = spawn("npx", ["tsx", "e2e/replicas/serve.ts"], { stdio: ["ignore", "pipe", "inherit"] });
+  // Node itself (not npx): the SIGTERM of afterAll must reach the script, which tears everything down.
+  serve = spawn(process.execPath, ["--import", "tsx", "e2e/replicas/serve.ts"], { stdio: ["ignore", "pipe", "inherit"] });
   info = await new Promise<Replicas>((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error("replicas did not start within 180 s")), 180_000);

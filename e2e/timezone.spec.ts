@@ -86,7 +86,7 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   const learnerEmail = `tz-learner-${Date.now()}@e2e.test`;
   const invite = admin.getByTestId("invite-form");
   await invite.getByLabel("メールアドレス").fill(learnerEmail);
-  await invite.getByRole("button", { name: "リンクを作成" }).click();
+  await invite.getByRole("button", { name: "追加または招待" }).click();
   const url = (await admin.getByTestId("cohort-invitation-url").textContent())!.trim();
 
   // Wide: the learner's terminal has more columns than a watch pane can show at full size.
