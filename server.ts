@@ -3,6 +3,7 @@
  * TERMINAL_WS_PATH, in one HTTP server. Start-up: environment -> database (embedded PostgreSQL
  * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
  */
+import { configureMachineKeys, sealPlaintextMachineKeys } from "./server/sessions/machine-keys";
 import http from "node:http";
 import next from "next";
 import { createAuth } from "./server/auth/auth";
@@ -47,6 +48,9 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const { db, pool: dbPool } = createDbWithPool(databaseUrl, env.LABDECK_DB_POOL_SIZE);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+  configureMachineKeys(secret);
+  const sealed = await sealPlaintextMachineKeys(db);
+  if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
   const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
   // Shown once in the banner below (stdout, never the logger); only its hash is stored.
   const firstAdmin = await ensureFirstAdmin(db, auth, env.LABDECK_ADMIN_EMAIL);
