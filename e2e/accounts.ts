@@ -1,6 +1,6 @@
 /**
- * Accounts for e2e tests, made the way people make them: the first admin (printed once by the
- * server at its first start; e2e/serve.ts keeps it in a file) invites a user through the API, and
+ * Accounts for e2e tests, made the way people make them: the first admin (whose one-time link the
+ * server prints at its first start; e2e/serve.ts follows it and keeps the login in a file) invites a user through the API, and
  * the user accepts the invitation, which signs their browser context in.
  */
 import { randomBytes } from "node:crypto";
@@ -33,8 +33,19 @@ export async function acceptFirstAdminLink(link: string, email: string): Promise
   return { email, password };
 }
 
+/** How long adminLogin waits for e2e/serve.ts to have followed the first admin's link, in ms. */
+const ADMIN_LOGIN_WAIT_MS = 30_000;
+
 export async function adminLogin(port: number): Promise<{ email: string; password: string }> {
-  return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
+  // serve.ts writes the file once the link is followed, just after the server starts listening.
+  for (const deadline = Date.now() + ADMIN_LOGIN_WAIT_MS; ; ) {
+    try {
+      return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }
 
 /**
