@@ -199,12 +199,14 @@ describe("embedded PostgreSQL authentication", () => {
       await query(first.url, "INSERT INTO kept VALUES ('from the old cluster')");
       // Make it what initdb --auth=password and an older PostgreSQL left behind.
       const password = decodeURIComponent(/:([^:@/]+)@/.exec(first.url)![1]!);
-      // An MD5 verifier, as PostgreSQL stores it ("md5" + md5(password + user)), set directly.
+      // Cleartext rules first (SCRAM rules cannot check an MD5 verifier), then an MD5 verifier, as
+      // PostgreSQL stores it ("md5" + md5(password + user)), set directly.
+      await fs.writeFile(hbaFile, (await fs.readFile(hbaFile, "utf8")).replaceAll("scram-sha-256", "password"));
+      await query(first.url, "SELECT pg_reload_conf()");
       const md5 = "md5" + createHash("md5").update(`${password}labdeck`).digest("hex");
       await query(first.url, `ALTER ROLE CURRENT_USER PASSWORD '${md5}'`);
       const [old] = await query<{ rolpassword: string }>(first.url, "SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
       expect(old!.rolpassword).toBe(md5);
-      await fs.writeFile(hbaFile, (await fs.readFile(hbaFile, "utf8")).replaceAll("scram-sha-256", "password"));
     } finally {
       await first.stop();
     }
