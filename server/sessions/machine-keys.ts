@@ -17,14 +17,20 @@ const IV_BYTES = 12;
 /** AES-GCM authentication tag, in bytes. */
 const TAG_BYTES = 16;
 
-let key: Buffer | undefined;
+/**
+ * Where the derived key lives: on globalThis, because Next.js route handlers run in their own
+ * module graph (as with server/services.ts), and they start sessions too.
+ */
+const KEY = Symbol.for("labdeck.machineKeys");
+const holder = globalThis as Record<symbol, Buffer | undefined>;
 
 /** Derives the machine-key encryption key from the platform secret; call once at start-up. */
 export function configureMachineKeys(platformSecret: Buffer): void {
-  key = Buffer.from(hkdfSync("sha256", platformSecret, Buffer.alloc(0), KEY_INFO, 32));
+  holder[KEY] = Buffer.from(hkdfSync("sha256", platformSecret, Buffer.alloc(0), KEY_INFO, 32));
 }
 
 function keyOrThrow(): Buffer {
+  const key = holder[KEY];
   if (!key) throw new Error("machine keys: configureMachineKeys(platformSecret) was not called at start-up");
   return key;
 }
