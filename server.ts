@@ -3,11 +3,12 @@
  * TERMINAL_WS_PATH, in one HTTP server. Start-up: environment -> database (embedded PostgreSQL
  * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
  */
+import { configureMachineKeys, sealPlaintextMachineKeys } from "./server/sessions/machine-keys";
 import http from "node:http";
 import next from "next";
 import { createAuth } from "./server/auth/auth";
 import { terminalAuthorizer } from "./server/auth/terminal-access";
-import { ensureFirstAdmin } from "./server/auth/users";
+import { ensureFirstAdmin } from "./server/auth/invitations";
 import { parseEnv, publicUrl } from "./server/config";
 import { failInterruptedProvisionJobs } from "./server/cohorts/provision";
 import { WatchRegistry } from "./server/cohorts/watchers";
@@ -47,9 +48,12 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const { db, pool: dbPool } = createDbWithPool(databaseUrl, env.LABDECK_DB_POOL_SIZE);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
+  configureMachineKeys(secret);
+  const sealed = await sealPlaintextMachineKeys(db);
+  if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
   const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
-  // Shown once in the banner below (stdout, never the logger); only its hash is stored.
-  const firstAdmin = await ensureFirstAdmin(db, auth, env.LABDECK_ADMIN_EMAIL);
+  // A one-time link shown once in the banner below (stdout, never the logger); only its hash is stored.
+  const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
   const machines = await startMachines(env, db, log);
   const provider = machines.provider;
   const terminals = new TerminalRegistry(
@@ -150,8 +154,9 @@ async function main(): Promise<void> {
   log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
   if (firstAdmin) {
     process.stdout.write(
-      `\n  First admin account (shown only this once; sign in at ${url}/login):\n` +
-        `    email:    ${firstAdmin.email}\n    password: ${firstAdmin.password}\n\n`,
+      `\n  First admin account: open this one-time link to set its password (valid until ${firstAdmin.expiresAt.toISOString()};\n` +
+        `  a restart before it is used prints a new one):\n` +
+        `    email:    ${firstAdmin.email}\n    link:     ${url}/invite/${firstAdmin.token}\n\n`,
     );
   }
   // One plain line for people and scripts (e2e and bench read it to find the port).

@@ -1,8 +1,9 @@
 /**
- * Accounts for e2e tests, made the way people make them: the first admin (printed once by the
- * server at its first start; e2e/serve.ts keeps it in a file) invites a user through the API, and
+ * Accounts for e2e tests, made the way people make them: the first admin (whose one-time link the
+ * server prints at its first start; e2e/serve.ts follows it and keeps the login in a file) invites a user through the API, and
  * the user accepts the invitation, which signs their browser context in.
  */
+import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -15,8 +16,36 @@ export function adminLoginFile(port: number): string {
 
 export const E2E_PASSWORD = "e2e password 12345";
 
+/**
+ * Follows the first admin's one-time link from the server's banner the way the admin would:
+ * chooses a password through the invitation API (what /invite/<token> posts). Returns the login.
+ */
+export async function acceptFirstAdminLink(link: string, email: string): Promise<{ email: string; password: string }> {
+  const url = new URL(link);
+  const token = url.pathname.split("/").pop()!;
+  const password = randomBytes(12).toString("base64url");
+  const response = await fetch(new URL("/api/invitations/accept", url.origin), {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: url.origin },
+    body: JSON.stringify({ token, name: "Admin", password }),
+  });
+  if (response.status !== 201) throw new Error(`first admin link ${url.pathname}: ${response.status} ${await response.text()}`);
+  return { email, password };
+}
+
+/** How long adminLogin waits for e2e/serve.ts to have followed the first admin's link, in ms. */
+const ADMIN_LOGIN_WAIT_MS = 30_000;
+
 export async function adminLogin(port: number): Promise<{ email: string; password: string }> {
-  return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
+  // serve.ts writes the file once the link is followed, just after the server starts listening.
+  for (const deadline = Date.now() + ADMIN_LOGIN_WAIT_MS; ; ) {
+    try {
+      return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }
 
 /**

@@ -12,7 +12,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { createNetnsHosts, writeStaticHostsFile } from "../server/machines/netns-hosts";
-import { adminLoginFile } from "./accounts";
+import { acceptFirstAdminLink, adminLoginFile } from "./accounts";
 
 const Args = z.object({ port: z.coerce.number().int().min(1).max(65535) });
 const args = Args.parse(parseArgs({ options: { port: { type: "string" } } }).values);
@@ -47,10 +47,14 @@ server.stdout.on("data", (chunk: Buffer) => {
   if (banner === null) return;
   banner += chunk.toString("utf8");
   const email = /^\s+email:\s+(\S+)$/m.exec(banner)?.[1];
-  const password = /^\s+password:\s+(\S+)$/m.exec(banner)?.[1];
-  if (email && password) {
+  const link = /^\s+link:\s+(\S+)$/m.exec(banner)?.[1];
+  if (email && link) {
     banner = null;
-    void fs.writeFile(adminFile, JSON.stringify({ email, password }), { mode: 0o600 });
+    // The first admin's one-time link: followed once, as the admin would, to set a password.
+    void acceptFirstAdminLink(link, email).then(
+      (login) => fs.writeFile(adminFile, JSON.stringify(login), { mode: 0o600 }),
+      (error: Error) => console.error(`e2e/serve.ts: ${error.message}`),
+    );
   }
 });
 

@@ -54,9 +54,9 @@ NODE_ENV=production node --import tsx server.ts | {
   while IFS= read -r line; do
     if [[ $line == LABDECK_READY* ]]; then
       url=${line#LABDECK_READY }
-      # On the very first start the server printed the first admin's email and password just
-      # above (once; only its hash is kept). Later starts print no password.
-      printf '\n  Labdeck is running: %s\n  Sign in at %s/login (first start: the admin login is printed above).\n  Invite learners at %s/admin/invitations.\n\n' "$url" "$url" "$url"
+      # Until the first admin exists the server printed a one-time link just above that sets
+      # their password (it expires; only its hash is kept). No password is ever printed.
+      printf '\n  Labdeck is running: %s\n  Sign in at %s/login (first start: open the first admin link printed above).\n  Invite learners at %s/admin/invitations.\n\n' "$url" "$url" "$url"
     else
       printf '%s\n' "$line"
     fi

@@ -20,7 +20,7 @@ import readline from "node:readline";
 import pino from "pino";
 import { z } from "zod";
 import { imagesDir } from "../../server/machines/qemu/image";
-import { adminLoginFile } from "../accounts";
+import { acceptFirstAdminLink, adminLoginFile } from "../accounts";
 import { isAlive, processArgv, terminate } from "../../server/machines/qemu/processes";
 import { qemuProvider } from "../../server/machines/qemu/provider";
 import { TEST_IMAGE_CACHE_DIR, testImage } from "../../server/machines/qemu/test-image";
@@ -143,17 +143,23 @@ function waitUntilReady(
       server.off("exit", onExit);
       resolve({ url, timings: { listeningMs, poolReadyMs } });
     };
-    const admin: { email?: string; password?: string } = {};
+    const admin: { email?: string; link?: string } = {};
     const lines = readline.createInterface({ input: server.stdout! });
     lines.on("line", (line) => {
       logFile.write(`${line}\n`);
       tail.push(line);
       if (tail.length > TAIL_LINES) tail.shift();
-      // The first admin's login, printed once at the first start: kept for e2e/accounts.ts.
-      const login = /^\s+(email|password):\s+(\S+)$/.exec(line);
+      // The first admin's one-time link, printed once at the first start: followed once to set a
+      // password, the login kept for e2e/accounts.ts.
+      const login = /^\s+(email|link):\s+(\S+)$/.exec(line);
       if (login) {
-        admin[login[1] as "email" | "password"] = login[2]!;
-        if (admin.email && admin.password) void fs.writeFile(adminFile, JSON.stringify(admin), { mode: 0o600 });
+        admin[login[1] as "email" | "link"] = login[2]!;
+        if (admin.email && admin.link) {
+          void acceptFirstAdminLink(admin.link, admin.email).then(
+            (done) => fs.writeFile(adminFile, JSON.stringify(done), { mode: 0o600 }),
+            (error: Error) => tail.push(`first admin link: ${error.message}`),
+          );
+        }
       }
       const ready = /^LABDECK_READY (\S+)$/.exec(line);
       if (ready) {

@@ -2,7 +2,7 @@
 # the platform's checklib.sh (which has `problems` and `finish`) and before each check.
 # kubespray's Ansible (the image's venv) first; an inventory Ansible cannot parse is an error, not an empty list.
 export PATH=/opt/kubespray-venv/bin:$PATH ANSIBLE_INVENTORY_UNPARSED_FAILED=true ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_NOCOLOR=true
-HA=$LABDECK_ROOT/root/ha
+HA=/root/ha
 # ansible-inventory --list of each inventory file, read once per check (Ansible starts slowly).
 declare -A INVENTORY=()
 inv_load() { INVENTORY[$1]=$(ansible-inventory -i "$1" --list 2>/dev/null); [ -n "${INVENTORY[$1]}" ]; }

@@ -228,3 +228,23 @@ const INVITATION_VIEW = {
   revokedAt: true,
   createdAt: true,
 } as const;
+
+/** How long the first admin's sign-in link is valid, in days. */
+export const FIRST_ADMIN_LINK_DAYS = 1;
+
+/**
+ * On a database without any admin: a one-time link (an admin invitation for `email`, valid
+ * FIRST_ADMIN_LINK_DAYS) that sets the first admin's password when opened; links from earlier
+ * starts that were never used stop working. Returns null when an admin exists. No password is
+ * ever printed or logged; the token is shown once and stored only as its hash.
+ */
+export async function ensureFirstAdmin(
+  db: Db,
+  email: string,
+  { secret, now = new Date() }: { secret?: Buffer; now?: Date } = {},
+): Promise<{ email: string; token: string; expiresAt: Date } | null> {
+  if (await db.user.findFirst({ where: { role: "admin" }, select: { id: true } })) return null;
+  await db.invitation.updateMany({ where: { role: "admin", createdById: null, usedAt: null, expiresAt: { gt: now } }, data: { expiresAt: now } });
+  const { invitation, token } = await createInvitation(db, { email, role: "admin", days: FIRST_ADMIN_LINK_DAYS }, null, { secret, now });
+  return { email: invitation.email, token, expiresAt: invitation.expiresAt };
+}

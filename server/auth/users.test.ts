@@ -14,8 +14,8 @@ import { migrateDeploy } from "../db/migrate";
 import { freePort } from "../testing/stack";
 import { createAuth, type Auth } from "./auth";
 import { sessionAccess, teaches, type CurrentUser } from "./guard";
-import { acceptInvitation, createInvitation, findOpenInvitation, InvitationInvalidError } from "./invitations";
-import { createUserWithPassword, EmailTakenError, ensureFirstAdmin } from "./users";
+import { acceptInvitation, createInvitation, ensureFirstAdmin, findOpenInvitation, InvitationInvalidError } from "./invitations";
+import { createUserWithPassword, EmailTakenError } from "./users";
 
 const PASSWORD = "a long enough password";
 let dir: string;
@@ -44,18 +44,33 @@ async function signInWorks(email: string, password: string): Promise<boolean> {
 }
 
 describe("first admin", () => {
-  it("is made once with a random password that signs in; only its hash is stored", async () => {
-    const login = await ensureFirstAdmin(db, auth, "boss@example.test");
-    expect(login).not.toBeNull();
-    expect(login!.password).toMatch(/^[A-Za-z0-9_-]{16}$/);
+  it("gets a one-time link, no password: it sets the password once, expires, and a restart's new link replaces it", async () => {
+    const first = await ensureFirstAdmin(db, "boss@example.test");
+    expect(first).not.toBeNull();
+    expect(first!.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(JSON.stringify(first)).not.toMatch(/password/i);
+    expect(first!.expiresAt.getTime() - Date.now()).toBeLessThanOrEqual(24 * 60 * 60 * 1000);
+    // No account yet: nobody can sign in as the admin until the link is used.
+    expect(await db.user.count({ where: { role: "admin" } })).toBe(0);
+    // A restart before it is used: a new link, the old one no longer works.
+    const second = await ensureFirstAdmin(db, "boss@example.test");
+    expect(second!.token).not.toBe(first!.token);
+    expect(await findOpenInvitation(db, first!.token)).toBeNull();
+    await expect(acceptInvitation(db, auth, { token: first!.token, name: "Boss", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
+    // Expired: a day and a bit later the link is refused.
+    const later = new Date(Date.now() + 25 * 60 * 60 * 1000);
+    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Boss", password: PASSWORD }, later)).rejects.toBeInstanceOf(InvitationInvalidError);
+    // Used in time: the admin exists with the password they chose, stored only as a hash.
+    const admin = await acceptInvitation(db, auth, { token: second!.token, name: "Boss", password: PASSWORD });
+    expect(admin).toMatchObject({ email: "boss@example.test", role: "admin" });
     const user = await db.user.findUniqueOrThrow({ where: { email: "boss@example.test" }, include: { accounts: true } });
-    expect(user.role).toBe("admin");
-    expect(user.accounts).toHaveLength(1);
-    expect(user.accounts[0]!.password).not.toContain(login!.password);
-    expect(await signInWorks("boss@example.test", login!.password)).toBe(true);
+    expect(user.accounts[0]!.password).not.toContain(PASSWORD);
+    expect(await signInWorks("boss@example.test", PASSWORD)).toBe(true);
     expect(await signInWorks("boss@example.test", "wrong password here")).toBe(false);
-    expect(await ensureFirstAdmin(db, auth, "boss@example.test")).toBeNull();
-    expect(await ensureFirstAdmin(db, auth, "other@example.test")).toBeNull();
+    // One use only; and once an admin exists, no more links.
+    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Again", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
+    expect(await ensureFirstAdmin(db, "boss@example.test")).toBeNull();
+    expect(await ensureFirstAdmin(db, "other@example.test")).toBeNull();
   });
 });
 

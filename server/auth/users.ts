@@ -1,17 +1,14 @@
 /**
- * Accounts as plain domain functions: make a user with a password (the bootstrap admin, an
- * accepted invitation, test fixtures) and the first-start admin. Passwords are hashed by
+ * Accounts as plain domain functions: make a user with a password (an accepted invitation, the
+ * first admin's sign-in link, test fixtures). Passwords are hashed by
  * better-auth (scrypt) and stored only as that hash, in the user's "credential" Account.
  */
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Db } from "../db/client";
 import { MIN_PASSWORD_LENGTH, ROLES, type Auth, type Role } from "./auth";
 
 /** Longest password accepted (better-auth's default maximum). */
 const MAX_PASSWORD_LENGTH = 128;
-/** Random bytes in a generated first-admin password (16 base64url characters). */
-const GENERATED_PASSWORD_BYTES = 12;
 
 export const Email = z.string().trim().toLowerCase().email().max(254);
 export const Password = z.string().min(MIN_PASSWORD_LENGTH).max(MAX_PASSWORD_LENGTH);
@@ -59,15 +56,4 @@ export async function createUserWithPassword(db: Db, auth: Auth, input: NewUser)
     throw error;
   }
   return { id: user.id, email: data.email, name: data.name, role: data.role };
-}
-
-/**
- * On a database without any admin: creates one with a random password and returns the login
- * (to be shown once, never logged or stored in clear). Returns null when an admin exists.
- */
-export async function ensureFirstAdmin(db: Db, auth: Auth, email: string): Promise<{ email: string; password: string } | null> {
-  if (await db.user.findFirst({ where: { role: "admin" }, select: { id: true } })) return null;
-  const password = randomBytes(GENERATED_PASSWORD_BYTES).toString("base64url");
-  const admin = await createUserWithPassword(db, auth, { email, name: "Admin", role: "admin", password });
-  return { email: admin.email, password };
 }

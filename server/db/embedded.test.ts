@@ -2,10 +2,12 @@
  * The embedded database's lifetime against real PostgreSQL processes: a server killed with
  * SIGKILL leaves nothing running (the watchdog stops its postgres), a postgres orphaned anyway
  * is stopped and started again by the next start with its data, and a live owner or a taken
- * port is reported in one sentence instead of being killed. The crashed server is a real child
+ * port is reported in one sentence instead of being killed. Authentication is scram-sha-256, also
+ * for a data directory made before with cleartext `password` rules. The crashed server is a real child
  * process killed with SIGKILL.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
@@ -162,4 +164,70 @@ describe("embedded PostgreSQL lifetime", () => {
     const db = await startEmbeddedPostgres(dir, await freePort());
     await db.stop();
   }, 120_000);
+});
+
+describe("embedded PostgreSQL authentication", () => {
+  /** pg_hba.conf's rules (comments and blank lines dropped), each as its method. */
+  const hbaMethods = async (dir: string) =>
+    (await fs.readFile(path.join(dir, "postgres", "pg_hba.conf"), "utf8"))
+      .split("\n")
+      .filter((l) => /^\s*(local|host)/.test(l))
+      .map((l) => l.trim().split(/\s+/).at(-1));
+
+  it("a new cluster asks for scram-sha-256 everywhere and stores the password as a SCRAM verifier", async () => {
+    const dir = await dataDir();
+    const db = await startEmbeddedPostgres(dir, await freePort());
+    try {
+      const methods = await hbaMethods(dir);
+      expect(methods.length).toBeGreaterThan(0);
+      expect(new Set(methods)).toEqual(new Set(["scram-sha-256"]));
+      const [role] = await query<{ rolpassword: string }>(db.url, "SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
+      expect(role!.rolpassword).toMatch(/^SCRAM-SHA-256\$/);
+      await expect(query(db.url.replace(/:[^:@/]+@/, ":wrong-password@"), "SELECT 1")).rejects.toThrow(/password authentication failed/);
+    } finally {
+      await db.stop();
+    }
+  }, 120_000);
+
+  it("a data directory from before (cleartext `password` rules, an MD5 verifier) is moved to SCRAM on start, data kept", async () => {
+    const dir = await dataDir();
+    const port = await freePort();
+    const first = await startEmbeddedPostgres(dir, port);
+    const hbaFile = path.join(dir, "postgres", "pg_hba.conf");
+    try {
+      await query(first.url, "CREATE TABLE kept (v text)");
+      await query(first.url, "INSERT INTO kept VALUES ('from the old cluster')");
+      // Make it what initdb --auth=password and an older PostgreSQL left behind.
+      const password = decodeURIComponent(/:([^:@/]+)@/.exec(first.url)![1]!);
+      // Cleartext rules first (SCRAM rules cannot check an MD5 verifier), then an MD5 verifier, as
+      // PostgreSQL stores it ("md5" + md5(password + user)), set directly.
+      await fs.writeFile(hbaFile, (await fs.readFile(hbaFile, "utf8")).replaceAll("scram-sha-256", "password"));
+      await query(first.url, "SELECT pg_reload_conf()");
+      const md5 = "md5" + createHash("md5").update(`${password}labdeck`).digest("hex");
+      await query(first.url, `ALTER ROLE CURRENT_USER PASSWORD '${md5}'`);
+      const [old] = await query<{ rolpassword: string }>(first.url, "SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
+      expect(old!.rolpassword).toBe(md5);
+    } finally {
+      await first.stop();
+    }
+    expect(new Set(await hbaMethods(dir))).toEqual(new Set(["password"]));
+
+    const second = await startEmbeddedPostgres(dir, port);
+    try {
+      expect(new Set(await hbaMethods(dir))).toEqual(new Set(["scram-sha-256"]));
+      const [role] = await query<{ rolpassword: string }>(second.url, "SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
+      expect(role!.rolpassword).toMatch(/^SCRAM-SHA-256\$/);
+      expect(await query<{ v: string }>(second.url, "SELECT v FROM kept")).toEqual([{ v: "from the old cluster" }]);
+    } finally {
+      await second.stop();
+    }
+    // And it stays so: a third start changes nothing and still connects.
+    const third = await startEmbeddedPostgres(dir, port);
+    try {
+      expect(new Set(await hbaMethods(dir))).toEqual(new Set(["scram-sha-256"]));
+      expect(await query<{ v: string }>(third.url, "SELECT v FROM kept")).toHaveLength(1);
+    } finally {
+      await third.stop();
+    }
+  }, 180_000);
 });

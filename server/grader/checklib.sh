@@ -1,8 +1,6 @@
 # Labdeck check helpers: the grader puts this in front of every check and solution script.
 # "Now" is easy (sysctl -n, swapon, lsmod); these read what the machine will do at its next
 # boot, so a step can require "and it stays so after a reboot" without rebooting.
-# LABDECK_ROOT prefixes every path read (tests point it at a fake root; empty on machines).
-LABDECK_ROOT=${LABDECK_ROOT:-}
 
 # The *.conf files a systemd "conf.d" reader applies, in the order it applies them: a file name in
 # an earlier directory masks the same name in later ones, and files are read sorted by name.
@@ -11,7 +9,7 @@ conf_files() {
   local dir f name
   declare -A chosen=()
   for dir in "$@"; do
-    for f in "$LABDECK_ROOT$dir"/*.conf; do
+    for f in "$dir"/*.conf; do
       [ -e "$f" ] || continue
       name=${f##*/}
       [ -n "${chosen[$name]:-}" ] || chosen[$name]=$f
@@ -52,19 +50,19 @@ boot_sysctl() {
 boot_sysctl_source() {
   local f last=""
   for f in $(conf_files "${SYSCTL_DIRS[@]}"); do
-    if sed -e 's/[[:space:]]//g' -e 's#/#.#g' -e 's/^-//' "$f" 2>/dev/null | grep -q "^$1="; then last=${f#"$LABDECK_ROOT"}; fi
+    if sed -e 's/[[:space:]]//g' -e 's#/#.#g' -e 's/^-//' "$f" 2>/dev/null | grep -q "^$1="; then last=$f; fi
   done
   [ -n "$last" ] && echo "$last"
 }
 
 # fstab swap entries that are activated at boot (not commented out, not noauto), one per line.
 boot_swap() {
-  awk '!/^[[:space:]]*#/ && NF >= 3 && $3 == "swap" && ($4 == "" || $4 !~ /(^|,)noauto(,|$)/)' "$LABDECK_ROOT/etc/fstab" 2>/dev/null
+  awk '!/^[[:space:]]*#/ && NF >= 3 && $3 == "swap" && ($4 == "" || $4 !~ /(^|,)noauto(,|$)/)' "/etc/fstab" 2>/dev/null
 }
 
 # Modules systemd-modules-load loads at boot (modules-load.d(5) plus /etc/modules), one per line.
 boot_modules() {
-  { for f in $(conf_files /etc/modules-load.d /run/modules-load.d /usr/local/lib/modules-load.d /usr/lib/modules-load.d /lib/modules-load.d) "$LABDECK_ROOT/etc/modules"; do
+  { for f in $(conf_files /etc/modules-load.d /run/modules-load.d /usr/local/lib/modules-load.d /usr/lib/modules-load.d /lib/modules-load.d) "/etc/modules"; do
       [ -f "$f" ] && cat "$f"
     done; } 2>/dev/null |
     sed -e 's/[#;].*//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u

@@ -1,15 +1,18 @@
 /**
- * The boot-time helpers of checklib.sh, run by real bash against a fake root directory
- * (LABDECK_ROOT), so nothing on this machine is read or changed.
+ * The boot-time helpers of checklib.sh, run by real bash the way checks run (clean environment)
+ * against a fake root laid over /etc and /usr in a private mount namespace
+ * (server/testing/fake-root.ts), so nothing on this machine is read or changed.
  */
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runInFakeRoot } from "../testing/fake-root";
+import { CHECK_LIB } from "./grader";
 
-const LIB = path.join(__dirname, "checklib.sh");
 let root: string;
+/** Directories the helpers read every file of: only the fake's files count, never this machine's. */
+const READ_DIRS = ["sysctl.d", "modules-load.d"].flatMap((d) => ["/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"].map((p) => `${p}/${d}`));
 
 function put(file: string, content: string) {
   const full = path.join(root, file);
@@ -17,8 +20,10 @@ function put(file: string, content: string) {
   fs.writeFileSync(full, content);
 }
 
-function sh(script: string): string {
-  return execFileSync("bash", ["-c", `source ${LIB}; ${script}`], { env: { ...process.env, LABDECK_ROOT: root }, encoding: "utf8" }).trim();
+async function sh(script: string): Promise<string> {
+  const run = await runInFakeRoot(`${CHECK_LIB}\n${script}`, { root, exact: READ_DIRS });
+  if (run.code !== 0) throw new Error(`exit ${run.code}: ${run.stderr}`);
+  return run.stdout.trim();
 }
 
 beforeAll(() => {
@@ -37,27 +42,27 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 describe("checklib.sh boot-time helpers", () => {
-  it("applies sysctl.d files in systemd's order: the zz- file wins over k8s.conf", () => {
-    expect(sh("boot_sysctl net.ipv4.ip_forward")).toBe("0");
-    expect(sh("boot_sysctl_source net.ipv4.ip_forward")).toBe("/etc/sysctl.d/zz-monitoring.conf");
-    expect(sh("boot_sysctl net.bridge.bridge-nf-call-iptables")).toBe("1");
-    expect(sh("boot_sysctl net.ipv4.ping_group_range")).toBe("0 2147483647");
-    expect(sh("boot_sysctl kernel.nonexistent")).toBe("");
+  it("applies sysctl.d files in systemd's order: the zz- file wins over k8s.conf", async () => {
+    expect(await sh("boot_sysctl net.ipv4.ip_forward")).toBe("0");
+    expect(await sh("boot_sysctl_source net.ipv4.ip_forward")).toBe("/etc/sysctl.d/zz-monitoring.conf");
+    expect(await sh("boot_sysctl net.bridge.bridge-nf-call-iptables")).toBe("1");
+    expect(await sh("boot_sysctl net.ipv4.ping_group_range")).toBe("0 2147483647");
+    expect(await sh("boot_sysctl kernel.nonexistent")).toBe("");
   });
 
-  it("sees the fix once the override is gone", () => {
+  it("sees the fix once the override is gone", async () => {
     fs.rmSync(path.join(root, "etc/sysctl.d/zz-monitoring.conf"));
-    expect(sh("boot_sysctl net.ipv4.ip_forward")).toBe("1");
+    expect(await sh("boot_sysctl net.ipv4.ip_forward")).toBe("1");
     put("etc/sysctl.d/zz-monitoring.conf", "net/ipv4/ip_forward=0\n");
   });
 
-  it("lists only fstab swap entries that activate at boot", () => {
-    expect(sh("boot_swap")).toBe("/swapfile none swap sw 0 0");
+  it("lists only fstab swap entries that activate at boot", async () => {
+    expect(await sh("boot_swap")).toBe("/swapfile none swap sw 0 0");
   });
 
-  it("lists modules loaded at boot from modules-load.d and /etc/modules", () => {
-    expect(sh("boot_modules").split("\n")).toEqual(["br_netfilter", "loop", "overlay"]);
-    expect(sh("boot_module overlay && echo yes || echo no")).toBe("yes");
-    expect(sh("boot_module nf_conntrack && echo yes || echo no")).toBe("no");
+  it("lists modules loaded at boot from modules-load.d and /etc/modules", async () => {
+    expect((await sh("boot_modules")).split("\n")).toEqual(["br_netfilter", "loop", "overlay"]);
+    expect(await sh("boot_module overlay && echo yes || echo no")).toBe("yes");
+    expect(await sh("boot_module nf_conntrack && echo yes || echo no")).toBe("no");
   });
 });

@@ -6,45 +6,29 @@
  *   OUTPUTS (fake kubectl/systemctl/ip/curl from server/labs/recorded-command.sh); each check fails
  *   on the state before its step, naming what is wrong, and passes on the state after it.
  */
-import { spawn } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECK_LIB, checkScript } from "../grader/grader";
+import { runInFakeRoot, type FakeRootOptions, type FakeRootRun as Run } from "../testing/fake-root";
 import { listLabs, loadLab, type Lab } from "./load";
 
 const LABS_DIR = path.resolve("labs");
 const RECORDED_COMMAND = path.resolve("server/labs/recorded-command.sh");
 const COURSE_LABS = ["preinstall-checks", "multi-node", "control-plane", "kubespray-ha-inventory"];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+/**
+ * Runs a solution or a command with the platform's checklib first, the way the platform runs
+ * scripts (clean environment), on a fake root (server/testing/fake-root.ts).
+ */
+function runScript(script: string, where: FakeRootOptions): Promise<Run> {
+  return runInFakeRoot(`${CHECK_LIB}\n${script}`, where);
 }
 
-/** Runs a solution or a command with the platform's checklib first (`bash -s`), with extra env. */
-function runScript(script: string, env: Record<string, string>, cwd?: string): Promise<Run> {
-  return runBash(`${CHECK_LIB}\n${script}`, env, cwd);
-}
-
-/** Runs a step's check exactly as the grader composes it (checkScript), with extra env. */
-function runCheck(lab: Lab, id: string, env: Record<string, string>): Promise<Run> {
-  return runBash(checkScript(lab, stepOf(lab, id)), env);
-}
-
-function runBash(script: string, env: Record<string, string>, cwd?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["-s"], { env: { ...process.env, ...env }, cwd, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(script);
-  });
+/** Runs a step's check exactly as the grader composes it (checkScript), on a fake root. */
+function runCheck(lab: Lab, id: string, where: FakeRootOptions): Promise<Run> {
+  return runInFakeRoot(checkScript(lab, stepOf(lab, id)), where);
 }
 
 const stepOf = (lab: Lab, id: string) => {
@@ -84,7 +68,8 @@ const KUBESPRAY_BEFORE: Record<string, RegExp[]> = {
 describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubespray playbooks: test stand-in)", () => {
   let lab: Lab;
   let root: string;
-  const env = () => ({ LABDECK_ROOT: root, HOME: path.join(root, "root") });
+  /** The fake root's /root and /opt are the machine's, read-write (solutions write there). */
+  const env = (): FakeRootOptions => ({ root, writable: ["root", "opt"] });
   const check = (id: string) => runCheck(lab, id, env());
   const solve = (id: string) => runScript(stepOf(lab, id).solution.content, env());
 
@@ -100,7 +85,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
   });
 
   it("has Debian's ansible-inventory and ansible-playbook (scripts/install-deps.sh installs ansible-core)", async () => {
-    const version = await runScript("ansible-inventory --version | head -1", {});
+    const version = await runScript("ansible-inventory --version | head -1", env());
     expect(version.stdout).toMatch(/^ansible-inventory \[core 2\.\d+/);
   });
 
@@ -119,7 +104,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
 
   it("the inventories the solutions wrote are what the lab designs: 3 stacked etcd in ha, 2 in ha-even, wk3 a worker", async () => {
     const graph = (inv: string, group: string) =>
-      runScript(`ansible-inventory -i ${root}/root/${inv}/inventory.ini --graph ${group}`, env()).then((r) => r.stdout);
+      runScript(`ansible-inventory -i /root/${inv}/inventory.ini --graph ${group}`, env()).then((r) => r.stdout);
     expect(await graph("ha", "etcd")).toMatch(/@etcd:\n {2}\|--@kube_control_plane:\n {2}\| {2}\|--cp1\n {2}\| {2}\|--cp2\n {2}\| {2}\|--cp3/);
     expect((await graph("ha-even", "etcd")).match(/--cp\d/g)).toEqual(["--cp1", "--cp2"]);
     expect(await graph("ha", "kube_node")).toMatch(/--wk1\n.*--wk2\n.*--wk3/);
@@ -233,13 +218,13 @@ for (const recorded of RECORDED_LABS) {
     /** Runs a step's check on a recorded state; a command line without a recording fails the test. */
     async function checkOn(stepId: string, state: string): Promise<Run> {
       const dir = path.join(recordedDir, state);
-      const misses = path.join(bin, `misses-${state}-${stepId}`);
-      const result = await runCheck(lab, stepId, {
-        PATH: `${bin}:${process.env.PATH}`,
-        LABDECK_ROOT: path.join(dir, "fs"),
-        LABDECK_RECORDING: path.join(dir, "commands.txt"),
-        LABDECK_RECORDING_MISSES: misses,
-      });
+      // recorded-command.sh reads its recording and writes its misses beside itself (the fake
+      // commands' directory, bound over /usr/local/bin): the check's environment is clean.
+      const misses = path.join(bin, "misses.txt");
+      await rm(misses, { force: true });
+      await rm(path.join(bin, "recording.txt"), { force: true });
+      await symlink(path.join(dir, "commands.txt"), path.join(bin, "recording.txt"));
+      const result = await runCheck(lab, stepId, { root: path.join(dir, "fs"), bin });
       const missing = await readFile(misses, "utf8").catch(() => "");
       expect(missing, `${stepId} on ${state} ran commands with no recorded output`).toBe("");
       return result;

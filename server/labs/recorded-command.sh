@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TEST FAKE for tests against RECORDED command outputs (server/labs/course-labs.test.ts): the
-# test puts symlinks named kubectl, systemctl, ip, curl ... to this script first on PATH. It
-# prints the recorded output whose header in $LABDECK_RECORDING is exactly this command line:
+# test puts symlinks named kubectl, systemctl, ip, curl ... to this script in a directory it binds
+# over /usr/local/bin (first on the checks' fixed PATH), with recording.txt beside them. It
+# prints the recorded output whose header in recording.txt is exactly this command line:
 #
 #   ### kubectl get node node01 -o jsonpath={.spec.unschedulable}
 #   true
@@ -10,12 +11,12 @@
 #   ### rc=1 >&2 kubectl -n kube-flannel get daemonset kube-flannel-ds ...
 #   Error from server (NotFound): daemonsets.apps "kube-flannel-ds" not found
 #
-# `rc=N` is the exit status; `>&2` sends the output to stderr. $LABDECK_ROOT (the fake root) is removed from the
-# arguments before matching, so recordings name real paths. A command line with no recording
-# is appended to $LABDECK_RECORDING_MISSES and exits 127, which fails the test.
+# `rc=N` is the exit status; `>&2` sends the output to stderr. The check sees the fake root at the
+# real paths (a mount namespace), so recordings name real paths. A command line with no recording
+# is appended to misses.txt beside this link and exits 127, which fails the test.
 name=${0##*/}
+here=${0%/*}
 want="$name${*:+ $*}"
-[ -z "${LABDECK_ROOT:-}" ] || want=${want//"$LABDECK_ROOT"/}
 found=0 rc=0 err=0 out=""
 while IFS= read -r line || [ -n "$line" ]; do
   if [[ $line == "### "* ]]; then
@@ -26,10 +27,10 @@ while IFS= read -r line || [ -n "$line" ]; do
     continue
   fi
   ((found)) && out+="$line"$'\n'
-done <"$LABDECK_RECORDING"
+done <"$here/recording.txt"
 if ((!found)); then
   echo "recorded-command: no recorded output for: $want" >&2
-  echo "$want" >>"${LABDECK_RECORDING_MISSES:-/dev/null}"
+  echo "$want" >>"$here/misses.txt"
   exit 127
 fi
 if ((err)); then printf '%s' "$out" >&2; else printf '%s' "$out"; fi

@@ -120,6 +120,13 @@ export async function createNetnsHosts(opts: {
   names: string[];
   subnet: number;
   dir: string;
+  /**
+   * Files bound over paths inside every host's private mount namespace before sshd starts (e.g. a
+   * test's own /etc/environment): the host sees them, this machine does not. Targets must exist.
+   */
+  binds?: readonly { source: string; target: string }[];
+  /** sshd with PAM (pam_env applies /etc/environment, as on a real machine); default off. */
+  usePam?: boolean;
 }): Promise<NetnsHostSet> {
   const { id, names, subnet } = opts;
   validateId(id);
@@ -157,7 +164,7 @@ export async function createNetnsHosts(opts: {
   const started: StartedHost[] = [];
   const results = await Promise.allSettled(
     names.map(async (name, index) => {
-      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath });
+      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false });
       started.push(host);
       return host;
     }),
@@ -275,6 +282,8 @@ async function startHost(p: {
   privateKeyPath: string;
   privateKey: string;
   authorizedKeysPath: string;
+  binds: readonly { source: string; target: string }[];
+  usePam: boolean;
 }): Promise<StartedHost> {
   const ns = namespaceName(p.id, p.name);
   const link = linkName(p.id, p.index);
@@ -301,7 +310,7 @@ async function startHost(p: {
       "PermitRootLogin prohibit-password",
       "PasswordAuthentication no",
       "KbdInteractiveAuthentication no",
-      "UsePAM no",
+      `UsePAM ${p.usePam ? "yes" : "no"}`,
       "StrictModes no",
       `PidFile ${pidPath}`,
       "PrintMotd no",
@@ -347,11 +356,14 @@ async function startHost(p: {
         "-c",
         // A private /root per host (tmpfs, seeded from /etc/skel): what a learner or a check
         // writes in one host's home is not seen by the others, nor by this machine's /root.
-        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && exec "$2" -D -e -f "$3"',
+        // Then the caller's bind mounts, given as source/target pairs after the first three arguments.
+        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && d=$2 c=$3 && shift 3 && ' +
+          'while [ $# -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; done && exec "$d" -D -e -f "$c"',
         "sh",
         p.name,
         SSHD,
         configPath,
+        ...p.binds.flatMap((b) => [b.source, b.target]),
       ],
       { detached: true, stdio: ["ignore", logFd, logFd] },
     );

@@ -14,6 +14,31 @@ const LOCAL_GRACE_MS = 5_000;
 /** Seconds between `timeout`'s TERM and KILL for a check that ignores TERM. */
 const KILL_AFTER_S = 2;
 
+/**
+ * The only PATH a script sees: the system directories root owns, in Debian's order. A learner's
+ * own directories (/root/bin, /root/.local/bin, anything exported from /etc/environment, a
+ * profile or ~/.bashrc) are never on it. /usr/local/bin stays because images install tools
+ * there; like /usr/bin it is part of the machine's system, not of the login environment.
+ */
+export const SCRIPT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * The whole environment of a script (`env -i`): nothing sshd gives the login (PAM's
+ * /etc/environment, SetEnv, the learner's shell exports, BASH_ENV, ENV) reaches it.
+ */
+export const SCRIPT_ENV: Readonly<Record<string, string>> = { PATH: SCRIPT_PATH, HOME: "/root", LANG: "C.UTF-8" };
+
+/**
+ * What runs a script read from stdin on a machine, killed after `timeoutSeconds`. sshd hands the
+ * line to root's login shell, which may have read ~/.bashrc (Debian's bash does so for sshd) and
+ * defined functions: every word is an absolute path, so no function, alias or PATH entry of the
+ * login decides what runs. Tests run scripts through this same line (in a private mount namespace).
+ */
+export function scriptCommand(timeoutSeconds: number): string {
+  const env = Object.entries(SCRIPT_ENV).map(([k, v]) => `${k}=${v}`);
+  return ["/usr/bin/env", "-i", ...env, "/usr/bin/timeout", `--kill-after=${KILL_AFTER_S}s`, `${timeoutSeconds}s`, "/bin/bash", "--noprofile", "--norc", "-s"].join(" ");
+}
+
 export interface ScriptResult {
   outcome: CheckOutcome;
   exitCode: number | null;
@@ -37,7 +62,7 @@ export class SshExecPool {
   }
 
   /**
-   * Runs `script` with bash on the machine, killed after `timeoutSeconds`. Never throws: an
+   * Runs `script` with bash on the machine in a clean environment (scriptCommand), killed after `timeoutSeconds`. Never throws: an
    * unreachable machine or a refused host key is an outcome like any other.
    */
   async run(endpoint: SshEndpoint, script: string, timeoutSeconds: number): Promise<ScriptResult> {
@@ -64,7 +89,7 @@ export class SshExecPool {
     } catch (error) {
       return { outcome: "unreachable", exitCode: null, output: `${endpoint.name} に接続できません: ${(error as Error).message}`, durationMs: elapsed() };
     }
-    const command = `timeout --kill-after=${KILL_AFTER_S}s ${timeoutSeconds}s bash -s`;
+    const command = scriptCommand(timeoutSeconds);
     return new Promise<ScriptResult | Error>((resolve) => {
       client.exec(command, (error, channel) => {
         if (error) {

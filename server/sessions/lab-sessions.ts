@@ -4,6 +4,7 @@
  */
 import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
+import { openPrivateKey, sealIfPlain, sealPrivateKey } from "./machine-keys";
 import type { MachineProvider } from "../machines/provider";
 import type { SshEndpoint } from "../terminal/ssh";
 import { advance, finishEnding, LEASE_MS, LIVE_STATES, reconcileSessions, withLease } from "./lifecycle";
@@ -90,7 +91,7 @@ export async function startOrResumeSession(
     const ready = await withLease(db, id, async () => {
       const machines = await provider.create({ sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image });
       try {
-        await db.machine.createMany({ data: machines.map((m) => ({ ...m, sessionId: id })) });
+        await db.machine.createMany({ data: machines.map((m) => ({ ...m, privateKey: sealPrivateKey(m.privateKey), sessionId: id })) });
         await prepare?.(id);
       } catch (error) {
         await provider.destroy(id, machines).catch(() => undefined);
@@ -233,12 +234,14 @@ export async function machineEndpoint(db: Db, sessionId: string, name: string): 
     where: { sessionId, name, session: { state: { in: ["starting", "ready"] } } },
   });
   if (!machine) return null;
+  // A row from before keys were encrypted is sealed now; failing to do so does not stop SSH.
+  await sealIfPlain(db, machine.id, machine.privateKey).catch(() => undefined);
   return {
     name: machine.name,
     host: machine.host,
     port: machine.port,
     user: machine.user,
-    privateKey: machine.privateKey,
+    privateKey: openPrivateKey(machine.privateKey),
     hostKey: machine.hostKey,
   };
 }

@@ -4,6 +4,8 @@
  * its teardown can be made to fail) standing in for QEMU. The reconciler leaves every session
  * in a final or usable state, retries teardowns until they succeed, and leaks no machine set.
  */
+import { randomBytes } from "node:crypto";
+import { configureMachineKeys } from "./machine-keys";
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";
@@ -11,6 +13,9 @@ import type { MachineProvider, ProvisionedMachine } from "../machines/provider";
 import { startTestDb } from "../testing/test-db";
 import { endSession, resumeSession, startOrResumeSession, suspendSession } from "./lab-sessions";
 import { advance, IllegalTransitionError, LEASE_MS, reconcileSessions } from "./lifecycle";
+
+/** Machine keys are sealed with the platform secret; any secret does here. */
+configureMachineKeys(randomBytes(32));
 
 let db: Db;
 let url: string;

@@ -5,9 +5,14 @@
  * whose create() never answers (a boot that is still running), and waits to be killed -9.
  *   DATABASE_URL=... tsx server/testing/hanging-start.ts <learnerId>
  */
+import { randomBytes } from "node:crypto";
+import { configureMachineKeys } from "../sessions/machine-keys";
 import { createDb } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import { startOrResumeSession } from "../sessions/lab-sessions";
+
+/** Machine keys are sealed with the platform secret; any secret does here. */
+configureMachineKeys(randomBytes(32));
 
 const learnerId = process.argv[2] ?? "learner";
 const db = createDb(process.env.DATABASE_URL!);

@@ -3,6 +3,7 @@
  * committed migrations, the static-hosts provider over them, and the terminal gateway on an
  * HTTP server on a free loopback port. Used by integration tests and the benchmark.
  */
+import { configureMachineKeys } from "../sessions/machine-keys";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import http from "node:http";
@@ -142,6 +143,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     cleanups.push(() => db.$disconnect());
 
     const secret = randomBytes(32);
+    configureMachineKeys(secret);
     const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
     const provider = options.provider(db);
     const terminals = new TerminalRegistry(

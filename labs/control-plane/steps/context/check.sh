@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-f=$LABDECK_ROOT/root/shop.kubeconfig
+f=/root/shop.kubeconfig
 if [ ! -s "$f" ]; then
   echo "/root/shop.kubeconfig がまだありません。"
   exit 1

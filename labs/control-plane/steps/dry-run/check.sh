@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-f=$LABDECK_ROOT/root/web.yaml
+f=/root/web.yaml
 if [ ! -s "$f" ]; then
   echo "/root/web.yaml がまだありません。"
   exit 1

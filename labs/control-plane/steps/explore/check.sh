@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-f=$LABDECK_ROOT/root/explore.txt
+f=/root/explore.txt
 if [ ! -s "$f" ]; then
   echo "/root/explore.txt がまだありません。"
   exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-bad=$LABDECK_ROOT/root/bad-backup.yaml
+bad=/root/bad-backup.yaml
 good=$(kubectl -n shop get backup nightly -o 'jsonpath={.spec.schedule}|{.spec.retentionDays}' 2>/dev/null)
 [ -n "$good" ] || problems+=("名前空間 shop に Backup nightly がありません")
 if [ ! -s "$bad" ]; then
@@ -12,6 +12,6 @@ else
     problems+=("/root/bad-backup.yaml はスキーマ検証以外の理由で断られています: $(head -c 200 <<<"$out")")
   fi
 fi
-grep -qs 'is invalid' "$LABDECK_ROOT/root/reject.txt" ||
+grep -qs 'is invalid' "/root/reject.txt" ||
   problems+=("/root/reject.txt に、API サーバーが返した拒否のメッセージ(... is invalid: ...)がありません")
 finish "スキーマに合わない Backup は API サーバーの入口で拒まれ、正しい Backup nightly は保存されました。"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-even=$LABDECK_ROOT/root/ha-even
+even=/root/ha-even
 if [ ! -f "$even/inventory.ini" ]; then
   echo "/root/ha-even/inventory.ini がまだありません。/root/ha を /root/ha-even にコピーして、etcd を 2 台にしてください。"
   exit 1

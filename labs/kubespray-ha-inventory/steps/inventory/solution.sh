@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 set -e
-ha=$LABDECK_ROOT/root/ha
-[ -d "$ha" ] || cp -r "$LABDECK_ROOT/opt/kubespray/inventory/sample" "$ha"
+ha=/root/ha
+[ -d "$ha" ] || cp -r "/opt/kubespray/inventory/sample" "$ha"
 cat >"$ha/inventory.ini" <<'INI'
 [kube_control_plane]
 cp1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 set -e
 export PATH=/opt/kubespray-venv/bin:$PATH
-ha=$LABDECK_ROOT/root/ha
+ha=/root/ha
 python3 - "$ha/inventory.ini" <<'PY'
 import sys
 path = sys.argv[1]
@@ -11,6 +11,6 @@ if "\nwk3\n" not in text:
 open(path, "w").write(text)
 PY
 printf 'ansible_host: 10.20.0.23\nip: 10.20.0.23\n' >"$ha/host_vars/wk3.yml"
-cd "$LABDECK_ROOT/opt/kubespray"
+cd "/opt/kubespray"
 ansible-playbook -i "$ha/inventory.ini" scale.yml --limit wk3 --list-hosts >"$ha/scale-hosts.txt"
 ansible-playbook -i "$ha/inventory.ini" remove-node.yml -e node=wk3 --list-hosts >"$ha/remove-hosts.txt"

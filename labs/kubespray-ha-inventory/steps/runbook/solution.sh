@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-cat >"$LABDECK_ROOT/root/ha/runbook.md" <<'MD'
+cat >"/root/ha/runbook.md" <<'MD'
 # ワーカーの追加と削除(kubespray)
 
 ## 追加: wk3

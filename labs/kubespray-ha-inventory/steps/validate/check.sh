@@ -13,7 +13,7 @@ else
   bad=$(awk '{ for (i = 3; i <= NF; i++) if ($i ~ /^(failed|unreachable)=[1-9]/) { print $1; next } }' <<<"$recap" | paste -sd, -)
   [ -z "$bad" ] || problems+=("検査に失敗したホストがあります: $bad(validate.log の fatal: の行を読んでください。ssh しようとしたなら -e ansible_connection=local が抜けています)")
 fi
-changed=$(find "$HA/inventory.ini" "$HA/host_vars" "$HA/group_vars" -newer "$log" -type f 2>/dev/null | sed "s#^$LABDECK_ROOT##" | head -3 | paste -sd, -)
+changed=$(find "$HA/inventory.ini" "$HA/host_vars" "$HA/group_vars" -newer "$log" -type f 2>/dev/null | head -3 | paste -sd, -)
 [ -z "$changed" ] || problems+=("検査の後でインベントリが変わっています($changed)。もう一度検査を流してください")
 inv_load "$HA/inventory.ini"
 etcd=$(inv_members "$HA/inventory.ini" | hosts_of etcd | wc -w)

@@ -4,7 +4,7 @@ if [ ! -f "$KUBECONFIG" ]; then
   echo "/etc/kubernetes/admin.conf がありません。kubeadm init がまだ終わっていません。"
   exit 1
 fi
-grep -qs -- "--node-ip=$ip\b" "$LABDECK_ROOT/etc/default/kubelet" ||
+grep -qs -- "--node-ip=$ip\b" "/etc/default/kubelet" ||
   problems+=("/etc/default/kubelet の KUBELET_EXTRA_ARGS に --node-ip=$ip がありません。kubelet が再起動するたびに、デフォルトのアドレスに戻ってしまいます")
 node=$(nodes_table | awk '$1 == "controlplane" { print $2 }')
 [ "$node" = "$ip" ] || problems+=("controlplane ノードの InternalIP が $ip ではありません(今: ${node:-ノードがまだ登録されていません})。kubelet に --node-ip を渡して再起動してください")

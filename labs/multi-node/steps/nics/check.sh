@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-f=$LABDECK_ROOT/root/nics.txt
+f=/root/nics.txt
 if [ ! -s "$f" ]; then
   echo "/root/nics.txt がまだありません。"
   exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 flag=$(kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' 2>/dev/null)
 [ -z "$flag" ] || [ "$flag" = false ] || problems+=("node01 はまだ cordon されたままです(kubectl uncordon node01)")
-f=$LABDECK_ROOT/root/after-uncordon.txt
+f=/root/after-uncordon.txt
 if [ ! -s "$f" ]; then
   problems+=("/root/after-uncordon.txt がありません。uncordon の後に kubectl get pods -l app=web -o wide の出力を保存してください")
 elif ! grep -q '^web-' "$f"; then
