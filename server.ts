@@ -23,7 +23,7 @@ import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
 import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 import { loadSecret } from "./server/secret";
-import { guardNodeRequest, originOf, SERVER_OPTIONS } from "./server/http/guard";
+import { createAppServer, originOf } from "./server/http/guard";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
 import { setServices } from "./server/services";
@@ -100,11 +100,7 @@ async function main(): Promise<void> {
   // The public origin, known once listening (PORT 0 picks one); state-changing /api requests and
   // terminal upgrades must come from it.
   let allowedOrigin = originOf(publicUrl(env));
-  const server = http.createServer(SERVER_OPTIONS, (req, res) => {
-    if (ops(req, res)) return;
-    if (!guardNodeRequest(req, res, () => allowedOrigin)) return;
-    void handle(req, res);
-  });
+  const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, handle });
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
   const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {

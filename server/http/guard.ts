@@ -4,7 +4,7 @@
  * body size limits (413), Origin on state-changing /api requests and WebSocket upgrades (403),
  * and the server's header/request timeouts.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
 
 /** JSON bodies of every route: far above any form the app sends. */
@@ -122,3 +122,19 @@ export const SERVER_OPTIONS = {
   // Node checks the two timeouts on this interval (default 30 s): tighter, so they bite promptly.
   connectionsCheckingInterval: 1_000,
 } as const;
+
+/**
+ * The app's HTTP server (server.ts): health/metrics paths first, then the guard, then Next.js.
+ * `handle` is Next's request handler; tests give it another that reads the body as Next does.
+ */
+export function createAppServer(deps: {
+  ops: (req: IncomingMessage, res: ServerResponse) => boolean;
+  allowedOrigin: () => string;
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown> | unknown;
+}): http.Server {
+  return http.createServer(SERVER_OPTIONS, (req, res) => {
+    if (deps.ops(req, res)) return;
+    if (!guardNodeRequest(req, res, deps.allowedOrigin)) return;
+    void deps.handle(req, res);
+  });
+}
