@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   // The public origin, known once listening (PORT 0 picks one); state-changing /api requests and
   // terminal upgrades must come from it.
   let allowedOrigin = originOf(publicUrl(env));
-  const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, handle });
+  const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, trustedProxies: env.LABDECK_TRUSTED_PROXIES, handle });
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
   const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {

@@ -513,6 +513,45 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
   });
 });
 
+describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
+  const signInVia = (email: string, password: string, address: string) =>
+    authRoute.POST(
+      new Request(`${BASE}/api/auth/sign-in/email`, {
+        method: "POST",
+        // As server.ts sets it: the address it believes, never the client's X-Forwarded-For.
+        headers: { "content-type": "application/json", origin: BASE, "x-labdeck-client-address": address },
+        body: JSON.stringify({ email, password }),
+      }),
+    );
+
+  it("wrong passwords for one account from rotating addresses hit 429 after 10; the right password too, until the window passes", async () => {
+    const victim = await createUserWithPassword(stack.db, stack.auth, { email: "victim@example.test", name: "Victim", role: "learner", password: PASSWORD });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await signInVia(victim.email, "wrong password!", `198.51.100.${i}`)).status);
+    expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(10)).toEqual([429, 429]);
+    const blocked = await signInVia(victim.email, PASSWORD, "198.51.100.200");
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Another account is not affected.
+    expect((await signInVia(users.otherLearner.email, PASSWORD, "198.51.100.201")).status).toBe(200);
+  });
+
+  it("one address trying many accounts is throttled by address", async () => {
+    let last = 0;
+    for (let i = 0; i < 101; i++) last = (await signInVia(`nobody-${i}@example.test`, "wrong password!", "203.0.113.50")).status;
+    expect(last).toBe(429);
+  }, 120_000);
+
+  it("manual checks are rate-limited per user (429 after 30 a minute)", async () => {
+    let last = 0;
+    for (let i = 0; i < 31 && last !== 429; i++) {
+      last = (await checkRoute.POST(request("owner", `/api/sessions/${sessionId}/check`, { method: "POST" }), params({ id: sessionId }))).status;
+    }
+    expect(last).toBe(429);
+  }, 120_000);
+});
+
 describe("accounts", () => {
   it("public sign-up is off: better-auth's sign-up endpoint does not make accounts", async () => {
     const res = await authRoute.POST(

@@ -16,6 +16,8 @@ let base: string;
 let origin: string;
 /** Bytes the stand-in for Next.js buffered over all requests. */
 let buffered = 0;
+/** The client address header the stand-in saw on each request. */
+const seenAddresses: string[] = [];
 
 beforeAll(async () => {
   server = createAppServer({
@@ -26,6 +28,7 @@ beforeAll(async () => {
     },
     allowedOrigin: () => origin,
     handle: async (req, res) => {
+      seenAddresses.push(String(req.headers["x-labdeck-client-address"]));
       const chunks: Buffer[] = [];
       for await (const chunk of req) {
         chunks.push(chunk as Buffer);
@@ -184,4 +187,22 @@ describe("timeouts", () => {
     expect(took).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 500);
     expect(took).toBeLessThan(HEADERS_TIMEOUT_MS + 5_000);
   }, HEADERS_TIMEOUT_MS + 10_000);
+});
+
+describe("client address (X-Forwarded-For believed only from LABDECK_TRUSTED_PROXIES)", () => {
+  const req = (peer: string, xff?: string) =>
+    ({ socket: { remoteAddress: peer }, headers: xff ? { "x-forwarded-for": xff } : {} }) as unknown as http.IncomingMessage;
+  it("ignores the header from an untrusted peer, uses the last untrusted hop behind trusted ones", async () => {
+    const { clientAddress } = await import("./throttle");
+    expect(clientAddress(req("203.0.113.9", "1.2.3.4"), [])).toBe("203.0.113.9");
+    expect(clientAddress(req("::ffff:203.0.113.9", "1.2.3.4"), ["10.0.0.1"])).toBe("203.0.113.9");
+    expect(clientAddress(req("10.0.0.1", "6.6.6.6, 198.51.100.7"), ["10.0.0.1"])).toBe("198.51.100.7");
+    expect(clientAddress(req("10.0.0.1", "198.51.100.7, 10.0.0.2"), ["10.0.0.1", "10.0.0.2"])).toBe("198.51.100.7");
+    expect(clientAddress(req("10.0.0.1"), ["10.0.0.1"])).toBe("10.0.0.1");
+  });
+  it("a client-sent x-labdeck-client-address is replaced by the server", async () => {
+    const res = await fetch(`${base}/api/echo-address`, { headers: { "x-labdeck-client-address": "1.1.1.1", "x-forwarded-for": "2.2.2.2" } });
+    expect(res.status).toBe(200);
+    expect(seenAddresses.at(-1)).toBe("127.0.0.1");
+  });
 });

@@ -6,6 +6,7 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
+import { CLIENT_ADDRESS_HEADER, clientAddress } from "./throttle";
 
 /** JSON bodies of every route: far above any form the app sends. */
 export const JSON_BODY_LIMIT = 64 * 1024;
@@ -69,8 +70,10 @@ function sendJsonError(req: IncomingMessage, res: ServerResponse, status: number
  * otherwise lets it through with a byte counter on the body: a chunked body that grows past the
  * limit is dropped (never buffered), answered 413 and the connection closed.
  */
-export function guardNodeRequest(req: IncomingMessage, res: ServerResponse, allowedOrigin: () => string): boolean {
+export function guardNodeRequest(req: IncomingMessage, res: ServerResponse, allowedOrigin: () => string, trustedProxies: readonly string[] = []): boolean {
   const method = req.method ?? "GET";
+  // Whatever the client sent under this name is replaced by the address this server believes.
+  req.headers[CLIENT_ADDRESS_HEADER] = clientAddress(req, trustedProxies);
   let pathname: string;
   try {
     pathname = new URL(req.url ?? "/", "http://localhost").pathname;
@@ -130,11 +133,13 @@ export const SERVER_OPTIONS = {
 export function createAppServer(deps: {
   ops: (req: IncomingMessage, res: ServerResponse) => boolean;
   allowedOrigin: () => string;
+  /** LABDECK_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
+  trustedProxies?: readonly string[];
   handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown> | unknown;
 }): http.Server {
   return http.createServer(SERVER_OPTIONS, (req, res) => {
     if (deps.ops(req, res)) return;
-    if (!guardNodeRequest(req, res, deps.allowedOrigin)) return;
+    if (!guardNodeRequest(req, res, deps.allowedOrigin, deps.trustedProxies)) return;
     void deps.handle(req, res);
   });
 }

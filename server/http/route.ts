@@ -21,6 +21,13 @@ export function apiError(request: Request, status: number, code: string, extra?:
   return Response.json({ code, error: errorMessage(localeFromHeaders(request.headers), code), ...extra }, { status });
 }
 
+/** 429 with Retry-After: a rate limit (throttle.ts) was hit. */
+export function tooManyRequests(request: Request, retryAfterSeconds: number): Response {
+  const res = apiError(request, 429, "tooManyRequests", { retryAfterSeconds });
+  res.headers.set("retry-after", String(retryAfterSeconds));
+  return res;
+}
+
 /** Bad input found while reading a request (not JSON, too large, NUL bytes): the status and code to answer. */
 export class BadInput extends Error {
   constructor(readonly status: 400 | 413 | 415, readonly code: string, message: string) {

@@ -4,7 +4,8 @@
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError, apiRoute, tooManyRequests } from "@/server/http/route";
+import { consume } from "@/server/http/throttle";
 import { runLabSetup } from "@/server/labs/setup";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
@@ -15,6 +16,8 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
+  const wait = await consume(services.db, "sessionStart", user.id);
+  if (wait) return tooManyRequests(request, wait);
   const { slug } = await context.params;
   const lab = await services.labs.get(slug).catch(() => null);
   if (!lab) return apiError(request, 404, "noSuchLab");
