@@ -552,6 +552,32 @@ describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
   }, 120_000);
 });
 
+describe("per-user caps on live streams and sockets", () => {
+  it("a 9th event stream of one user is refused (429 tooManyStreams); closing one frees a slot", async () => {
+    const controllers: AbortController[] = [];
+    const open = async () => {
+      const controller = new AbortController();
+      const res = await eventsRoute.GET(request("owner", `/api/sessions/${sessionId}/events`, { signal: controller.signal }), params({ id: sessionId }));
+      if (res.status === 200) {
+        controllers.push(controller);
+        await res.body!.getReader().read();
+      }
+      return res;
+    };
+    for (let i = 0; i < 8; i++) expect((await open()).status).toBe(200);
+    const ninth = await open();
+    expect(ninth.status).toBe(429);
+    expect(((await ninth.json()) as { code: string }).code).toBe("tooManyStreams");
+    // Another user is not affected.
+    const other = await cohortEventsRoute.GET(request("cohortInstructor", `/api/cohorts/${cohortId}/events`), params({ id: cohortId }));
+    expect(other.status).toBe(200);
+    await other.body!.cancel();
+    controllers.pop()!.abort();
+    expect((await open()).status).toBe(200);
+    for (const c of controllers) c.abort();
+  });
+});
+
 describe("accounts", () => {
   it("public sign-up is off: better-auth's sign-up endpoint does not make accounts", async () => {
     const res = await authRoute.POST(
@@ -696,6 +722,18 @@ describe("terminal socket × actors", () => {
   it("a socket with no Origin is refused at the upgrade (browsers always send one)", async () => {
     await expect(TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "" })).rejects.toThrow(/HTTP 403/);
   });
+
+  it("a user's 25th terminal socket is refused (4429) while 24 are open; closing one frees a slot", async () => {
+    const clients: TerminalTestClient[] = [];
+    for (let i = 0; i < 24; i++) clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
+    await Promise.all(clients.map((c) => c.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready")));
+    const extra = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+    expect((await extra.waitForClose()).code).toBe(CloseCode.tooManySockets);
+    await clients.pop()!.close();
+    const again = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+    await again.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready");
+    await Promise.all([...clients, again].map((c) => c.close()));
+  }, 90_000);
 
   it("signing out ends terminal access on the next connect, even with an unexpired token", async () => {
     const cookie = await signIn(users.owner.email);
