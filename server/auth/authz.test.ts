@@ -552,6 +552,20 @@ describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
   }, 120_000);
 });
 
+describe("which labs a learner may start", () => {
+  it("a learner starting a lab outside their cohorts (not open to all) is 403, before any machine is taken; staff may", async () => {
+    const closed = "multi-node";
+    const lab = await stack.labs.get(closed);
+    expect(lab.manifest.openToAll).toBe(false);
+    const before = await stack.db.labSession.count();
+    const res = await labSessionRoute.POST(request("otherLearner", `/api/labs/${closed}/session`, { method: "POST" }), params({ slug: closed }));
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { code: string }).code).toBe("labNotAllowed");
+    expect(await stack.db.labSession.count()).toBe(before);
+    expect((await stack.labs.get(LAB)).manifest.openToAll).toBe(true);
+  });
+});
+
 describe("per-user caps on live streams and sockets", () => {
   it("a 9th event stream of one user is refused (429 tooManyStreams); closing one frees a slot", async () => {
     const controllers: AbortController[] = [];
