@@ -1,5 +1,6 @@
 import type { NextConfig } from "next";
 import createNextIntlPlugin from "next-intl/plugin";
+import { API_CONTENT_SECURITY_POLICY, COMMON_SECURITY_HEADERS } from "./server/http/security-headers";
 
 const nextConfig: NextConfig = {
   // Native or process-level modules the custom server (server.ts) loads itself; bundling them
@@ -8,6 +9,13 @@ const nextConfig: NextConfig = {
   typedRoutes: false,
   // Fonts are system fonts (app/globals.css); nothing is fetched from the network at build time.
   poweredByHeader: false,
+  // Pages get their nonce CSP from proxy.ts; these go on every response (security-headers.ts).
+  async headers() {
+    return [
+      { source: "/:path*", headers: COMMON_SECURITY_HEADERS },
+      { source: "/api/:path*", headers: [{ key: "Content-Security-Policy", value: API_CONTENT_SECURITY_POLICY }] },
+    ];
+  },
 };
 
 // next-intl without locale routing: the language comes from a cookie (i18n/request.ts).

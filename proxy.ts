@@ -5,16 +5,30 @@
  */
 import { getSessionCookie } from "better-auth/cookies";
 import { NextResponse, type NextRequest } from "next/server";
+import { pageContentSecurityPolicy } from "./server/http/security-headers";
 
 const PUBLIC_PAGES = [/^\/login$/, /^\/invite\/[^/]+$/];
 
 export function proxy(request: NextRequest) {
   const { pathname, search } = request.nextUrl;
-  if (PUBLIC_PAGES.some((p) => p.test(pathname))) return NextResponse.next();
-  if (getSessionCookie(request, { cookiePrefix: "labdeck" })) return NextResponse.next();
+  // A fresh nonce per page: Next.js reads the CSP from the request headers and puts the nonce on
+  // its inline scripts; the browser gets the same policy on the response.
+  const nonce = Buffer.from(crypto.randomUUID()).toString("base64");
+  const csp = pageContentSecurityPolicy(nonce, process.env.NODE_ENV !== "production");
+  const pass = () => {
+    const headers = new Headers(request.headers);
+    headers.set("content-security-policy", csp);
+    const response = NextResponse.next({ request: { headers } });
+    response.headers.set("content-security-policy", csp);
+    return response;
+  };
+  if (PUBLIC_PAGES.some((p) => p.test(pathname))) return pass();
+  if (getSessionCookie(request, { cookiePrefix: "labdeck" })) return pass();
   const login = new URL("/login", request.url);
   login.searchParams.set("next", pathname + search);
-  return NextResponse.redirect(login);
+  const redirect = NextResponse.redirect(login);
+  redirect.headers.set("content-security-policy", csp);
+  return redirect;
 }
 
 export const config = {

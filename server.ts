@@ -24,6 +24,7 @@ import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
 import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 import { loadSecret } from "./server/secret";
+import { createAppServer, originOf } from "./server/http/guard";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
 import { setServices } from "./server/services";
@@ -100,9 +101,10 @@ async function main(): Promise<void> {
     maxGraderLagMs: env.LABDECK_READY_MAX_GRADER_LAG_MS,
   };
   const ops = opsHandler({ readiness: readinessSources, metricsToken: env.LABDECK_METRICS_TOKEN });
-  const server = http.createServer((req, res) => {
-    if (!ops(req, res)) void handle(req, res);
-  });
+  // The public origin, known once listening (PORT 0 picks one); state-changing /api requests and
+  // terminal upgrades must come from it.
+  let allowedOrigin = originOf(publicUrl(env));
+  const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, trustedProxies: env.LABDECK_TRUSTED_PROXIES, handle });
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
   const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {
@@ -116,6 +118,7 @@ async function main(): Promise<void> {
     onInput: (sessionId) => sweeper.activity(sessionId),
     authorize: terminalAuthorizer(auth, db),
     onViewer: watchers.onViewer,
+    allowedOrigin: () => allowedOrigin,
   });
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
@@ -151,6 +154,7 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const url = publicUrl(env, port);
+  allowedOrigin = originOf(url);
   log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
   if (firstAdmin) {
     process.stdout.write(

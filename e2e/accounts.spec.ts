@@ -11,6 +11,15 @@ import { LabPage } from "./pom/LabPage";
 test("admin invites a learner by link; the learner signs up and starts a lab", async ({ browser, baseURL }) => {
   const adminContext = await browser.newContext();
   const admin = await adminContext.newPage();
+  // Every page runs under the nonce CSP (issue 17): no violation may be reported on the way.
+  const violations: string[] = [];
+  adminContext.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+  });
+  const loginPage = await adminContext.request.get(`${baseURL}/login`);
+  expect(loginPage.headers()["content-security-policy"]).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]+' 'strict-dynamic'.*frame-ancestors 'none'/);
+  expect(loginPage.headers()["x-content-type-options"]).toBe("nosniff");
+  expect(loginPage.headers()["referrer-policy"]).toBe("same-origin");
   await admin.goto("/admin/invitations");
   await expect(admin).toHaveURL(/\/login\?next=%2Fadmin%2Finvitations$/);
   const login = await adminLogin(Number(new URL(baseURL!).port));
@@ -26,6 +35,7 @@ test("admin invites a learner by link; the learner signs up and starts a lab", a
   const url = (await admin.getByTestId("invitation-url").textContent())!.trim();
   expect(url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
   await expect(admin.getByTestId("invitations")).toContainText(email);
+  expect(violations).toEqual([]);
   await adminContext.close();
 
   const learnerContext = await browser.newContext();
@@ -72,7 +82,9 @@ test("English is one switch away, and stays chosen", async ({ page, context, bas
   await expect(page.locator("html")).toHaveAttribute("lang", "en");
   await page.reload();
   await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
-  const res = await page.request.post("/api/sessions/nope/check");
+  // Without Origin a write is refused before anything else (issue 17); with the page's own it reaches the route.
+  expect((await page.request.post("/api/sessions/nope/check")).status()).toBe(403);
+  const res = await page.request.post("/api/sessions/nope/check", { headers: { origin: new URL(page.url()).origin } });
   expect(res.status()).toBe(404);
   expect(((await res.json()) as { error: string }).error).toBe("Session not found.");
 });

@@ -55,6 +55,15 @@ export const Env = z.object({
   LABDECK_SECRET: z.string().min(32).optional(),
   /** Public URL printed at start (behind a proxy); unset: http://HOST:PORT. */
   LABDECK_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Reverse proxies whose X-Forwarded-For is believed (comma-separated IP addresses); unset: the
+   * header is ignored and the peer address is the client (sign-in throttling keys by it).
+   */
+  LABDECK_TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((v) => v.split(",").map((a) => a.trim()).filter(Boolean))
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6()], { message: "must be a comma-separated list of IP addresses" }))),
   /** Email of the admin created on a first start (database without any admin). */
   LABDECK_ADMIN_EMAIL: z.string().trim().toLowerCase().email().default("admin@labdeck.local"),
   /** Database connections per server process (each replica has its own pool). */

@@ -6,6 +6,7 @@
  */
 import { createHmac } from "node:crypto";
 import { betterAuth } from "better-auth";
+import { CLIENT_ADDRESS_HEADER } from "../http/throttle";
 import { prismaAdapter } from "better-auth/adapters/prisma";
 import type { Db } from "../db/client";
 
@@ -54,7 +55,9 @@ export function createAuth(options: AuthOptions) {
       },
     },
     session: { expiresIn: AUTH_SESSION_EXPIRES_S, updateAge: AUTH_SESSION_UPDATE_AGE_S },
-    advanced: { cookiePrefix: AUTH_COOKIE_PREFIX },
+    // The client address server.ts computed (X-Forwarded-For only from LABDECK_TRUSTED_PROXIES),
+    // never a header the client chose.
+    advanced: { cookiePrefix: AUTH_COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] } },
     // better-auth's own paths that make accounts or change identity outside our invitation flow.
     disabledPaths: ["/sign-up/email", "/update-user", "/change-email", "/delete-user"],
   });

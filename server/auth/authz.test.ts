@@ -66,9 +66,17 @@ let removable: UserView;
 /** An open invitation the revoke row revokes. */
 let revocableId: string;
 
+/** The public origin of the env below (http://HOST:PORT): browsers send it on every state-changing request. */
+const ORIGIN = "http://127.0.0.1:3000";
+/** What request() puts in Origin: the page's own by default; the hardening rows set another or none (null). */
+let originOverride: string | null | undefined;
+
 function request(actor: Actor, path: string, init: RequestInit = {}): Request {
   const headers = new Headers(init.headers);
   if (cookies[actor]) headers.set("cookie", cookies[actor]);
+  const origin = originOverride === undefined ? ORIGIN : originOverride;
+  if (origin !== null && !headers.has("origin")) headers.set("origin", origin);
+  if (typeof init.body === "string" && !headers.has("content-type")) headers.set("content-type", "application/json");
   return new Request(`${BASE}${path}`, { ...init, headers });
 }
 
@@ -464,6 +472,204 @@ describe("API routes × actors", () => {
   });
 });
 
+const STATE_CHANGING = ROUTES.filter((r) => /^(POST|PUT|PATCH|DELETE) /.test(r.name));
+
+describe("web-tier hardening (issue 17): origin, body size, media type, NUL bytes, unknown references", () => {
+  it("covers every state-changing route of the matrix", () => expect(STATE_CHANGING.length).toBeGreaterThanOrEqual(14));
+
+  for (const route of STATE_CHANGING) {
+    for (const [label, origin, code] of [
+      ["from another origin", "http://evil.example", "badOrigin"],
+      ["from another port of the same host", "http://127.0.0.1:3001", "badOrigin"],
+      ["without Origin", null, "missingOrigin"],
+    ] as const) {
+      it(`${route.name} ${label} → 403 ${code}, before anything happens (as admin and as the owner)`, async () => {
+        const audits = await stack.db.auditLog.count();
+        originOverride = origin;
+        try {
+          for (const actor of ["admin", "owner"] as const) {
+            const res = await route.call(actor);
+            expect(res.status).toBe(403);
+            expect(((await res.json()) as { code: string }).code).toBe(code);
+          }
+        } finally {
+          originOverride = undefined;
+        }
+        expect(await stack.db.auditLog.count()).toBe(audits);
+      });
+    }
+  }
+
+  it("the invitation accept route (no sign-in) refuses another origin and a missing one", async () => {
+    for (const origin of ["http://evil.example", null]) {
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (origin) headers.origin = origin;
+      const res = await acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers, body: JSON.stringify({ token: "x".repeat(43), name: "N", password: PASSWORD }) }), {});
+      expect(res.status).toBe(403);
+    }
+  });
+
+  it("GET requests need no Origin (links, reloads)", async () => {
+    originOverride = null;
+    try {
+      expect((await progressRoute.GET(request("owner", `/api/sessions/${sessionId}/progress`), params({ id: sessionId }))).status).toBe(200);
+    } finally {
+      originOverride = undefined;
+    }
+  });
+
+  const big = JSON.stringify({ email: "big@example.test", role: "learner", pad: "x".repeat(100 * 1024) });
+  it("a JSON body over 64 KiB is 413 (counted as it arrives, no Content-Length needed)", async () => {
+    for (const res of [
+      await invitationsRoute.POST(request("admin", "/api/invitations", { method: "POST", body: big }), {}),
+      await cohortsRoute.POST(request("admin", "/api/cohorts", { method: "POST", body: big }), {}),
+      await acceptRoute.POST(request("anonymous", "/api/invitations/accept", { method: "POST", body: big }), {}),
+    ]) {
+      expect(res.status).toBe(413);
+      expect(((await res.json()) as { code: string }).code).toBe("bodyTooLarge");
+    }
+    expect(await stack.db.invitation.count({ where: { email: "big@example.test" } })).toBe(0);
+  });
+
+  it("a declared Content-Length over the limit is 413 even on routes that read no body", async () => {
+    const res = await checkRoute.POST(
+      request("owner", `/api/sessions/${sessionId}/check`, { method: "POST", headers: { "content-length": String(10 * 1024 * 1024) } }),
+      params({ id: sessionId }),
+    );
+    expect(res.status).toBe(413);
+  });
+
+  it("a CSV import may be larger than 64 KiB (its limit is 2 MiB)", async () => {
+    const csv = "email,name\n" + Array.from({ length: 3000 }, (_, i) => `bulk-${i}@example.invalid,Bulk ${i} ${"y".repeat(10)}`).join("\n");
+    expect(csv.length).toBeGreaterThan(64 * 1024);
+    const res = await cohortImportRoute.POST(
+      request("admin", `/api/cohorts/${cohortId}/import`, { method: "POST", headers: { "content-type": "text/csv" }, body: csv }),
+      params({ id: cohortId }),
+    );
+    expect(res.status).not.toBe(413);
+    expect(res.status).toBeLessThan(500);
+  });
+
+  it("a JSON route given another media type is 415", async () => {
+    const res = await cohortsRoute.POST(
+      request("admin", "/api/cohorts", { method: "POST", headers: { "content-type": "text/plain" }, body: JSON.stringify({ name: "Plain", labs: [LAB] }) }),
+      {},
+    );
+    expect(res.status).toBe(415);
+    expect(((await res.json()) as { code: string }).code).toBe("unsupportedMediaType");
+    const form = await invitationsRoute.POST(
+      request("admin", "/api/invitations", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a@b.c&role=admin" }),
+      {},
+    );
+    expect(form.status).toBe(415);
+  });
+
+  it("NUL bytes in ids, names and emails are 400, never 500", async () => {
+    const nul = "a\u0000b";
+    const cases = [
+      await progressRoute.GET(request("owner", `/api/sessions/${encodeURIComponent(nul)}/progress`), params({ id: nul })),
+      await checkRoute.POST(request("owner", `/api/sessions/${encodeURIComponent(nul)}/check`, { method: "POST" }), params({ id: nul })),
+      await labSessionRoute.POST(request("owner", `/api/labs/${encodeURIComponent(nul)}/session`, { method: "POST" }), params({ slug: nul })),
+      await cohortRoute.GET(request("admin", `/api/cohorts/${encodeURIComponent(nul)}`), params({ id: nul })),
+      await cohortsRoute.POST(request("admin", "/api/cohorts", { method: "POST", body: JSON.stringify({ name: nul, labs: [LAB] }) }), {}),
+      await invitationsRoute.POST(request("admin", "/api/invitations", { method: "POST", body: JSON.stringify({ email: `x${nul}@example.test`, role: "learner" }) }), {}),
+      await acceptRoute.POST(request("anonymous", "/api/invitations/accept", { method: "POST", body: JSON.stringify({ token: "x".repeat(43), name: nul, password: PASSWORD }) }), {}),
+    ];
+    for (const res of cases) {
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe("badRequest");
+    }
+  });
+
+  it("an invitation to a cohort that does not exist is 400 or 404, not 500 (foreign key)", async () => {
+    const res = await invitationsRoute.POST(
+      request("admin", "/api/invitations", { method: "POST", body: JSON.stringify({ email: "ghost@example.test", role: "learner", cohortId: "no-such-cohort" }) }),
+      {},
+    );
+    expect([400, 404]).toContain(res.status);
+    expect(((await res.json()) as { error: string }).error.length).toBeGreaterThan(0);
+  });
+});
+
+describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
+  const signInVia = (email: string, password: string, address: string) =>
+    authRoute.POST(
+      new Request(`${BASE}/api/auth/sign-in/email`, {
+        method: "POST",
+        // As server.ts sets it: the address it believes, never the client's X-Forwarded-For.
+        headers: { "content-type": "application/json", origin: BASE, "x-labdeck-client-address": address },
+        body: JSON.stringify({ email, password }),
+      }),
+    );
+
+  it("wrong passwords for one account from rotating addresses hit 429 after 10; the right password too, until the window passes", async () => {
+    const victim = await createUserWithPassword(stack.db, stack.auth, { email: "victim@example.test", name: "Victim", role: "learner", password: PASSWORD });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await signInVia(victim.email, "wrong password!", `198.51.100.${i}`)).status);
+    expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(10)).toEqual([429, 429]);
+    const blocked = await signInVia(victim.email, PASSWORD, "198.51.100.200");
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Another account is not affected.
+    expect((await signInVia(users.otherLearner.email, PASSWORD, "198.51.100.201")).status).toBe(200);
+  });
+
+  it("one address trying many accounts is throttled by address", async () => {
+    let last = 0;
+    for (let i = 0; i < 101; i++) last = (await signInVia(`nobody-${i}@example.test`, "wrong password!", "203.0.113.50")).status;
+    expect(last).toBe(429);
+  }, 120_000);
+
+  it("manual checks are rate-limited per user (429 after 30 a minute)", async () => {
+    let last = 0;
+    for (let i = 0; i < 31 && last !== 429; i++) {
+      last = (await checkRoute.POST(request("owner", `/api/sessions/${sessionId}/check`, { method: "POST" }), params({ id: sessionId }))).status;
+    }
+    expect(last).toBe(429);
+  }, 120_000);
+});
+
+describe("which labs a learner may start", () => {
+  it("a learner starting a lab outside their cohorts (not open to all) is 403, before any machine is taken; staff may", async () => {
+    const closed = "multi-node";
+    const lab = await stack.labs.get(closed);
+    expect(lab.manifest.openToAll).toBe(false);
+    const before = await stack.db.labSession.count();
+    const res = await labSessionRoute.POST(request("otherLearner", `/api/labs/${closed}/session`, { method: "POST" }), params({ slug: closed }));
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { code: string }).code).toBe("labNotAllowed");
+    expect(await stack.db.labSession.count()).toBe(before);
+    expect((await stack.labs.get(LAB)).manifest.openToAll).toBe(true);
+  });
+});
+
+describe("per-user caps on live streams and sockets", () => {
+  it("a 9th event stream of one user is refused (429 tooManyStreams); closing one frees a slot", async () => {
+    const controllers: AbortController[] = [];
+    const open = async () => {
+      const controller = new AbortController();
+      const res = await eventsRoute.GET(request("owner", `/api/sessions/${sessionId}/events`, { signal: controller.signal }), params({ id: sessionId }));
+      if (res.status === 200) {
+        controllers.push(controller);
+        await res.body!.getReader().read();
+      }
+      return res;
+    };
+    for (let i = 0; i < 8; i++) expect((await open()).status).toBe(200);
+    const ninth = await open();
+    expect(ninth.status).toBe(429);
+    expect(((await ninth.json()) as { code: string }).code).toBe("tooManyStreams");
+    // Another user is not affected.
+    const other = await cohortEventsRoute.GET(request("cohortInstructor", `/api/cohorts/${cohortId}/events`), params({ id: cohortId }));
+    expect(other.status).toBe(200);
+    await other.body!.cancel();
+    controllers.pop()!.abort();
+    expect((await open()).status).toBe(200);
+    for (const c of controllers) c.abort();
+  });
+});
+
 describe("accounts", () => {
   it("public sign-up is off: better-auth's sign-up endpoint does not make accounts", async () => {
     const res = await authRoute.POST(
@@ -480,7 +686,7 @@ describe("accounts", () => {
   it("an invitation makes an account with the invitation's role and signs it in; the link works once", async () => {
     const { token } = await createInvitation(stack.db, { email: "Invited@Example.test", role: "instructor" }, users.admin.id);
     const accept = (body: object) =>
-      acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }), {});
+      acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify(body) }), {});
     const bad = await accept({ token, name: "", password: "short" });
     expect(bad.status).toBe(400);
     const res = await accept({ token, name: "Invited", password: PASSWORD, role: "admin" });
@@ -516,7 +722,7 @@ describe("accounts", () => {
     const past = new Date(Date.now() - 30 * 24 * 60 * 60 * 1000);
     const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, { now: past });
     const res = await acceptRoute.POST(
-      new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
+      new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
       {},
     );
     expect(res.status).toBe(410);
@@ -622,6 +828,22 @@ describe("terminal socket × actors", () => {
       TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "http://evil.example" }),
     ).rejects.toThrow(/HTTP 403/);
   });
+
+  it("a socket with no Origin is refused at the upgrade (browsers always send one)", async () => {
+    await expect(TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "" })).rejects.toThrow(/HTTP 403/);
+  });
+
+  it("a user's 25th terminal socket is refused (4429) while 24 are open; closing one frees a slot", async () => {
+    const clients: TerminalTestClient[] = [];
+    for (let i = 0; i < 24; i++) clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
+    await Promise.all(clients.map((c) => c.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready")));
+    const extra = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+    expect((await extra.waitForClose()).code).toBe(CloseCode.tooManySockets);
+    await clients.pop()!.close();
+    const again = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+    await again.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready");
+    await Promise.all([...clients, again].map((c) => c.close()));
+  }, 90_000);
 
   it("signing out ends terminal access on the next connect, even with an unexpired token", async () => {
     const cookie = await signIn(users.owner.email);

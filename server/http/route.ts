@@ -2,37 +2,128 @@
  * The one wrapper every API route handler goes through: refusals (Denied) and bad input (zod)
  * become JSON errors `{ code, error }` with the message in the caller's language; anything else
  * is logged and answers 500 without details.
+ *
+ * Before the handler runs: a state-changing request (POST/PUT/PATCH/DELETE) must carry an Origin
+ * equal to the public URL's (403 missingOrigin / badOrigin), a declared body over the route's
+ * limit is 413, and a NUL byte in the path, the query or a route parameter is 400. server.ts
+ * applies the origin and size rules too, before Next.js reads anything (guard.ts).
  */
+import { Prisma } from "../db/generated/client";
 import { ZodError } from "zod";
 import { Denied } from "../auth/guard";
+import { publicUrl } from "../config";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import { log } from "../log";
 import { getServicesOrThrow, type Services } from "../services";
+import { bodyLimitFor, declaredTooLarge, originOf, originRefusal } from "./guard";
 
 export function apiError(request: Request, status: number, code: string, extra?: Record<string, unknown>): Response {
   return Response.json({ code, error: errorMessage(localeFromHeaders(request.headers), code), ...extra }, { status });
 }
 
+/** 429 with Retry-After: a rate limit (throttle.ts) was hit. */
+export function tooManyRequests(request: Request, retryAfterSeconds: number): Response {
+  const res = apiError(request, 429, "tooManyRequests", { retryAfterSeconds });
+  res.headers.set("retry-after", String(retryAfterSeconds));
+  return res;
+}
+
+/** Bad input found while reading a request (not JSON, too large, NUL bytes): the status and code to answer. */
+export class BadInput extends Error {
+  constructor(readonly status: 400 | 413 | 415, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
 export function apiRoute<C>(handler: (request: Request, context: C, services: Services) => Promise<Response>) {
   return async (request: Request, context: C): Promise<Response> => {
     try {
-      return await handler(request, context, getServicesOrThrow());
+      const services = getServicesOrThrow();
+      const refused = await precheck(request, context, services);
+      if (refused) return refused;
+      return await handler(request, context, services);
     } catch (error) {
       if (error instanceof Denied) return apiError(request, error.status, error.code);
+      if (error instanceof BadInput) return apiError(request, error.status, error.code, { issues: [{ path: "", message: error.message }] });
       if (error instanceof ZodError) {
         return apiError(request, 400, "badRequest", { issues: error.issues.map((i) => ({ path: i.path.join("."), message: i.message })) });
       }
+      // A reference to a row that does not exist (an unknown cohortId, say) is the caller's mistake.
+      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2003") {
+        return apiError(request, 400, "badRequest", { issues: [{ path: String(error.meta?.field_name ?? ""), message: "refers to something that does not exist" }] });
+      }
+      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025") return apiError(request, 404, "notFound");
       log.error({ url: request.url, err: (error as Error).message }, "API route failed");
       return apiError(request, 500, "internal");
     }
   };
 }
 
-/** The request's JSON body, or a ZodError-like 400 when it is not JSON. */
-export async function jsonBody(request: Request): Promise<unknown> {
+async function precheck(request: Request, context: unknown, services: Services): Promise<Response | null> {
+  const url = new URL(request.url);
+  const refusal = originRefusal(request.method, url.pathname, request.headers.get("origin"), originOf(publicUrl(services.env)));
+  if (refusal) return apiError(request, 403, refusal);
+  if (declaredTooLarge(request.headers.get("content-length"), bodyLimitFor(url.pathname))) return apiError(request, 413, "bodyTooLarge");
+  let raw = url.pathname + url.search;
   try {
-    return await request.json();
+    raw = decodeURIComponent(raw);
+  } catch {
+    return apiError(request, 400, "badRequest");
+  }
+  if (raw.includes("\0")) return apiError(request, 400, "badRequest", { issues: [{ path: "", message: "NUL bytes are not allowed" }] });
+  const params = (context as { params?: Promise<Record<string, string | string[]>> } | undefined)?.params;
+  if (params) {
+    const values = Object.values(await params).flat();
+    if (values.some((v) => typeof v === "string" && v.includes("\0"))) {
+      return apiError(request, 400, "badRequest", { issues: [{ path: "", message: "NUL bytes are not allowed" }] });
+    }
+  }
+  return null;
+}
+
+/**
+ * The request's JSON body: 415 unless it is sent as JSON, 413 past the route's limit (counted as
+ * it arrives, never buffered beyond it), 400 when it is not JSON or holds a NUL byte in a string.
+ * An empty body with no Content-Type reads as `{}` (routes whose body is optional).
+ */
+export async function jsonBody(request: Request): Promise<unknown> {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  const text = await readText(request, bodyLimitFor(new URL(request.url).pathname));
+  if (type !== "application/json" && !(type === "" && text === "")) {
+    throw new BadInput(415, "unsupportedMediaType", "body must be sent as application/json");
+  }
+  if (text === "") throw new ZodError([{ code: "custom", path: [], message: "body must be JSON", input: undefined }]);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
   } catch {
     throw new ZodError([{ code: "custom", path: [], message: "body must be JSON", input: undefined }]);
   }
+  if (text.includes("\\u0000") && hasNul(value)) throw new BadInput(400, "badRequest", "NUL bytes are not allowed");
+  return value;
+}
+
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\0");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") return Object.entries(value).some(([k, v]) => k.includes("\0") || hasNul(v));
+  return false;
+}
+
+async function readText(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new BadInput(413, "bodyTooLarge", `body is over ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }

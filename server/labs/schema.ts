@@ -82,6 +82,10 @@ export const LabManifest = z
       .min(1)
       .max(600)
       .describe("Expected time to finish the lab, in minutes"),
+    openToAll: z
+      .boolean()
+      .default(false)
+      .describe("Any signed-in learner may start it; otherwise only learners of a live cohort that has the lab (admins and instructors always)"),
     image: z
       .string()
       .min(1)

@@ -50,7 +50,14 @@ export interface GatewayDeps {
   authorize: TerminalAuthorizer;
   /** A viewer attached to or left a terminal (instructors' read-only watching is shown to the learner and audited). */
   onViewer?: (event: { sessionId: string; machine: string; mode: "write" | "read"; userId: string; attached: boolean }) => void;
+  /** Open sockets per user (the token's subject), shared by every socket of one gateway; with maxSocketsPerUser. */
+  userSockets?: Map<string, number>;
+  /** Beyond this many sockets for one user a hello is refused with CloseCode.tooManySockets. */
+  maxSocketsPerUser?: number;
 }
+
+/** Per-user cap on terminal sockets (a learner's lab page opens one per machine, watchers one per pane). */
+export const MAX_SOCKETS_PER_USER = 24;
 
 export type TerminalAuthorizer = (request: IncomingMessage, claims: TerminalClaims) => Promise<{ code: number; reason: string } | null>;
 
@@ -134,6 +141,9 @@ class SocketViewer implements Viewer {
   }
 }
 
+/** How long a socket the gateway closed may take to finish the close handshake before it is cut. */
+const CLOSE_GRACE_MS = 2_000;
+
 export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, deps: GatewayDeps): void {
   const { log } = deps;
   const remote = request.socket.remoteAddress;
@@ -142,9 +152,16 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   let alive = true;
   let attachedAs: { sessionId: string; machine: string; mode: "write" | "read"; userId: string } | null = null;
 
+  /** Set once the gateway decided to close: later frames are dropped unread and unlogged. */
+  let closing = false;
+  let countedUser: string | null = null;
   const close = (code: number, reason: string) => {
+    if (closing) return;
+    closing = true;
     log.info({ remote, code, reason }, "terminal socket closed by gateway");
     ws.close(code, reason);
+    // A client that ignores the close handshake is cut after a short grace.
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   };
 
   const helloTimer = setTimeout(() => close(CloseCode.unauthorized, "hello timeout"), HELLO_TIMEOUT_MS);
@@ -179,6 +196,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   };
 
   ws.on("message", (data: RawData, isBinary: boolean) => {
+    if (closing) return;
     if (isBinary) return close(CloseCode.badMessage, "binary frames are not accepted from clients");
     const parsed = parseClientMessage(rawToString(data));
     if (!parsed.success) return close(CloseCode.badMessage, "malformed message");
@@ -194,6 +212,12 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
     clearTimeout(helloTimer);
     const claims = verifyTerminalToken(deps.secret, message.token);
     if (!claims) return close(CloseCode.unauthorized, "invalid or expired token");
+    if (deps.userSockets) {
+      const open = deps.userSockets.get(claims.sub) ?? 0;
+      if (open >= (deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER)) return close(CloseCode.tooManySockets, "too many terminal sockets for this user");
+      deps.userSockets.set(claims.sub, open + 1);
+      countedUser = claims.sub;
+    }
     early = [];
     deps
       .authorize(request, claims)
@@ -224,6 +248,12 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   });
 
   ws.on("close", () => {
+    closing = true;
+    if (countedUser && deps.userSockets) {
+      const left = (deps.userSockets.get(countedUser) ?? 1) - 1;
+      if (left > 0) deps.userSockets.set(countedUser, left);
+      else deps.userSockets.delete(countedUser);
+    }
     clearTimeout(helloTimer);
     clearInterval(pingTimer);
     if (viewer) viewer.terminal?.detach(viewer);

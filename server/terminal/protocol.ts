@@ -102,6 +102,8 @@ export const CloseCode = {
    * the learner or an admin); the close reason is a SessionOverReason, which the browser words.
    */
   sessionOver: 4410,
+  /** The user already has MAX_SOCKETS_PER_USER terminal sockets open (close one first). */
+  tooManySockets: 4429,
   /** The gateway failed; the client should reconnect. */
   internal: 4500,
   /** The server is shutting down; the client should reconnect. */
@@ -119,6 +121,7 @@ export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
   CloseCode.forbidden,
   CloseCode.notFound,
   CloseCode.sessionOver,
+  CloseCode.tooManySockets,
 ]);
 
 /** First byte of a binary frame: what it carries. */

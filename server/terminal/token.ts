@@ -6,8 +6,11 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 
-/** Token lifetime; the browser fetches fresh tokens whenever it (re)connects after one expires. */
-export const TERMINAL_TOKEN_TTL_MS = 12 * 60 * 60 * 1000;
+/**
+ * Token lifetime: minutes, so a leaked token is soon worthless. It is checked at hello only; a
+ * browser whose reconnect is refused (4401) fetches fresh tokens once (components/terminal/connection.ts).
+ */
+export const TERMINAL_TOKEN_TTL_MS = 10 * 60 * 1000;
 
 export const TerminalClaims = z.object({
   /** Lab session id. */

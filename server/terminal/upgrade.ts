@@ -1,10 +1,12 @@
 /**
- * Routes HTTP upgrades on TERMINAL_WS_PATH to the gateway, refusing cross-origin browser sockets.
+ * Routes HTTP upgrades on TERMINAL_WS_PATH to the gateway, refusing sockets from another origin or
+ * with none.
  * Everything else is left to the caller (Next.js dev hot reload uses /_next/hmr).
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
+import { upgradeOriginRefusal } from "../http/guard";
 import { handleTerminalSocket, type GatewayDeps } from "./gateway";
 import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "./protocol";
 
@@ -15,13 +17,19 @@ export interface TerminalUpgrade {
   closeAll(): void;
 }
 
-export function terminalUpgrade(deps: GatewayDeps): TerminalUpgrade {
+export interface UpgradeDeps extends GatewayDeps {
+  /** The public origin (publicUrl(env)'s) sockets must come from; without it, the Host the request names. */
+  allowedOrigin?: () => string;
+}
+
+export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES });
+  const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map() };
   return {
     handle(req, socket, head) {
       const url = new URL(req.url ?? "/", "http://localhost");
       if (url.pathname !== TERMINAL_WS_PATH) return false;
-      if (!sameOrigin(req)) {
+      if (!sameOrigin(req, upgradeDeps.allowedOrigin)) {
         socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
         return true;
       }
@@ -34,13 +42,20 @@ export function terminalUpgrade(deps: GatewayDeps): TerminalUpgrade {
   };
 }
 
-/** A browser's WebSocket must come from a page of this server (no cross-site socket hijacking). */
-function sameOrigin(req: IncomingMessage): boolean {
+/**
+ * The socket must come from a page of this server (no cross-site socket hijacking): its Origin
+ * equals the public origin; a missing Origin is refused too (browsers always send one).
+ */
+function sameOrigin(req: IncomingMessage, allowedOrigin?: () => string): boolean {
   const origin = req.headers.origin;
-  if (!origin) return true; // not a browser; the token still decides
-  try {
-    return new URL(origin).host === req.headers.host;
-  } catch {
-    return false;
+  const allowed = allowedOrigin ? allowedOrigin() : `http://${req.headers.host}`;
+  if (!allowedOrigin && origin) {
+    // No configured origin (tests): the page's host must be the one the request names.
+    try {
+      return new URL(origin).host === req.headers.host;
+    } catch {
+      return false;
+    }
   }
+  return upgradeOriginRefusal(origin, allowed) === null;
 }

@@ -52,7 +52,9 @@ export class TerminalTestClient {
     hello: { token: string; offset?: number; cols?: number; rows?: number } | null,
     headers?: Record<string, string>,
   ): Promise<TerminalTestClient> {
-    const ws = new WebSocket(url, { headers });
+    // A browser always sends Origin; the gateway refuses a socket without one. Default: the server's own.
+    const origin = new URL(url.replace(/^ws/, "http")).origin;
+    const ws = new WebSocket(url, { headers: { origin, ...headers } });
     const client = new TerminalTestClient(ws, hello?.offset ?? 0);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());

@@ -7,6 +7,8 @@
 import { requireRole } from "@/server/auth/guard";
 import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
 import { cohortLearnerSessionIds } from "@/server/cohorts/dashboard";
+import { apiError } from "@/server/http/route";
+import { streamSlot } from "@/server/http/streams";
 
 export const dynamic = "force-dynamic";
 
@@ -19,6 +21,8 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
   const user = await requireRole(services.auth, request.headers, "admin", "instructor");
   const { id } = await context.params;
   await requireCohortView(services.db, user, id);
+  const release = streamSlot(request, user.id);
+  if (!release) return apiError(request, 429, "tooManyStreams");
   let sessions = await cohortLearnerSessionIds(services.db, id);
   let refreshedAt = Date.now();
 
@@ -68,6 +72,7 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
     },
     cancel() {
       cleanup();
+      release();
     },
   });
   return new Response(stream, {

@@ -1,10 +1,12 @@
 /**
  * POST /api/labs/:slug/session — start or resume the caller's own session of a lab (new sessions
- * get machines and the lab's setup) and hand out a write token per machine. Any signed-in user.
+ * get machines and the lab's setup) and hand out a write token per machine. Learners: the labs of
+ * their live cohorts and labs marked `openToAll`; admins and instructors: any.
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError, apiRoute, tooManyRequests } from "@/server/http/route";
+import { consume } from "@/server/http/throttle";
 import { runLabSetup } from "@/server/labs/setup";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
@@ -15,13 +17,17 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
+  const wait = await consume(services.db, "sessionStart", user.id);
+  if (wait) return tooManyRequests(request, wait);
   const { slug } = await context.params;
   const lab = await services.labs.get(slug).catch(() => null);
   if (!lab) return apiError(request, 404, "noSuchLab");
-  const refusal = await services.refuseUnbuiltImage(lab);
-  if (refusal) return Response.json(refusal, { status: 503 });
   // A cohort's time limit and idle time for its labs, else the platform's.
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
+  // Learners start the labs of their live cohorts and labs open to all; staff start any.
+  if (user.role === "learner" && !limits && !lab.manifest.openToAll) return apiError(request, 403, "labNotAllowed");
+  const refusal = await services.refuseUnbuiltImage(lab);
+  if (refusal) return Response.json(refusal, { status: 503 });
   try {
     const session = await startOrResumeSession(
       services.db,

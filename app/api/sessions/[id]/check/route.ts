@@ -1,6 +1,7 @@
 /** POST /api/sessions/:id/check — run the current step's check now (the Check button); the owner only. */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute, tooManyRequests } from "@/server/http/route";
+import { consume } from "@/server/http/throttle";
 
 export const dynamic = "force-dynamic";
 
@@ -8,6 +9,8 @@ export const POST = apiRoute<{ params: Promise<{ id: string }> }>(async (request
   const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
   await requireSession(services.db, user, id, "owner");
+  const wait = await consume(services.db, "check", user.id);
+  if (wait) return tooManyRequests(request, wait);
   services.sweeper.activity(id);
   return Response.json({ progress: await services.grader.checkNow(id) });
 });

@@ -6,7 +6,8 @@
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
-import { apiRoute } from "@/server/http/route";
+import { apiError, apiRoute } from "@/server/http/route";
+import { streamSlot } from "@/server/http/streams";
 
 export const dynamic = "force-dynamic";
 
@@ -17,6 +18,8 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
   await requireSession(services.db, user, id, "watch");
+  const release = streamSlot(request, user.id);
+  if (!release) return apiError(request, 429, "tooManyStreams");
 
   const encoder = new TextEncoder();
   let cleanup = () => {};
@@ -66,6 +69,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
     },
     cancel() {
       cleanup();
+      release();
     },
   });
   return new Response(stream, {

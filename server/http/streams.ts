@@ -1,0 +1,39 @@
+/**
+ * Per-user cap on live event streams (SSE) in this process: a user with MAX_STREAMS_PER_USER open
+ * gets 429 tooManyStreams for the next one. A lab page opens one, a dashboard one; the cap is for
+ * the hundreds of stalled viewers an attacker would open.
+ */
+export const MAX_STREAMS_PER_USER = 8;
+
+const open = new Map<string, number>();
+
+/** A slot for one stream of `userId`, or null when they have too many; the release is idempotent. */
+export function acquireStream(userId: string, max = MAX_STREAMS_PER_USER): (() => void) | null {
+  const n = open.get(userId) ?? 0;
+  if (n >= max) return null;
+  open.set(userId, n + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (open.get(userId) ?? 1) - 1;
+    if (left > 0) open.set(userId, left);
+    else open.delete(userId);
+  };
+}
+
+/** Streams `userId` has open now (tests, metrics). */
+export function openStreams(userId: string): number {
+  return open.get(userId) ?? 0;
+}
+
+/**
+ * Takes a slot for a stream answering `request`: null (and the caller answers 429) when full;
+ * otherwise the release, also run when the client goes away.
+ */
+export function streamSlot(request: Request, userId: string): (() => void) | null {
+  const release = acquireStream(userId);
+  if (!release) return null;
+  request.signal.addEventListener("abort", release, { once: true });
+  return release;
+}
