@@ -4,6 +4,7 @@ import { openSync, closeSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { log } from "../log";
+import { HOLDER_FILE } from "../terminal/holder/install";
 
 /**
  * Test/dev harness: N real OpenSSH servers, each in its own Linux network namespace (own IPv4
@@ -33,14 +34,22 @@ export interface NetnsHost {
   /** Host public key, OpenSSH one-line "ssh-ed25519 AAAA..." without comment. */
   hostKey: string;
   namespace: string;
-  /** sshd pid (the listener). */
+  /** sshd pid (the listener); changes when restartSshd() starts a new one. */
   pid: number;
+  /** pid of the terminal holder (server/terminal/holder/) on this host, if one was started. */
+  holderPid?: number;
 }
 
 export interface NetnsHostSet {
   id: string;
   dir: string;
   hosts: NetnsHost[];
+  /**
+   * Stops the host's sshd listener (and with `killSessions` every per-connection sshd, which ends
+   * every SSH login on it) and starts a fresh one in the same namespaces, as `systemctl restart
+   * ssh` would. Needs the host's holder (its namespaces are entered through its pid).
+   */
+  restartSshd(name: string, options?: { killSessions?: boolean }): Promise<void>;
   /** Kills every process in the set's namespaces, deletes namespaces and links. Idempotent. */
   destroy(): Promise<void>;
 }
@@ -65,6 +74,13 @@ const MAX_HOSTS = 256 / ADDRESSES_PER_HOST;
 /** Linux IFNAMSIZ - 1: longest interface name the kernel accepts, in characters. */
 const MAX_IFNAME_LENGTH = 15;
 
+/** Socket and log directories of the terminal holder (server/terminal/holder/labdeck-holder defaults). */
+const HOLDER_RUN_DIR = "/run/labdeck-holder";
+const HOLDER_STATE_DIR = "/var/lib/labdeck-holder";
+/** Debian's python3, the one an SSH login on these hosts finds on its PATH too. */
+const HOLDER_PYTHON = "/usr/bin/python3";
+/** How long the holder gets to write its pid file, in ms. */
+const HOLDER_READY_TIMEOUT_MS = 10_000;
 /** How long one sshd gets from spawn to answering with an SSH banner, in ms. */
 const SSHD_READY_TIMEOUT_MS = 10_000;
 /** Pause between readiness probes, in ms. */
@@ -120,8 +136,11 @@ export async function createNetnsHosts(opts: {
   names: string[];
   subnet: number;
   dir: string;
+  /** Start the terminal holder on each host (default true). */
+  holder?: boolean;
 }): Promise<NetnsHostSet> {
   const { id, names, subnet } = opts;
+  const holder = opts.holder ?? true;
   validateId(id);
   if (!Number.isInteger(subnet) || subnet < 0 || subnet > 255) {
     throw new Error(`netns hosts: subnet must be an integer 0..255 (got ${subnet})`);
@@ -157,7 +176,7 @@ export async function createNetnsHosts(opts: {
   const started: StartedHost[] = [];
   const results = await Promise.allSettled(
     names.map(async (name, index) => {
-      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath });
+      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, holder });
       started.push(host);
       return host;
     }),
@@ -179,6 +198,11 @@ export async function createNetnsHosts(opts: {
     id,
     dir,
     hosts: ordered.map((h) => h.info),
+    async restartSshd(name, options = {}) {
+      const host = ordered.find((h) => h.info.name === name);
+      if (!host) throw new Error(`netns hosts: no host ${name} in set ${id}`);
+      await restartHostSshd(host, options.killSessions ?? false);
+    },
     destroy() {
       // Concurrent and repeated calls share one teardown; after a failure the next call retries.
       destroying ??= teardown({
@@ -275,6 +299,7 @@ async function startHost(p: {
   privateKeyPath: string;
   privateKey: string;
   authorizedKeysPath: string;
+  holder: boolean;
 }): Promise<StartedHost> {
   const ns = namespaceName(p.id, p.name);
   const link = linkName(p.id, p.index);
@@ -289,7 +314,9 @@ async function startHost(p: {
   const configPath = path.join(work, "sshd_config");
   const pidPath = path.join(work, "sshd.pid");
   const logPath = path.join(work, "sshd.log");
+  const holderPidPath = path.join(work, "holder.pid");
   await fs.rm(pidPath, { force: true });
+  await fs.rm(holderPidPath, { force: true });
   await fs.writeFile(
     configPath,
     [
@@ -347,11 +374,19 @@ async function startHost(p: {
         "-c",
         // A private /root per host (tmpfs, seeded from /etc/skel): what a learner or a check
         // writes in one host's home is not seen by the others, nor by this machine's /root.
-        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && exec "$2" -D -e -f "$3"',
+        // The terminal holder gets private tmpfs for its socket and log directories (the paths
+        // every machine uses) and starts with setsid -f: a new session, not a child of sshd.
+        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && ' +
+          'for d in ' + `${HOLDER_RUN_DIR} ${HOLDER_STATE_DIR}` + '; do mkdir -p "$d" && mount -t tmpfs -o mode=700 labdeck-holder "$d"; done && ' +
+          'if [ -n "$4" ]; then setsid -f "$5" "$4" --pid-file "$6" </dev/null >>"$7" 2>&1; fi && exec "$2" -D -e -f "$3"',
         "sh",
         p.name,
         SSHD,
         configPath,
+        p.holder ? HOLDER_FILE : "",
+        HOLDER_PYTHON,
+        holderPidPath,
+        path.join(work, "holder.log"),
       ],
       { detached: true, stdio: ["ignore", logFd, logFd] },
     );
@@ -374,6 +409,7 @@ async function startHost(p: {
   if (outcome !== "ready") {
     throw new Error(`${describe} ${outcome.reason} before answering; sshd log:\n${await logTail(logPath)}`);
   }
+  const holderPid = p.holder ? await waitForPidFile(holderPidPath, path.join(work, "holder.log")) : undefined;
   return {
     info: {
       name: p.name,
@@ -385,10 +421,53 @@ async function startHost(p: {
       hostKey,
       namespace: ns,
       pid,
+      holderPid,
     },
     configPath,
     child,
   };
+}
+
+/** The holder's pid, once it has written its pid file (it does so after binding its socket). */
+async function waitForPidFile(file: string, logFile: string): Promise<number> {
+  const deadline = Date.now() + HOLDER_READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const pid = Number.parseInt((await fs.readFile(file, "utf8").catch(() => "")).trim(), 10);
+    if (Number.isInteger(pid) && pid > 0) return pid;
+    await sleep(READY_POLL_INTERVAL_MS);
+  }
+  throw new Error(`terminal holder did not start within ${HOLDER_READY_TIMEOUT_MS} ms; its log:\n${await logTail(logFile)}`);
+}
+
+/** Kills the listener (and the per-login sshds) and starts sshd again inside the holder's namespaces. */
+async function restartHostSshd(host: StartedHost, killSessions: boolean): Promise<void> {
+  const { info, configPath } = host;
+  if (!info.holderPid) throw new Error(`netns hosts: ${info.name} has no holder whose namespaces to enter`);
+  const victims = [info.pid];
+  if (killSessions) {
+    for (const pid of await namespacePids(info.namespace)) {
+      const commandLine = await processCommandLine(pid);
+      // Per-connection sshds retitle themselves "sshd: root@pts/0", "sshd: root@notty", "sshd: root [priv]".
+      if (commandLine && /^sshd: \S+(@| \[)/.test(commandLine)) victims.push(pid);
+    }
+  }
+  await killAll(victims);
+  const logPath = path.join(path.dirname(configPath), "sshd.log");
+  const logFd = openSync(logPath, "a", 0o600);
+  let child: ChildProcess;
+  try {
+    child = spawn("nsenter", ["--target", String(info.holderPid), "--net", "--mount", "--uts", SSHD, "-D", "-e", "-f", configPath], {
+      detached: true,
+      stdio: ["ignore", logFd, logFd],
+    });
+  } finally {
+    closeSync(logFd);
+  }
+  child.unref();
+  // nsenter without --fork execs sshd: the spawned pid is sshd's.
+  info.pid = child.pid!;
+  host.child = child;
+  await waitForBanner(info.host, info.port, SSHD_READY_TIMEOUT_MS);
 }
 
 /** Two sets on one subnet would get duplicate addresses and routes; refuse instead. */
