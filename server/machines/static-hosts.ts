@@ -10,6 +10,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { prepareHolder } from "../terminal/holder/install";
 import { hostKeyBlob } from "../terminal/ssh";
 import { NoCapacityError, type MachineProvider, type MachineRequest, type ProvisionedMachine } from "./provider";
 
@@ -73,6 +74,8 @@ export interface StaticHostsOptions {
   file: string;
   /** Groups (providerRef values) held by live sessions; consulted for exclusive allocation. */
   groupsInUse: () => Promise<Set<string>>;
+  /** Install or upgrade the terminal holder on a machine when a session gets it (default true). */
+  installHolder?: boolean;
 }
 
 export function staticHostsProvider(options: StaticHostsOptions): MachineProvider {
@@ -87,7 +90,7 @@ export function staticHostsProvider(options: StaticHostsOptions): MachineProvide
       if (!group) {
         throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
       }
-      return Promise.all(
+      const machines = await Promise.all(
         request.machines.map(async (name) => {
           const m = group.machines.find((x) => x.name === name)!;
           const keyPath = path.resolve(path.dirname(options.file), m.privateKeyPath);
@@ -97,6 +100,10 @@ export function staticHostsProvider(options: StaticHostsOptions): MachineProvide
           return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey, providerRef: group.id };
         }),
       );
+      // First use of a machine: install (or upgrade) the terminal holder, in the background so
+      // the session starts as fast as before; a machine without it keeps the direct PTY.
+      if (options.installHolder ?? true) for (const m of machines) void prepareHolder(m);
+      return machines;
     },
     async destroy() {
       // Static machines belong to the admin; releasing the session frees the group.

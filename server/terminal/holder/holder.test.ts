@@ -211,7 +211,7 @@ describe("terminal holder over real sshd", () => {
     expect(screen.gaps).toEqual([]);
     const numbers = screen
       .text()
-      .split("\r\n")
+      .split(/[\r\n]+/) // bash ends its bracketed-paste mode with "\x1b[?2004l\r" right before the first line
       .filter((l) => /^\d+$/.test(l))
       .map(Number);
     expect(numbers.length).toBe(lines);
@@ -238,7 +238,8 @@ describe("terminal holder over real sshd", () => {
     second.link.input("once", seq, Buffer.from("echo ONCE-$((1+1))\r")); // the retry
     second.link.input("once", seq + 1, Buffer.from("echo DONE-$((2+3))\r"));
     await screen.waitForText("DONE-5\r\n");
-    expect(acks).toEqual([seq, seq + 1]);
+    // ACKs carry the highest applied seq and may be coalesced: the retry is acknowledged, not typed.
+    expect(acks.at(-1)).toBe(seq + 1);
     expect(screen.text().match(/^ONCE-2\r$/gm)).toHaveLength(1);
 
     second.link.close();

@@ -8,6 +8,8 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Client } from "ssh2";
+import { log } from "../../log";
+import { connectSsh, type SshEndpoint } from "../ssh";
 import { HOLDER_PATH, HOLDER_SOCKET, connectHolder, type HolderLink } from "./client";
 
 /** The holder's path in this checkout. */
@@ -89,4 +91,24 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
     await new Promise((r) => setTimeout(r, START_POLL_MS));
   }
   throw new Error(`the terminal holder did not start within ${START_TIMEOUT_MS} ms${last ? `: ${last.message}` : ""}`);
+}
+
+/**
+ * Makes sure a machine runs this server's holder (installing or upgrading it), over its own SSH
+ * connection. Never throws: a machine where it fails keeps the direct PTY; the reason is logged.
+ */
+export async function prepareHolder(endpoint: SshEndpoint): Promise<boolean> {
+  let client: Client | undefined;
+  try {
+    client = await connectSsh(endpoint);
+    const link = await ensureHolder(client);
+    log.debug({ machine: endpoint.name, version: link.hello?.version }, "terminal holder ready");
+    link.close();
+    return true;
+  } catch (error) {
+    log.warn({ machine: endpoint.name, err: (error as Error).message }, "terminal holder unavailable; terminals use the direct PTY");
+    return false;
+  } finally {
+    client?.end();
+  }
 }
