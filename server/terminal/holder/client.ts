@@ -13,7 +13,7 @@
  * Wire format (the one definition on this side; the holder's header comment is the other):
  * every frame is u32 length (big-endian, counts type + body) | u8 type | body; frames ≤ 1 MiB.
  * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 number | bytes.
- *   client → holder: 0x01 OPEN json {id, from, cols, rows, mode} · 0x02 INPUT tagged seq+bytes ·
+ *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode} (from -1: the end, or the last `tail` bytes) · 0x02 INPUT tagged seq+bytes ·
  *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id}
  *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid} ·
  *                    0x82 OPENED json {id, start, end, oldest, lastSeq, spawned} ·
@@ -150,9 +150,9 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     return this.closed;
   }
 
-  open(id: string, from: number, size: TerminalSize, mode: TerminalMode): void {
+  open(id: string, from: number, size: TerminalSize, mode: TerminalMode, tail = 0): void {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
-    this.send(jsonFrame(T.OPEN, { id, from, cols: size.cols, rows: size.rows, mode }));
+    this.send(jsonFrame(T.OPEN, { id, from, tail, cols: size.cols, rows: size.rows, mode }));
   }
 
   input(id: string, seq: number, data: Uint8Array): void {
@@ -184,6 +184,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   close(): void {
     this.stream.destroy();
     this.finish();
+  }
+
+  /** Closes after what was written has gone out (a last KILL or DETACH). */
+  end(): void {
+    if (this.closed) return;
+    this.stream.end();
+    setTimeout(() => this.close(), HELLO_TIMEOUT_MS).unref?.();
   }
 
   private send(buffer: Buffer): void {
@@ -324,7 +331,13 @@ export class HolderTerminal {
   constructor(
     readonly id: string,
     private readonly handlers: HolderTerminalHandlers,
-    private readonly options: { mode?: TerminalMode; from?: number; size?: TerminalSize } = {},
+    private readonly options: {
+      mode?: TerminalMode;
+      from?: number;
+      /** With `from` -1: start this many bytes before the end (a fresh viewer repaints recent output). */
+      tail?: number;
+      size?: TerminalSize;
+    } = {},
   ) {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
     this.next = options.from ?? -1;
@@ -371,7 +384,7 @@ export class HolderTerminal {
     on("exit", (exit) => {
       if (exit.id === this.id) this.handlers.onExit?.(exit.end, exit.status);
     });
-    link.open(this.id, this.next, this.size, this.mode);
+    link.open(this.id, this.next, this.size, this.mode, this.options.tail);
     return opened;
   }
 
@@ -386,6 +399,11 @@ export class HolderTerminal {
     }
     for (let i = 0; i < bytes.length; i += INPUT_CHUNK_BYTES) this.sequence(bytes.subarray(i, i + INPUT_CHUNK_BYTES));
     return true;
+  }
+
+  /** Hangs up the shell on the holder (the lab session is over). */
+  kill(): void {
+    if (this.mode === "write" && this.link && !this.link.isClosed) this.link.kill(this.id);
   }
 
   resize(size: TerminalSize): void {
