@@ -13,7 +13,8 @@
  * Wire format (the one definition on this side; the holder's header comment is the other):
  * every frame is u32 length (big-endian, counts type + body) | u8 type | body; frames ≤ 1 MiB.
  * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 number | bytes.
- *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode} (from -1: the end, or the last `tail` bytes) · 0x02 INPUT tagged seq+bytes ·
+ *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode, writer?} (from -1: the end, or the last
+ *                    `tail` bytes; input seqs count per writer) · 0x02 INPUT tagged seq+bytes ·
  *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id}
  *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid} ·
  *                    0x82 OPENED json {id, start, end, oldest, lastSeq, spawned} ·
@@ -21,6 +22,7 @@
  *                    0x85 GONE json {id, requested, oldest} · 0x86 EXIT json {id, end, status} ·
  *                    0x87 ERROR json {message, id?}
  */
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
@@ -150,9 +152,9 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     return this.closed;
   }
 
-  open(id: string, from: number, size: TerminalSize, mode: TerminalMode, tail = 0): void {
+  open(id: string, from: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
-    this.send(jsonFrame(T.OPEN, { id, from, tail, cols: size.cols, rows: size.rows, mode }));
+    this.send(jsonFrame(T.OPEN, { id, from, tail: options.tail ?? 0, writer: options.writer ?? "", cols: size.cols, rows: size.rows, mode }));
   }
 
   input(id: string, seq: number, data: Uint8Array): void {
@@ -320,6 +322,11 @@ interface UnackedInput {
 export class HolderTerminal {
   /** Offset of the next output byte this terminal needs; -1 = from wherever the holder is now. */
   next: number;
+  /**
+   * Names this writer's input sequence on the holder: two server processes writing to one shell
+   * each count their own seqs, so neither's input is taken for a retry of the other's.
+   */
+  readonly writer = randomBytes(8).toString("hex");
   private link: HolderLink | null = null;
   private nextSeq = 0; // 0 = not known yet (no OPENED seen)
   private unacked: UnackedInput[] = [];
@@ -384,7 +391,7 @@ export class HolderTerminal {
     on("exit", (exit) => {
       if (exit.id === this.id) this.handlers.onExit?.(exit.end, exit.status);
     });
-    link.open(this.id, this.next, this.size, this.mode, this.options.tail);
+    link.open(this.id, this.next, this.size, this.mode, { tail: this.options.tail, writer: this.writer });
     return opened;
   }
 

@@ -245,6 +245,21 @@ describe("terminal holder over real sshd", () => {
     second.link.close();
   });
 
+  it("counts input per writer: two server processes typing into one shell do not swallow each other's input", async () => {
+    const [one, two] = [await connect(), await connect()];
+    const a = new Screen("pair");
+    const b = new Screen("pair");
+    await a.term.attach(one.link);
+    await b.term.attach(two.link); // both attached before either typed: both number from 1
+    await a.waitForText("# ");
+    a.term.write("echo from-a-$((1+1))\r");
+    b.term.write("echo from-b-$((2+2))\r");
+    await a.waitForText("from-a-2\r\n");
+    await a.waitForText("from-b-4\r\n");
+    one.link.close();
+    two.link.close();
+  });
+
   it("resends unacknowledged input after a reconnect, and it is typed once", async () => {
     const first = await connect();
     const screen = new Screen("resend");
