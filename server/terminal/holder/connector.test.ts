@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
 import type { MachineState, SessionOverReason } from "../protocol";
 import { TerminalSession, type Viewer } from "../session";
-import type { SshEndpoint } from "../ssh";
+import { connectSsh, type SshEndpoint } from "../ssh";
+import { connectHolder } from "./client";
 import { holderConnector, holderTerminalId } from "./connector";
 
 const SUBNET = 66; // 10.213.66.0/24: a host with a holder
@@ -52,6 +53,20 @@ class TextViewer implements Viewer {
       if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(needle)} in ${JSON.stringify(this.text().slice(-300))}`);
       await new Promise((r) => setTimeout(r, 10));
     }
+  }
+}
+
+/** Resolves when the holder says the terminal's shell has ended (a read-only look: spawns nothing). */
+async function shellEnded(h: NetnsHost, id: string): Promise<void> {
+  const ssh = await connectSsh(endpoint(h));
+  try {
+    const link = await connectHolder(ssh);
+    const ended = new Promise<void>((resolve) => link.on("exit", (e) => e.id === id && resolve()));
+    link.open(id, -1, { cols: 80, rows: 24 }, "read");
+    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000))]);
+    link.close();
+  } finally {
+    ssh.end();
   }
 }
 
@@ -99,7 +114,7 @@ describe("holder connector", () => {
 
     // The lab session ends: its shell is hung up; the next TerminalSession gets a fresh shell.
     second.session.close("learner");
-    await new Promise((r) => setTimeout(r, 300));
+    await shellEnded(host, holderTerminalId("lab-session-1"));
     const third = open(host, "lab-session-1");
     third.session.input(third.viewer, "echo after-end-${X:-unset}\r");
     await third.viewer.waitForText("after-end-unset\r\n");

@@ -67,9 +67,10 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       active = handlers;
       // The shell ended: a normal close; the session opens again, which starts a fresh shell.
       onExit = () => finish();
-      // This reader fell behind the log (the link was paused too long): skip to what is held.
-      onGone = (oldest) => {
-        term.next = oldest;
+      // This reader fell behind the log (its viewers stopped reading while output flooded): skip
+      // to the last ATTACH_TAIL_BYTES rather than replay up to the whole log to a slow viewer.
+      onGone = () => {
+        term.next = -1;
         handlers.onData(Buffer.from(`\r\n[出力の一部を省略しました]\r\n`));
         void term.attach(link).catch(() => undefined);
       };
