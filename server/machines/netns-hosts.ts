@@ -245,10 +245,16 @@ export async function destroyNetnsHostsById(id: string, opts: { dir?: string } =
       if (Number.isInteger(pid) && pid > 0) sshds.push({ pid, configPath: path.join(dir, entry, "sshd_config") });
     }
   }
+  // Holders of the set (started with --pid-file <dir>/ld-<id>-<name>/holder.pid) outlive a
+  // namespace whose name is already gone, as sshd does.
+  const holderPattern = new RegExp(` --pid-file \\S*/ld-${id}-[a-z0-9-]+/holder\\.pid$`);
+  const holders: number[] = [];
   for (const proc of await listProcesses()) {
     const configPath = sshdConfigOf(proc.commandLine);
     if (configPath && configPattern.test(configPath)) sshds.push({ pid: proc.pid, configPath });
+    if (proc.commandLine.includes("labdeck-holder") && holderPattern.test(proc.commandLine)) holders.push(proc.pid);
   }
+  await killAll(holders);
   await teardown({ namespaces, links, sshds });
 }
 
