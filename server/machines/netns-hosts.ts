@@ -4,6 +4,7 @@ import { openSync, closeSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { log } from "../log";
+import { HOLDER_FILE } from "../terminal/holder/install";
 
 /**
  * Test/dev harness: N real OpenSSH servers, each in its own Linux network namespace (own IPv4
@@ -33,14 +34,22 @@ export interface NetnsHost {
   /** Host public key, OpenSSH one-line "ssh-ed25519 AAAA..." without comment. */
   hostKey: string;
   namespace: string;
-  /** sshd pid (the listener). */
+  /** sshd pid (the listener); changes when restartSshd() starts a new one. */
   pid: number;
+  /** pid of the terminal holder (server/terminal/holder/) on this host, if one was started. */
+  holderPid?: number;
 }
 
 export interface NetnsHostSet {
   id: string;
   dir: string;
   hosts: NetnsHost[];
+  /**
+   * Stops the host's sshd listener (and with `killSessions` every per-connection sshd, which ends
+   * every SSH login on it) and starts a fresh one in the same namespaces, as `systemctl restart
+   * ssh` would. Needs the host's holder (its namespaces are entered through its pid).
+   */
+  restartSshd(name: string, options?: { killSessions?: boolean }): Promise<void>;
   /** Kills every process in the set's namespaces, deletes namespaces and links. Idempotent. */
   destroy(): Promise<void>;
 }
@@ -65,6 +74,13 @@ const MAX_HOSTS = 256 / ADDRESSES_PER_HOST;
 /** Linux IFNAMSIZ - 1: longest interface name the kernel accepts, in characters. */
 const MAX_IFNAME_LENGTH = 15;
 
+/** Socket and log directories of the terminal holder (server/terminal/holder/labdeck-holder defaults). */
+const HOLDER_RUN_DIR = "/run/labdeck-holder";
+const HOLDER_STATE_DIR = "/var/lib/labdeck-holder";
+/** Debian's python3, the one an SSH login on these hosts finds on its PATH too. */
+const HOLDER_PYTHON = "/usr/bin/python3";
+/** How long the holder gets to write its pid file, in ms. */
+const HOLDER_READY_TIMEOUT_MS = 10_000;
 /** How long one sshd gets from spawn to answering with an SSH banner, in ms. */
 const SSHD_READY_TIMEOUT_MS = 10_000;
 /** Pause between readiness probes, in ms. */
@@ -127,8 +143,11 @@ export async function createNetnsHosts(opts: {
   binds?: readonly { source: string; target: string }[];
   /** sshd with PAM (pam_env applies /etc/environment, as on a real machine); default off. */
   usePam?: boolean;
+  /** Start the terminal holder on each host (default true). */
+  holder?: boolean;
 }): Promise<NetnsHostSet> {
   const { id, names, subnet } = opts;
+  const holder = opts.holder ?? true;
   validateId(id);
   if (!Number.isInteger(subnet) || subnet < 0 || subnet > 255) {
     throw new Error(`netns hosts: subnet must be an integer 0..255 (got ${subnet})`);
@@ -164,7 +183,7 @@ export async function createNetnsHosts(opts: {
   const started: StartedHost[] = [];
   const results = await Promise.allSettled(
     names.map(async (name, index) => {
-      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false });
+      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false, holder });
       started.push(host);
       return host;
     }),
@@ -186,6 +205,11 @@ export async function createNetnsHosts(opts: {
     id,
     dir,
     hosts: ordered.map((h) => h.info),
+    async restartSshd(name, options = {}) {
+      const host = ordered.find((h) => h.info.name === name);
+      if (!host) throw new Error(`netns hosts: no host ${name} in set ${id}`);
+      await restartHostSshd(host, options.killSessions ?? false);
+    },
     destroy() {
       // Concurrent and repeated calls share one teardown; after a failure the next call retries.
       destroying ??= teardown({
@@ -228,10 +252,16 @@ export async function destroyNetnsHostsById(id: string, opts: { dir?: string } =
       if (Number.isInteger(pid) && pid > 0) sshds.push({ pid, configPath: path.join(dir, entry, "sshd_config") });
     }
   }
+  // Holders of the set (started with --pid-file <dir>/ld-<id>-<name>/holder.pid) outlive a
+  // namespace whose name is already gone, as sshd does.
+  const holderPattern = new RegExp(` --pid-file \\S*/ld-${id}-[a-z0-9-]+/holder\\.pid$`);
+  const holders: number[] = [];
   for (const proc of await listProcesses()) {
     const configPath = sshdConfigOf(proc.commandLine);
     if (configPath && configPattern.test(configPath)) sshds.push({ pid: proc.pid, configPath });
+    if (proc.commandLine.includes("labdeck-holder") && holderPattern.test(proc.commandLine)) holders.push(proc.pid);
   }
+  await killAll(holders);
   await teardown({ namespaces, links, sshds });
 }
 
@@ -284,6 +314,7 @@ async function startHost(p: {
   authorizedKeysPath: string;
   binds: readonly { source: string; target: string }[];
   usePam: boolean;
+  holder: boolean;
 }): Promise<StartedHost> {
   const ns = namespaceName(p.id, p.name);
   const link = linkName(p.id, p.index);
@@ -298,7 +329,9 @@ async function startHost(p: {
   const configPath = path.join(work, "sshd_config");
   const pidPath = path.join(work, "sshd.pid");
   const logPath = path.join(work, "sshd.log");
+  const holderPidPath = path.join(work, "holder.pid");
   await fs.rm(pidPath, { force: true });
+  await fs.rm(holderPidPath, { force: true });
   await fs.writeFile(
     configPath,
     [
@@ -356,13 +389,22 @@ async function startHost(p: {
         "-c",
         // A private /root per host (tmpfs, seeded from /etc/skel): what a learner or a check
         // writes in one host's home is not seen by the others, nor by this machine's /root.
-        // Then the caller's bind mounts, given as source/target pairs after the first three arguments.
-        'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$1" && d=$2 c=$3 && shift 3 && ' +
-          'while [ $# -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; done && exec "$d" -D -e -f "$c"',
+        // Then the caller's bind mounts (source/target pairs after the first seven arguments). The
+        // terminal holder gets private tmpfs for its socket and log directories (the paths every
+        // machine uses) and starts with setsid -f: a new session, not a child of sshd.
+        'n=$1 d=$2 c=$3 hf=$4 py=$5 pf=$6 lg=$7 && shift 7 && ' +
+          'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$n" && ' +
+          'while [ $# -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; done && ' +
+          'for h in ' + `${HOLDER_RUN_DIR} ${HOLDER_STATE_DIR}` + '; do mkdir -p "$h" && mount -t tmpfs -o mode=700 labdeck-holder "$h"; done && ' +
+          'if [ -n "$hf" ]; then setsid -f "$py" "$hf" --pid-file "$pf" </dev/null >>"$lg" 2>&1; fi && exec "$d" -D -e -f "$c"',
         "sh",
         p.name,
         SSHD,
         configPath,
+        p.holder ? HOLDER_FILE : "",
+        HOLDER_PYTHON,
+        holderPidPath,
+        path.join(work, "holder.log"),
         ...p.binds.flatMap((b) => [b.source, b.target]),
       ],
       { detached: true, stdio: ["ignore", logFd, logFd] },
@@ -386,6 +428,7 @@ async function startHost(p: {
   if (outcome !== "ready") {
     throw new Error(`${describe} ${outcome.reason} before answering; sshd log:\n${await logTail(logPath)}`);
   }
+  const holderPid = p.holder ? await waitForPidFile(holderPidPath, path.join(work, "holder.log")) : undefined;
   return {
     info: {
       name: p.name,
@@ -397,10 +440,53 @@ async function startHost(p: {
       hostKey,
       namespace: ns,
       pid,
+      holderPid,
     },
     configPath,
     child,
   };
+}
+
+/** The holder's pid, once it has written its pid file (it does so after binding its socket). */
+async function waitForPidFile(file: string, logFile: string): Promise<number> {
+  const deadline = Date.now() + HOLDER_READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const pid = Number.parseInt((await fs.readFile(file, "utf8").catch(() => "")).trim(), 10);
+    if (Number.isInteger(pid) && pid > 0) return pid;
+    await sleep(READY_POLL_INTERVAL_MS);
+  }
+  throw new Error(`terminal holder did not start within ${HOLDER_READY_TIMEOUT_MS} ms; its log:\n${await logTail(logFile)}`);
+}
+
+/** Kills the listener (and the per-login sshds) and starts sshd again inside the holder's namespaces. */
+async function restartHostSshd(host: StartedHost, killSessions: boolean): Promise<void> {
+  const { info, configPath } = host;
+  if (!info.holderPid) throw new Error(`netns hosts: ${info.name} has no holder whose namespaces to enter`);
+  const victims = [info.pid];
+  if (killSessions) {
+    for (const pid of await namespacePids(info.namespace)) {
+      const commandLine = await processCommandLine(pid);
+      // Per-connection sshds retitle themselves "sshd: root@pts/0", "sshd: root@notty", "sshd: root [priv]".
+      if (commandLine && /^sshd: \S+(@| \[)/.test(commandLine)) victims.push(pid);
+    }
+  }
+  await killAll(victims);
+  const logPath = path.join(path.dirname(configPath), "sshd.log");
+  const logFd = openSync(logPath, "a", 0o600);
+  let child: ChildProcess;
+  try {
+    child = spawn("nsenter", ["--target", String(info.holderPid), "--net", "--mount", "--uts", SSHD, "-D", "-e", "-f", configPath], {
+      detached: true,
+      stdio: ["ignore", logFd, logFd],
+    });
+  } finally {
+    closeSync(logFd);
+  }
+  child.unref();
+  // nsenter without --fork execs sshd: the spawned pid is sshd's.
+  info.pid = child.pid!;
+  host.child = child;
+  await waitForBanner(info.host, info.port, SSHD_READY_TIMEOUT_MS);
 }
 
 /** Two sets on one subnet would get duplicate addresses and routes; refuse instead. */

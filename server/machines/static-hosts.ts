@@ -11,6 +11,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import type { Db } from "../db/client";
+import { prepareHolder } from "../terminal/holder/install";
 import { hostKeyBlob } from "../terminal/ssh";
 import { NoCapacityError, type MachineProvider, type MachineRequest, type ProvisionedMachine } from "./provider";
 
@@ -79,6 +80,8 @@ export interface StaticHostsOptions {
    * it), false when another start took it first. `release` frees a session's groups.
    */
   claims: { claim(groupId: string, sessionId: string): Promise<boolean>; release(sessionId: string): Promise<void> };
+  /** Install or upgrade the terminal holder on a machine when a session gets it (default true). */
+  installHolder?: boolean;
 }
 
 /** Host group claims in the database (HostGroupClaim's primary key decides a race). */
@@ -115,7 +118,7 @@ export function staticHostsProvider(options: StaticHostsOptions): MachineProvide
         throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
       }
       const chosen = group;
-      return Promise.all(
+      const machines = await Promise.all(
         request.machines.map(async (name) => {
           const m = chosen.machines.find((x) => x.name === name)!;
           const keyPath = path.resolve(path.dirname(options.file), m.privateKeyPath);
@@ -129,6 +132,10 @@ export function staticHostsProvider(options: StaticHostsOptions): MachineProvide
         if (exclusive) await options.claims.release(request.sessionId);
         throw error;
       });
+      // First use of a machine: install (or upgrade) the terminal holder, in the background so
+      // the session starts as fast as before; a machine without it keeps the direct PTY.
+      if (options.installHolder ?? true) for (const m of machines) void prepareHolder(m);
+      return machines;
     },
     async destroy(sessionId) {
       // Static machines belong to the admin; releasing the session frees the group.

@@ -1,10 +1,13 @@
 /**
  * The live terminals of this process, one per (lab session, machine), created on first attach
- * and kept while the lab session lives so that shells outlive their WebSockets.
+ * and kept while the lab session lives so that shells outlive their WebSockets. The shells
+ * themselves live in each machine's terminal holder (holder/connector.ts) and outlive this
+ * process too; a machine without a holder gets the direct PTY.
  */
 import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession } from "./session";
-import { sshConnector, type SshEndpoint } from "./ssh";
+import { holderConnector, holderTerminalId } from "./holder/connector";
+import type { SshEndpoint } from "./ssh";
 
 /** Finds a machine's SSH endpoint; null when the session or machine does not exist or has ended. */
 export type EndpointLookup = (sessionId: string, machine: string) => Promise<SshEndpoint | null>;
@@ -26,7 +29,7 @@ export class TerminalRegistry {
     if (!entry) {
       entry = this.lookup(sessionId, machine).then((endpoint) =>
         endpoint
-          ? new TerminalSession(sshConnector(endpoint), {
+          ? new TerminalSession(holderConnector(endpoint, holderTerminalId(sessionId)), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
               isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
             })

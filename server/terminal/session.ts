@@ -31,7 +31,8 @@ export interface PtyChannel {
   /** Stop reading output (backpressure reaches the remote program); resume() undoes it. */
   pause(): void;
   resume(): void;
-  close(): void;
+  /** Stops using the shell; `endShell` (its lab session is over) also ends it where it outlives the channel. */
+  close(endShell?: boolean): void;
 }
 
 export interface PtyHandlers {
@@ -194,7 +195,7 @@ export class TerminalSession {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    this.channel?.close();
+    this.channel?.close(reason !== undefined);
     this.channel = null;
     if (reason) for (const viewer of this.viewers.keys()) viewer.end(reason);
     this.viewers.clear();

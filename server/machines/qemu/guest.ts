@@ -2,6 +2,8 @@
  * Files the image builder writes into the lab image: how the guest boots fast under TCG, gets
  * eth0 by DHCP from QEMU's user-mode NAT, and applies its per-VM seed (seed.ts) before sshd.
  */
+import { HOLDER_PATH } from "../../terminal/holder/client";
+import { HOLDER_SOURCE, HOLDER_UNIT } from "../../terminal/holder/install";
 import { SEED_FORMAT_VERSION, SEED_FW_CFG_NAME } from "./seed";
 
 /** Where the guest finds its seed (the qemu_fw_cfg module exposes fw_cfg items here). */
@@ -102,6 +104,25 @@ ExecStart=/usr/local/sbin/labdeck-seed
 WantedBy=sysinit.target
 `;
 
+/**
+ * The terminal holder (server/terminal/holder/labdeck-holder) as a system service: it owns the
+ * lab's shells in its own cgroup, so neither `systemctl restart ssh`, nor the end of an SSH login,
+ * nor the Labdeck server's death ends them. Stopping the service ends them (KillMode default).
+ */
+const HOLDER_SERVICE = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+[Unit]
+Description=Labdeck terminal holder: the lab's shells, independent of SSH
+After=local-fs.target
+
+[Service]
+ExecStart=/usr/bin/python3 ${HOLDER_PATH}
+Restart=on-failure
+RestartSec=1
+
+[Install]
+WantedBy=multi-user.target
+`;
+
 /** initramfs-tools setting for a small initrd (boots ~1.5 s faster than MODULES=most, and builds in seconds). */
 export const INITRAMFS_CONF = {
   path: "/etc/initramfs-tools/conf.d/labdeck.conf",
@@ -113,6 +134,8 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
   return [
     { path: "/usr/local/sbin/labdeck-seed", content: SEED_SCRIPT, mode: 0o755 },
     { path: "/etc/systemd/system/labdeck-seed.service", content: SEED_UNIT },
+    { path: HOLDER_PATH, content: HOLDER_SOURCE.toString("utf8"), mode: 0o755 },
+    { path: `/etc/systemd/system/${HOLDER_UNIT}.service`, content: HOLDER_SERVICE },
     {
       path: "/etc/systemd/network/10-eth0.network",
       content: [
@@ -173,4 +196,4 @@ export const MASKED_UNITS = ["systemd-binfmt.service", "proc-sys-fs-binfmt_misc.
 /** Units disabled in the image: timers that would wake up in every VM and compete for the CPU. */
 export const DISABLED_UNITS = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "e2scrub_reap.service"];
 /** Units enabled in the image. */
-export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service"];
+export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service", `${HOLDER_UNIT}.service`];

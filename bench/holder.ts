@@ -1,0 +1,286 @@
+/**
+ * Terminal holder benchmark: keystroke echo latency and output throughput of one shell on a netns
+ * sshd host, raw (an ssh2 PTY shell straight from sshd) against the same machine's terminal holder
+ * (ssh2 direct-streamlocal -> labdeck-holder -> PTY), in one run, interleaved. Also the holder's
+ * RSS with 3 terminals and its CPU while streaming (from /proc: the host shares this kernel).
+ *
+ *   flock /tmp/labdeck-test.lock npx tsx bench/holder.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--json out.json]
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import type { ClientChannel } from "ssh2";
+import { z } from "zod";
+
+const SUBNET = 79; // third octet of the host's 10.213.S.0/24
+const COLS = 120; // PTY width, characters
+const ROWS = 40; // PTY height, lines
+const LINE_CHARS = 50; // keystrokes per line before "\r" submits it to cat
+const SETTLE_MS = 150; // quiet time after submitting a line, ms
+const ECHO_TIMEOUT_MS = 5_000; // longest wait for one keystroke's echo, ms
+const COMMAND_TIMEOUT_MS = 30_000; // longest wait for a short command's marker, ms
+const THROUGHPUT_TIMEOUT_MS = 600_000; // longest wait for a throughput run's marker, ms
+const WARMUP_KEYSTROKES = 20; // keystrokes per path before measuring
+const WARMUP_MIB = 2; // MiB per path before the measured throughput run
+const MIB = 1024 * 1024; // bytes
+const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat times are in 1/100 s on Linux
+
+const Flags = z.object({
+  keystrokes: z.coerce.number().int().min(1).max(100_000).default(500),
+  "gap-ms": z.coerce.number().min(0).max(10_000).default(20),
+  mib: z.coerce.number().positive().max(4096).default(50),
+  json: z.string().min(1).optional(),
+});
+
+function flags(): z.infer<typeof Flags> {
+  const usage = "usage: npx tsx bench/holder.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--json FILE]";
+  try {
+    const { values } = parseArgs({
+      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, json: { type: "string" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    const parsed = Flags.safeParse(values);
+    if (parsed.success) return parsed.data;
+    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${usage}`);
+  }
+  process.exit(2);
+}
+
+const opts = flags();
+process.env.LOG_LEVEL ??= "warn";
+const { createNetnsHosts } = await import("../server/machines/netns-hosts");
+const { connectSsh } = await import("../server/terminal/ssh");
+const { connectHolder, HolderTerminal } = await import("../server/terminal/holder/client");
+
+interface Term {
+  name: "raw" | "holder";
+  write(data: string): void;
+  sink: ((chunk: Buffer) => void) | null;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => process.hrtime.bigint();
+const msSince = (t: bigint) => Number(now() - t) / 1e6;
+
+type Endpoint = Parameters<typeof connectSsh>[0];
+
+async function rawTerm(endpoint: Endpoint): Promise<Term> {
+  const client = await connectSsh(endpoint);
+  const stream = await new Promise<ClientChannel>((resolve, reject) =>
+    client.shell({ term: "xterm-256color", cols: COLS, rows: ROWS }, (e, s) => (e ? reject(e) : resolve(s))),
+  );
+  const term: Term = { name: "raw", sink: null, write: (d) => void stream.write(d), close: async () => void client.end() };
+  stream.on("data", (c: Buffer) => term.sink?.(c));
+  stream.stderr.on("data", (c: Buffer) => term.sink?.(c));
+  return term;
+}
+
+async function holderTerm(endpoint: Endpoint, id: string): Promise<Term & { offsetsOk: () => boolean }> {
+  const client = await connectSsh(endpoint);
+  const link = await connectHolder(client);
+  let expected = -1;
+  let ok = true;
+  const term = {
+    name: "holder" as const,
+    sink: null as ((chunk: Buffer) => void) | null,
+    write: (d: string) => void holder.write(d),
+    close: async () => {
+      link.close();
+      client.end();
+    },
+    offsetsOk: () => ok,
+  };
+  const holder = new HolderTerminal(
+    id,
+    {
+      onOutput: (offset, data) => {
+        if (expected >= 0 && offset !== expected) ok = false;
+        expected = offset + data.length;
+        term.sink?.(data);
+      },
+    },
+    { size: { cols: COLS, rows: ROWS } },
+  );
+  await holder.attach(link);
+  return term;
+}
+
+/** Runs `command` and waits for a marker that only the shell's output (not the echo) contains. */
+async function run(term: Term, command: string, timeoutMs = COMMAND_TIMEOUT_MS) {
+  const tag = randomBytes(4).toString("hex");
+  const needle = Buffer.from(`END${tag}-42`);
+  let bytes = 0;
+  let chunks = 0;
+  let tail = Buffer.alloc(0);
+  const started = now();
+  const done = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      term.sink = null;
+      reject(new Error(`${term.name}: no ${needle} within ${timeoutMs} ms; last output ${JSON.stringify(tail.toString())}`));
+    }, timeoutMs);
+    term.sink = (chunk) => {
+      bytes += chunk.byteLength;
+      chunks++;
+      const seam = Buffer.concat([tail, chunk.subarray(0, needle.length)]);
+      tail = Buffer.from(chunk.subarray(-needle.length));
+      if (chunk.includes(needle) || seam.includes(needle)) {
+        clearTimeout(timer);
+        term.sink = null;
+        resolve(msSince(started));
+      }
+    };
+  });
+  term.write(`${command}; echo END${tag}-$((6*7))\r`);
+  const ms = await done;
+  return { ms, bytes, chunks };
+}
+
+/** Types `n` printable characters `gapMs` apart (start to start); pushes each echo latency in ms. */
+async function type(term: Term, n: number, gapMs: number, out: number[]): Promise<void> {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz";
+  for (let i = 0; i < n; i++) {
+    const ch = alphabet[i % alphabet.length]!;
+    const code = ch.charCodeAt(0);
+    let started = 0n;
+    const echoed = new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${term.name}: no echo of ${ch} in ${ECHO_TIMEOUT_MS} ms`)), ECHO_TIMEOUT_MS);
+      term.sink = (chunk) => {
+        if (!chunk.includes(code)) return;
+        const ms = msSince(started);
+        clearTimeout(timer);
+        term.sink = null;
+        resolve(ms);
+      };
+    });
+    started = now();
+    term.write(ch);
+    const ms = await echoed;
+    out.push(ms);
+    await sleep(Math.max(0, gapMs - ms));
+  }
+  term.write("\r");
+  await sleep(SETTLE_MS);
+}
+
+function stats(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  return { n: s.length, p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1]!) };
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // utime, stime (fields 14, 15)
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await fs.readFile(`/proc/${pid}/status`, "utf8");
+  return Math.round((Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024) * 10) / 10;
+}
+
+/** Prints about `mib` MiB in the PTY; MiB/s from the bytes received; the holder's CPU over the run. */
+async function throughput(term: Term, mib: number, holderPid: number) {
+  const cpu = process.cpuUsage();
+  const holderCpu = await cpuSeconds(holderPid);
+  const r = await run(term, `head -c ${Math.round(mib * MIB)} /dev/zero | tr '\\0' x`, THROUGHPUT_TIMEOUT_MS);
+  const used = process.cpuUsage(cpu);
+  const holderUsed = (await cpuSeconds(holderPid)) - holderCpu;
+  return {
+    mibPerS: Math.round((r.bytes / MIB / (r.ms / 1000)) * 10) / 10,
+    seconds: Math.round(r.ms) / 1000,
+    mib: Math.round((r.bytes / MIB) * 100) / 100,
+    chunks: r.chunks,
+    avgChunkBytes: Math.round(r.bytes / r.chunks),
+    cpuPctOfOneCore: Math.round(((used.user + used.system) / 1000 / r.ms) * 100),
+    holderCpuPctOfOneCore: Math.round((holderUsed / (r.ms / 1000)) * 100),
+  };
+}
+
+const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-bench-holder-"));
+let set: Awaited<ReturnType<typeof createNetnsHosts>> | undefined;
+const cleanup = async () => {
+  await set?.destroy();
+  await fs.rm(dir, { recursive: true, force: true });
+};
+process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+process.once("SIGTERM", () => void cleanup().finally(() => process.exit(130)));
+let exitCode = 0;
+try {
+  set = await createNetnsHosts({ id: "bh", names: ["node01"], subnet: SUBNET, dir });
+  const host = set.hosts[0]!;
+  const holderPid = host.holderPid!;
+  const endpoint: Endpoint = { name: host.name, host: host.host, port: host.port, user: host.user, privateKey: host.privateKey, hostKey: host.hostKey };
+  const rssIdle = await rssMiB(holderPid);
+  const holder = await holderTerm(endpoint, "main");
+  const terms = [await rawTerm(endpoint), holder] as const;
+  // Two more terminals on the holder, each with some scrollback: the "3 terminals" of a lab machine.
+  const extra = [await holderTerm(endpoint, "second"), await holderTerm(endpoint, "third")];
+  for (const t of extra) await run(t, "seq 1 20000 >/dev/null; ls -la /usr/bin | head -200");
+
+  const tp: Record<string, Awaited<ReturnType<typeof throughput>>> = {};
+  for (const term of terms) {
+    await run(term, "stty -echoctl; hostname");
+    await throughput(term, WARMUP_MIB, holderPid);
+    tp[term.name] = await throughput(term, opts.mib, holderPid);
+    console.error(`${term.name}: ${tp[term.name]!.mibPerS} MiB/s`);
+  }
+  const rss3 = await rssMiB(holderPid);
+
+  for (const term of terms) await run(term, "echo cat-starts");
+  for (const term of terms) term.write("cat\r");
+  await sleep(SETTLE_MS * 4);
+  const lat: Record<string, number[]> = { raw: [], holder: [] };
+  const holderCpu0 = await cpuSeconds(holderPid);
+  const typingStarted = now();
+  for (const term of terms) await type(term, WARMUP_KEYSTROKES, opts["gap-ms"], []);
+  for (let done = 0, line = 0; done < opts.keystrokes; done += LINE_CHARS, line++) {
+    const n = Math.min(LINE_CHARS, opts.keystrokes - done);
+    for (const term of line % 2 ? [...terms].reverse() : terms) await type(term, n, opts["gap-ms"], lat[term.name]!);
+  }
+  const typingCpuPct = Math.round((((await cpuSeconds(holderPid)) - holderCpu0) / (msSince(typingStarted) / 1000)) * 1000) / 10;
+  const raw = stats(lat.raw!);
+  const hd = stats(lat.holder!);
+  const result = {
+    flags: opts,
+    echoMs: { raw, holder: hd, p50DiffMs: Math.round((hd.p50 - raw.p50) * 1000) / 1000 },
+    throughput: { raw: tp.raw!, holder: tp.holder!, ratio: Math.round((tp.holder!.mibPerS / tp.raw!.mibPerS) * 100) / 100 },
+    holderRssMiB: { idle: rssIdle, threeTerminals: rss3 },
+    holderCpuPctWhileTyping: typingCpuPct,
+    holderOffsetsOk: holder.offsetsOk(),
+  };
+
+  const row = (label: string, a: string | number, b: string | number, c = "") =>
+    console.log(`${label.padEnd(28)}${String(a).padStart(12)}${String(b).padStart(12)}  ${c}`);
+  console.log(`\nHolder benchmark: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of x`);
+  row("", "raw ssh", "holder", "holder vs raw");
+  for (const k of ["p50", "p90", "p99", "max"] as const) {
+    row(`echo ${k} (ms)`, raw[k].toFixed(3), hd[k].toFixed(3), k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms (target ≤ +0.3)` : "");
+  }
+  const [a, b] = [tp.raw!, tp.holder!];
+  row("throughput (MiB/s)", a.mibPerS, b.mibPerS, `${result.throughput.ratio}x (target ≥ 0.8)`);
+  row("time (s) / MiB received", `${a.seconds}/${a.mib}`, `${b.seconds}/${b.mib}`);
+  row("chunks (avg bytes)", `${a.chunks} (${a.avgChunkBytes})`, `${b.chunks} (${b.avgChunkBytes})`);
+  row("client CPU (% one core)", a.cpuPctOfOneCore, b.cpuPctOfOneCore);
+  row("holder CPU streaming (%)", "-", b.holderCpuPctOfOneCore);
+  row("holder CPU typing (%)", "-", typingCpuPct);
+  row("holder RSS (MiB)", "-", `${rssIdle} → ${rss3}`, "idle → 3 terminals after the runs");
+  if (!result.holderOffsetsOk) console.log("WARNING: offset gaps in holder output");
+  console.log(JSON.stringify(result));
+  if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");
+  for (const term of [...terms, ...extra]) await term.close();
+} catch (error) {
+  console.error(`bench failed: ${(error as Error).stack ?? error}`);
+  exitCode = 1;
+} finally {
+  await cleanup();
+}
+process.exit(exitCode);

@@ -1,0 +1,475 @@
+/**
+ * Client of the terminal holder (server/terminal/holder/labdeck-holder), the daemon on every lab
+ * machine that owns the PTYs and shells. The server reaches the holder's unix socket through an
+ * existing ssh2 connection (direct-streamlocal@openssh.com, or `labdeck-holder --attach` over an
+ * exec channel when the SSH server refuses streamlocal) and is only a viewer: a dropped
+ * connection, a restarted sshd or a dead server process leave the shells running.
+ *
+ * `HolderLink` is one connection (frames in, events out); `HolderTerminal` is one terminal seen
+ * through successive links: it keeps the read cursor (byte offset) and the unacknowledged input,
+ * so attaching it to a new link resumes output exactly where it stopped and resends input with the
+ * same sequence numbers, which the holder applies once.
+ *
+ * Wire format (the one definition on this side; the holder's header comment is the other):
+ * every frame is u32 length (big-endian, counts type + body) | u8 type | body; frames ≤ 1 MiB.
+ * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 number | bytes.
+ *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode, writer?} (from -1: the end, or the last
+ *                    `tail` bytes; input seqs count per writer) · 0x02 INPUT tagged seq+bytes ·
+ *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id}
+ *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid} ·
+ *                    0x82 OPENED json {id, start, end, oldest, lastSeq, spawned} ·
+ *                    0x83 OUTPUT tagged offset+bytes · 0x84 ACK tagged seq ·
+ *                    0x85 GONE json {id, requested, oldest} · 0x86 EXIT json {id, end, status} ·
+ *                    0x87 ERROR json {message, id?}
+ */
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import type { Duplex } from "node:stream";
+import type { Client } from "ssh2";
+import { z } from "zod";
+
+/** Where the holder listens on every machine (root only, mode 0600). */
+export const HOLDER_SOCKET = "/run/labdeck-holder/holder.sock";
+/** Where installers put the holder; the exec fallback runs it from here. */
+export const HOLDER_PATH = "/usr/local/lib/labdeck/labdeck-holder";
+/** Protocol generation this client speaks; the holder's HELLO must carry the same. */
+export const HOLDER_PROTOCOL = 1;
+/** Largest frame either side sends or accepts, in bytes (the holder's MAX_FRAME). */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Input bytes per INPUT frame; longer writes (a paste) are split. */
+const INPUT_CHUNK_BYTES = 16 * 1024;
+/** Unacknowledged input a terminal keeps for resending, in bytes; beyond, write() refuses. */
+export const UNACKED_INPUT_BYTES = 1024 * 1024;
+/** How long the holder has to send HELLO after the channel opens, in ms. */
+export const HELLO_TIMEOUT_MS = 5_000;
+/** Terminal ids the holder accepts. */
+export const TERMINAL_ID = /^[A-Za-z0-9_-]{1,32}$/;
+
+const T = {
+  OPEN: 0x01,
+  INPUT: 0x02,
+  RESIZE: 0x03,
+  DETACH: 0x04,
+  KILL: 0x05,
+  HELLO: 0x81,
+  OPENED: 0x82,
+  OUTPUT: 0x83,
+  ACK: 0x84,
+  GONE: 0x85,
+  EXIT: 0x86,
+  ERROR: 0x87,
+} as const;
+
+const Hello = z.object({ protocol: z.number(), version: z.string(), bootId: z.string(), instance: z.string(), pid: z.number().int() });
+export type HolderHello = z.infer<typeof Hello>;
+const Opened = z.object({
+  id: z.string(),
+  start: z.number().int(),
+  end: z.number().int(),
+  oldest: z.number().int(),
+  lastSeq: z.number().int(),
+  spawned: z.boolean(),
+});
+export type HolderOpened = z.infer<typeof Opened>;
+const Gone = z.object({ id: z.string(), requested: z.number().int(), oldest: z.number().int() });
+const Exit = z.object({ id: z.string(), end: z.number().int(), status: z.number().int().nullable().optional() });
+const ErrorMessage = z.object({ message: z.string(), id: z.string().optional() });
+
+export type TerminalMode = "write" | "read";
+export interface TerminalSize {
+  cols: number;
+  rows: number;
+}
+
+function frame(type: number, body: Uint8Array): Buffer {
+  const head = Buffer.allocUnsafe(5);
+  head.writeUInt32BE(body.byteLength + 1, 0);
+  head.writeUInt8(type, 4);
+  return Buffer.concat([head, body]);
+}
+
+function jsonFrame(type: number, value: object): Buffer {
+  return frame(type, Buffer.from(JSON.stringify(value)));
+}
+
+function taggedFrame(type: number, id: string, n: number, data?: Uint8Array): Buffer {
+  const tag = Buffer.from(id);
+  const head = Buffer.allocUnsafe(1 + tag.length + 8);
+  head.writeUInt8(tag.length, 0);
+  tag.copy(head, 1);
+  head.writeBigUInt64BE(BigInt(n), 1 + tag.length);
+  return frame(type, data ? Buffer.concat([head, data]) : head);
+}
+
+export interface HolderLinkEvents {
+  hello: [HolderHello];
+  opened: [HolderOpened];
+  output: [id: string, offset: number, data: Buffer];
+  ack: [id: string, seq: number];
+  gone: [z.infer<typeof Gone>];
+  exit: [z.infer<typeof Exit>];
+  holderError: [z.infer<typeof ErrorMessage>];
+  close: [error?: Error];
+}
+
+/** One connection to a holder; emits the holder's frames as events, parsed. */
+export class HolderLink extends EventEmitter<HolderLinkEvents> {
+  private pending: Buffer = Buffer.alloc(0);
+  private closed = false;
+  hello: HolderHello | null = null;
+
+  private constructor(private readonly stream: Duplex) {
+    super();
+    stream.on("data", (chunk: Buffer) => this.receive(chunk));
+    stream.on("error", (error: Error) => this.finish(error));
+    stream.on("close", () => this.finish());
+    stream.on("end", () => this.finish());
+  }
+
+  /** Wraps a byte stream to a holder and waits for its HELLO. */
+  static open(stream: Duplex, timeoutMs = HELLO_TIMEOUT_MS): Promise<HolderLink> {
+    const link = new HolderLink(stream);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => fail(new Error(`no HELLO from the holder within ${timeoutMs} ms`)), timeoutMs);
+      const fail = (error?: Error) => {
+        clearTimeout(timer);
+        link.close();
+        reject(error ?? new Error("the holder closed the connection before HELLO"));
+      };
+      link.once("close", fail);
+      link.once("hello", () => {
+        clearTimeout(timer);
+        link.off("close", fail);
+        if (link.hello!.protocol !== HOLDER_PROTOCOL) {
+          link.close();
+          reject(new Error(`holder speaks protocol ${link.hello!.protocol}, this server ${HOLDER_PROTOCOL}`));
+        } else resolve(link);
+      });
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  open(id: string, from: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
+    if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
+    this.send(jsonFrame(T.OPEN, { id, from, tail: options.tail ?? 0, writer: options.writer ?? "", cols: size.cols, rows: size.rows, mode }));
+  }
+
+  input(id: string, seq: number, data: Uint8Array): void {
+    this.send(taggedFrame(T.INPUT, id, seq, data));
+  }
+
+  resize(id: string, size: TerminalSize): void {
+    this.send(jsonFrame(T.RESIZE, { id, cols: size.cols, rows: size.rows }));
+  }
+
+  detach(id: string): void {
+    this.send(jsonFrame(T.DETACH, { id }));
+  }
+
+  /** Hangs up the terminal's shell (its readers then get EXIT). */
+  kill(id: string): void {
+    this.send(jsonFrame(T.KILL, { id }));
+  }
+
+  /** Pauses reading from the holder (its send buffer fills and it stops sending this link output). */
+  pause(): void {
+    this.stream.pause();
+  }
+
+  resume(): void {
+    this.stream.resume();
+  }
+
+  close(): void {
+    this.stream.destroy();
+    this.finish();
+  }
+
+  /** Closes after what was written has gone out (a last KILL or DETACH). */
+  end(): void {
+    if (this.closed) return;
+    this.stream.end();
+    setTimeout(() => this.close(), HELLO_TIMEOUT_MS).unref?.();
+  }
+
+  private send(buffer: Buffer): void {
+    if (!this.closed) this.stream.write(buffer);
+  }
+
+  private finish(error?: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stream.destroy();
+    this.emit("close", error);
+  }
+
+  private receive(chunk: Buffer): void {
+    let buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    while (buf.length >= 5 && !this.closed) {
+      const length = buf.readUInt32BE(0);
+      if (length < 1 || length > MAX_FRAME_BYTES) return this.finish(new Error(`holder sent a frame of ${length} bytes`));
+      if (buf.length < 4 + length) break;
+      const type = buf[4]!;
+      const body = buf.subarray(5, 4 + length);
+      buf = buf.subarray(4 + length);
+      try {
+        this.dispatch(type, body);
+      } catch (error) {
+        return this.finish(new Error(`bad frame 0x${type.toString(16)} from the holder: ${(error as Error).message}`));
+      }
+    }
+    // Keep only the unparsed tail (a copy, so the big chunk it came from can be freed).
+    this.pending = buf.length ? Buffer.from(buf) : Buffer.alloc(0);
+  }
+
+  private dispatch(type: number, body: Buffer): void {
+    if (type === T.OUTPUT || type === T.ACK) {
+      const n = body[0]!;
+      const id = body.toString("utf8", 1, 1 + n);
+      const number = Number(body.readBigUInt64BE(1 + n));
+      if (type === T.OUTPUT) this.emit("output", id, number, body.subarray(9 + n));
+      else this.emit("ack", id, number);
+      return;
+    }
+    const value: unknown = JSON.parse(body.toString("utf8"));
+    switch (type) {
+      case T.HELLO:
+        this.hello = Hello.parse(value);
+        return void this.emit("hello", this.hello);
+      case T.OPENED:
+        return void this.emit("opened", Opened.parse(value));
+      case T.GONE:
+        return void this.emit("gone", Gone.parse(value));
+      case T.EXIT:
+        return void this.emit("exit", Exit.parse(value));
+      case T.ERROR:
+        return void this.emit("holderError", ErrorMessage.parse(value));
+      default:
+        throw new Error("unknown frame type");
+    }
+  }
+}
+
+/** SSH connections whose server already treats them as interactive (see markInteractive). */
+const interactive = new WeakSet<Client>();
+
+/**
+ * sshd turns Nagle's algorithm off (TCP_NODELAY) on a connection only when a session channel
+ * runs a command; a connection that only forwards a stream keeps it on, and a holder's ACK frame
+ * followed by the echo then waits for the client's delayed ACK: ~40 ms per keystroke, measured.
+ * One `exec true` per connection makes sshd set it (OpenSSH ssh_packet_set_interactive).
+ */
+async function markInteractive(client: Client): Promise<void> {
+  if (interactive.has(client)) return;
+  await new Promise<void>((resolve) => {
+    client.exec("true", (error, channel) => {
+      if (error) return resolve(); // only latency is at stake
+      channel.on("close", () => resolve());
+      channel.resume();
+      channel.stderr.resume();
+    });
+  });
+  interactive.add(client);
+}
+
+/** Opens a link over an SSH connection: streamlocal first, `labdeck-holder --attach` over exec when refused. */
+export async function connectHolder(
+  client: Client,
+  options: { socketPath?: string; holderPath?: string; timeoutMs?: number } = {},
+): Promise<HolderLink> {
+  const socketPath = options.socketPath ?? HOLDER_SOCKET;
+  await markInteractive(client);
+  const stream = await new Promise<Duplex>((resolve, reject) => {
+    client.openssh_forwardOutStreamLocal(socketPath, (error, channel) => {
+      if (!error) return resolve(channel);
+      // Refused (AllowStreamLocalForwarding no) or no socket: try the stdio relay.
+      const command = `exec python3 ${options.holderPath ?? HOLDER_PATH} --attach --socket ${socketPath}`;
+      client.exec(command, (execError, exec) => {
+        if (execError) return reject(new Error(`holder unreachable: streamlocal: ${error.message}; exec: ${execError.message}`));
+        exec.stderr.resume();
+        resolve(exec);
+      });
+    });
+  });
+  return HolderLink.open(stream, options.timeoutMs);
+}
+
+export interface HolderTerminalHandlers {
+  /** Output bytes starting at `offset`; each byte is delivered once, in order. */
+  onOutput(offset: number, data: Buffer): void;
+  /** The holder answered OPEN (after every attach); `spawned` = a fresh shell started. */
+  onOpened?(info: HolderOpened): void;
+  /** The bytes from `requested` are no longer held; the terminal re-opens from `oldest` unless told otherwise. */
+  onGone?(requested: number, oldest: number): void;
+  /** The shell ended at `end`. */
+  onExit?(end: number, status: number | null | undefined): void;
+}
+
+interface UnackedInput {
+  seq: number;
+  data: Buffer;
+}
+
+/**
+ * One terminal on a holder, kept across links: `attach(link)` after every (re)connect. Output
+ * resumes at the cursor (`next`); input gets sequence numbers once the holder has said which it
+ * applied last (OPENED.lastSeq), and stays until acknowledged, so a resend after a reconnect is
+ * never typed twice.
+ */
+export class HolderTerminal {
+  /** Offset of the next output byte this terminal needs; -1 = from wherever the holder is now. */
+  next: number;
+  /**
+   * Names this writer's input sequence on the holder: two server processes writing to one shell
+   * each count their own seqs, so neither's input is taken for a retry of the other's.
+   */
+  readonly writer = randomBytes(8).toString("hex");
+  private link: HolderLink | null = null;
+  private nextSeq = 0; // 0 = not known yet (no OPENED seen)
+  private unacked: UnackedInput[] = [];
+  private unackedBytes = 0;
+  private unsequenced: Buffer[] = [];
+  private size: TerminalSize;
+  private detachers: (() => void)[] = [];
+
+  constructor(
+    readonly id: string,
+    private readonly handlers: HolderTerminalHandlers,
+    private readonly options: {
+      mode?: TerminalMode;
+      from?: number;
+      /** With `from` -1: start this many bytes before the end (a fresh viewer repaints recent output). */
+      tail?: number;
+      size?: TerminalSize;
+    } = {},
+  ) {
+    if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
+    this.next = options.from ?? -1;
+    this.size = options.size ?? { cols: 80, rows: 24 };
+  }
+
+  get mode(): TerminalMode {
+    return this.options.mode ?? "write";
+  }
+
+  /** Input bytes not yet acknowledged by the holder. */
+  get pendingInputBytes(): number {
+    return this.unackedBytes + this.unsequenced.reduce((n, b) => n + b.length, 0);
+  }
+
+  /** Attaches to a link (the previous one is forgotten) and resolves with the holder's OPENED. */
+  attach(link: HolderLink): Promise<HolderOpened> {
+    this.forgetLink();
+    this.link = link;
+    const on = <E extends keyof HolderLinkEvents>(event: E, fn: (...args: HolderLinkEvents[E]) => void) => {
+      link.on(event, fn as never);
+      this.detachers.push(() => link.off(event, fn as never));
+    };
+    const opened = new Promise<HolderOpened>((resolve, reject) => {
+      on("opened", (info) => {
+        if (info.id !== this.id) return;
+        this.opened(info);
+        resolve(info);
+      });
+      on("gone", (gone) => {
+        if (gone.id !== this.id) return;
+        this.handlers.onGone?.(gone.requested, gone.oldest);
+        reject(new HolderGoneError(gone.requested, gone.oldest));
+      });
+      on("close", (error) => reject(error ?? new Error("holder link closed")));
+    });
+    opened.catch(() => undefined);
+    on("output", (id, offset, data) => {
+      if (id === this.id) this.output(offset, data);
+    });
+    on("ack", (id, seq) => {
+      if (id === this.id) this.acked(seq);
+    });
+    on("exit", (exit) => {
+      if (exit.id === this.id) this.handlers.onExit?.(exit.end, exit.status);
+    });
+    link.open(this.id, this.next, this.size, this.mode, { tail: this.options.tail, writer: this.writer });
+    return opened;
+  }
+
+  /** Queues keystrokes; false when too much input is unacknowledged (the holder is unreachable). */
+  write(data: string | Uint8Array): boolean {
+    if (this.mode !== "write") return false;
+    const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data);
+    if (this.pendingInputBytes + bytes.length > UNACKED_INPUT_BYTES) return false;
+    if (this.nextSeq === 0) {
+      this.unsequenced.push(bytes);
+      return true;
+    }
+    for (let i = 0; i < bytes.length; i += INPUT_CHUNK_BYTES) this.sequence(bytes.subarray(i, i + INPUT_CHUNK_BYTES));
+    return true;
+  }
+
+  /** Hangs up the shell on the holder (the lab session is over). */
+  kill(): void {
+    if (this.mode === "write" && this.link && !this.link.isClosed) this.link.kill(this.id);
+  }
+
+  resize(size: TerminalSize): void {
+    this.size = size;
+    if (this.mode === "write" && this.link && !this.link.isClosed) this.link.resize(this.id, size);
+  }
+
+  /** Leaves the terminal running on the holder and stops reading it on this link. */
+  detach(): void {
+    if (this.link && !this.link.isClosed) this.link.detach(this.id);
+    this.forgetLink();
+  }
+
+  private forgetLink(): void {
+    for (const off of this.detachers) off();
+    this.detachers = [];
+    this.link = null;
+  }
+
+  private opened(info: HolderOpened): void {
+    if (this.next < 0 || info.start !== this.next) this.next = info.start;
+    if (this.nextSeq === 0 || this.nextSeq <= info.lastSeq) this.nextSeq = info.lastSeq + 1;
+    // Whatever the holder applied is done; resend the rest with the same numbers.
+    this.acked(info.lastSeq);
+    for (const input of this.unacked) this.link!.input(this.id, input.seq, input.data);
+    const waiting = this.unsequenced;
+    this.unsequenced = [];
+    for (const bytes of waiting) this.write(bytes);
+    this.handlers.onOpened?.(info);
+  }
+
+  private sequence(data: Buffer): void {
+    const input = { seq: this.nextSeq++, data };
+    this.unacked.push(input);
+    this.unackedBytes += data.length;
+    if (this.link && !this.link.isClosed) this.link.input(this.id, input.seq, data);
+  }
+
+  private acked(seq: number): void {
+    while (this.unacked.length && this.unacked[0]!.seq <= seq) this.unackedBytes -= this.unacked.shift()!.data.length;
+  }
+
+  private output(offset: number, data: Buffer): void {
+    if (this.next >= 0 && offset + data.length <= this.next) return; // already had it
+    // offset > next cannot happen on one link (the holder sends a reader's bytes in order, or
+    // GONE); should it, the bytes are still delivered at their own offset, which the handler sees.
+    const fresh = this.next > offset ? data.subarray(this.next - offset) : data;
+    const at = Math.max(offset, this.next);
+    this.next = at + fresh.length;
+    this.handlers.onOutput(at, fresh);
+  }
+}
+
+/** The offset asked for is older than the oldest byte the holder keeps. */
+export class HolderGoneError extends Error {
+  constructor(
+    readonly requested: number,
+    readonly oldest: number,
+  ) {
+    super(`output from ${requested} is no longer held (oldest is ${oldest})`);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * TerminalSession over the holder connector against real sshd hosts (netns) with a real holder:
+ * the shell outlives the TerminalSession that opened it (a server process going away), a lab
+ * session's end hangs it up, and a machine without a holder falls back to the direct PTY visibly.
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder/connector.test.ts
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
+import type { MachineState, SessionOverReason } from "../protocol";
+import { TerminalSession, type Viewer } from "../session";
+import { connectSsh, type SshEndpoint } from "../ssh";
+import { connectHolder } from "./client";
+import { holderConnector, holderTerminalId } from "./connector";
+
+const SUBNET = 66; // 10.213.66.0/24: a host with a holder
+const BARE_SUBNET = 67; // a host without one
+
+let dir: string;
+let set: NetnsHostSet;
+let bare: NetnsHostSet;
+const sessions: TerminalSession[] = [];
+
+function endpoint(h: NetnsHost): SshEndpoint {
+  return { name: h.name, host: h.host, port: h.port, user: h.user, privateKey: h.privateKey, hostKey: h.hostKey };
+}
+
+/** A write viewer that keeps everything it is sent. */
+class TextViewer implements Viewer {
+  readonly mode = "write" as const;
+  chunks: Buffer[] = [];
+  states: MachineState[] = [];
+  ended: SessionOverReason[] = [];
+  sendOutput(_offset: number, chunk: Uint8Array): boolean {
+    this.chunks.push(Buffer.from(chunk));
+    return true;
+  }
+  sendReset(): void {}
+  sendSize(): void {}
+  sendStatus(state: MachineState): void {
+    this.states.push(state);
+  }
+  end(reason: SessionOverReason): void {
+    this.ended.push(reason);
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+  async waitForText(needle: string, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.text().includes(needle)) {
+      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(needle)} in ${JSON.stringify(this.text().slice(-300))}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+/** Resolves when the holder says the terminal's shell has ended (a read-only look: spawns nothing). */
+async function shellEnded(h: NetnsHost, id: string): Promise<void> {
+  const ssh = await connectSsh(endpoint(h));
+  try {
+    const link = await connectHolder(ssh);
+    const ended = new Promise<void>((resolve) => link.on("exit", (e) => e.id === id && resolve()));
+    link.open(id, -1, { cols: 80, rows: 24 }, "read");
+    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000))]);
+    link.close();
+  } finally {
+    ssh.end();
+  }
+}
+
+function open(h: NetnsHost, sessionId: string): { session: TerminalSession; viewer: TextViewer } {
+  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId)));
+  sessions.push(session);
+  const viewer = new TextViewer();
+  session.attach(viewer, 0, { cols: 100, rows: 30 });
+  return { session, viewer };
+}
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-connector-"));
+  [set, bare] = await Promise.all([
+    createNetnsHosts({ id: "hc", names: ["node01"], subnet: SUBNET, dir: path.join(dir, "hc") }),
+    createNetnsHosts({ id: "hn", names: ["node02"], subnet: BARE_SUBNET, dir: path.join(dir, "hn"), holder: false }),
+  ]);
+}, 60_000);
+
+afterAll(async () => {
+  for (const s of sessions) s.close();
+  await Promise.all([set?.destroy(), bare?.destroy()]);
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+describe("holder connector", () => {
+  it("keeps the shell when the TerminalSession holding it goes away; a new one repaints recent output and continues", async () => {
+    const host = set.hosts[0]!;
+    const first = open(host, "lab-session-1");
+    first.session.input(first.viewer, "X=1; echo first-$((6*7))\r");
+    await first.viewer.waitForText("first-42\r\n");
+    first.session.close(); // shutdown: no reason, the shell stays on the holder
+
+    const second = open(host, "lab-session-1");
+    await second.viewer.waitForText("first-42\r\n"); // the tail of the log, repainted
+    second.session.input(second.viewer, "echo X-is-$X\r");
+    await second.viewer.waitForText("X-is-1\r\n");
+    expect(second.viewer.text()).not.toContain("端末ホルダーがない");
+
+    // Another lab session on the same machine has its own shell.
+    const other = open(host, "lab-session-2");
+    other.session.input(other.viewer, "echo other-${X:-unset}\r");
+    await other.viewer.waitForText("other-unset\r\n");
+    other.session.close("learner");
+
+    // The lab session ends: its shell is hung up; the next TerminalSession gets a fresh shell.
+    second.session.close("learner");
+    await shellEnded(host, holderTerminalId("lab-session-1"));
+    const third = open(host, "lab-session-1");
+    third.session.input(third.viewer, "echo after-end-${X:-unset}\r");
+    await third.viewer.waitForText("after-end-unset\r\n");
+    third.session.close("learner");
+  }, 60_000);
+
+  it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {
+    const { session, viewer } = open(bare.hosts[0]!, "lab-session-3");
+    await viewer.waitForText("端末ホルダーがないため直接接続しています");
+    session.input(viewer, "hostname; echo direct-$((6*7))\r");
+    await viewer.waitForText("direct-42\r\n");
+    expect(viewer.text()).toContain("node02\r\n");
+    expect(viewer.states).toContain("connected");
+    session.close("learner");
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * A PtyConnector (session.ts) whose shells live in the machine's terminal holder: the gateway
+ * attaches to them instead of owning them, so a server restart, a dropped network or a restarted
+ * sshd leave the shell running and the next `open()` (this process or another) resumes it. A
+ * machine without a usable holder gets the direct PTY (ssh.ts) and a visible line saying so.
+ */
+import { createHash } from "node:crypto";
+import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "../session";
+import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
+import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
+
+/** Output a process repaints when it first attaches to a terminal it has not seen (bytes). */
+export const ATTACH_TAIL_BYTES = 256 * 1024;
+
+/** The holder's terminal id for a lab session's shell on a machine (a machine may serve several sessions). */
+export function holderTerminalId(sessionId: string, tab = "main"): string {
+  return `${createHash("sha256").update(sessionId).digest("hex").slice(0, 20)}-${tab}`.slice(0, 32);
+}
+
+export function holderConnector(endpoint: SshEndpoint, terminalId: string, options: { fallback?: PtyConnector } = {}): PtyConnector {
+  const fallback = options.fallback ?? sshConnector(endpoint);
+  let active: PtyHandlers | null = null;
+  let bootId: string | undefined;
+  let onExit: (() => void) | null = null;
+  let onGone: ((oldest: number) => void) | null = null;
+  const term = new HolderTerminal(
+    terminalId,
+    {
+      onOutput: (_offset, data) => active?.onData(data),
+      onExit: () => onExit?.(),
+      onGone: (_requested, oldest) => onGone?.(oldest),
+    },
+    { tail: ATTACH_TAIL_BYTES },
+  );
+
+  return {
+    machine: endpoint.name,
+    async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+      const client = await connectSsh(endpoint);
+      let link: HolderLink;
+      try {
+        link = await connectHolder(client);
+      } catch {
+        client.end();
+        const channel = await fallback.open(size, handlers);
+        handlers.onData(Buffer.from(`\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`));
+        return channel;
+      }
+      const rebooted = bootId !== undefined && link.hello!.bootId !== bootId;
+      bootId = link.hello!.bootId;
+      let done = false;
+      let returned = false; // onClose only for a channel the session has been given
+      const finish = (error?: Error) => {
+        if (done) return;
+        done = true;
+        if (active === handlers) active = null;
+        onExit = onGone = null;
+        term.detach();
+        link.end();
+        client.end();
+        if (returned) handlers.onClose(error);
+      };
+      link.on("close", () => finish(new Error(`${endpoint.name}: connection lost`)));
+      client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
+      client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
+      if (rebooted) handlers.onData(Buffer.from(`\r\n[${endpoint.name} が再起動されました。新しいシェルです]\r\n`));
+      active = handlers;
+      // The shell ended: a normal close; the session opens again, which starts a fresh shell.
+      onExit = () => finish();
+      // This reader fell behind the log (its viewers stopped reading while output flooded): skip
+      // to the last ATTACH_TAIL_BYTES rather than replay up to the whole log to a slow viewer.
+      onGone = () => {
+        term.next = -1;
+        handlers.onData(Buffer.from(`\r\n[出力の一部を省略しました]\r\n`));
+        void term.attach(link).catch(() => undefined);
+      };
+      term.resize(size);
+      try {
+        await term.attach(link);
+      } catch (error) {
+        if (!(error instanceof HolderGoneError)) {
+          finish(error as Error);
+          throw error;
+        }
+        // Gone while we were away: the handler above re-attached from the oldest byte held.
+      }
+      if (done) throw new Error(`${endpoint.name}: connection lost`);
+      returned = true;
+      return {
+        write: (data) => void term.write(data),
+        resize: (next) => term.resize(next),
+        pause: () => link.pause(),
+        resume: () => link.resume(),
+        close: (endShell) => {
+          if (endShell) term.kill();
+          finish();
+        },
+      };
+    },
+  };
+}
