@@ -4,9 +4,8 @@
  * watches the cohort dashboard; the process serving them is killed -9. The page reconnects
  * through nginx to the other process, the grader there keeps unlocking steps, the dashboard keeps
  * updating, no check ran twice at once for a session, and no session is left starting or ending.
- *
- * Until terminals are held on the machines (issue 10) the reconnected terminal is a fresh shell
- * on the same machine; the files the learner made are there, the shell's variables are not.
+ * The shell is the same one (it lives in the machine's terminal holder): a variable set before
+ * the kill is still set after it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import pg from "pg";
@@ -80,6 +79,7 @@ test("kill -9 of the process serving a learner: the page and the dashboard carry
   await lab.goto("hello-terminal");
   await lab.expectStepState("hello-file", "current");
   await lab.open("node01");
+  await lab.run("export LABDECK_E2E_MARK=before-kill");
   await dashboard.goto(info.cohortId);
   await dashboard.expectProgress(info.learner.email, 0, "hello-file", 20_000);
 
@@ -95,8 +95,12 @@ test("kill -9 of the process serving a learner: the page and the dashboard carry
   console.log(`replicas: terminal live again ${Date.now() - killedAt} ms after kill -9`);
   await expect.poll(serverWithWriter, { timeout: 10_000 }).toEqual(survivor);
 
-  // The grader on the surviving process unlocks the step; the page and the dashboard see it.
+  // The same shell, through the other process.
   await lab.terminal("node01").locator(".xterm").click();
+  await lab.run('echo "mark=$LABDECK_E2E_MARK"');
+  await lab.expectLine("node01", /^mark=before-kill$/);
+
+  // The grader on the surviving process unlocks the step; the page and the dashboard see it.
   await lab.run("echo こんにちは > /root/hello.txt");
   await lab.expectStepState("hello-file", "done", 20_000);
   await dashboard.expectProgress(info.learner.email, 1, "node02-hostname", 20_000);

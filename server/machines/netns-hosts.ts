@@ -4,7 +4,7 @@ import { openSync, closeSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { log } from "../log";
-import { HOLDER_FILE } from "../terminal/holder/install";
+import { holderFile } from "../terminal/holder/install";
 
 /**
  * Test/dev harness: N real OpenSSH servers, each in its own Linux network namespace (own IPv4
@@ -401,7 +401,7 @@ async function startHost(p: {
         p.name,
         SSHD,
         configPath,
-        p.holder ? HOLDER_FILE : "",
+        p.holder ? holderFile() : "",
         HOLDER_PYTHON,
         holderPidPath,
         path.join(work, "holder.log"),

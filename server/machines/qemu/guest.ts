@@ -3,7 +3,7 @@
  * eth0 by DHCP from QEMU's user-mode NAT, and applies its per-VM seed (seed.ts) before sshd.
  */
 import { HOLDER_PATH } from "../../terminal/holder/client";
-import { HOLDER_SOURCE, HOLDER_UNIT } from "../../terminal/holder/install";
+import { holderSource, HOLDER_UNIT } from "../../terminal/holder/install";
 import { SEED_FORMAT_VERSION, SEED_FW_CFG_NAME } from "./seed";
 
 /** Where the guest finds its seed (the qemu_fw_cfg module exposes fw_cfg items here). */
@@ -134,7 +134,7 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
   return [
     { path: "/usr/local/sbin/labdeck-seed", content: SEED_SCRIPT, mode: 0o755 },
     { path: "/etc/systemd/system/labdeck-seed.service", content: SEED_UNIT },
-    { path: HOLDER_PATH, content: HOLDER_SOURCE.toString("utf8"), mode: 0o755 },
+    { path: HOLDER_PATH, content: holderSource().toString("utf8"), mode: 0o755 },
     { path: `/etc/systemd/system/${HOLDER_UNIT}.service`, content: HOLDER_SERVICE },
     {
       path: "/etc/systemd/network/10-eth0.network",

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
 import { connectSsh, type SshEndpoint } from "../ssh";
 import { HolderLink, HolderTerminal, connectHolder, type HolderOpened } from "./client";
-import { HOLDER_FILE, HOLDER_SOURCE, HOLDER_VERSION, ensureHolder, installScript } from "./install";
+import { holderFile, holderSource, holderVersion, ensureHolder, installScript } from "./install";
 
 const SUBNET = 64; // 10.213.64.0/24: this file's hosts
 const BARE_SUBNET = 65; // a host without a holder, for the installer
@@ -150,7 +150,7 @@ afterAll(async () => {
 describe("terminal holder over real sshd", () => {
   it("says who it is: version of this file, the machine's boot id, its pid", async () => {
     const { link } = await connect();
-    expect(link.hello).toMatchObject({ protocol: 1, version: HOLDER_VERSION, pid: host.holderPid });
+    expect(link.hello).toMatchObject({ protocol: 1, version: holderVersion(), pid: host.holderPid });
     expect(link.hello!.bootId).toBe((await fs.readFile("/proc/sys/kernel/random/boot_id", "utf8")).trim());
     link.close();
   });
@@ -387,7 +387,7 @@ describe("terminal holder over real sshd", () => {
     const ssh = await connectSsh(endpoint(host));
     opened.push(ssh);
     const channel = await new Promise<import("ssh2").ClientChannel>((resolve, reject) =>
-      ssh.exec(`python3 ${HOLDER_FILE} --attach`, (e, c) => (e ? reject(e) : resolve(c))),
+      ssh.exec(`python3 ${holderFile()} --attach`, (e, c) => (e ? reject(e) : resolve(c))),
     );
     const link = await HolderLink.open(channel);
     const screen = new Screen("survive");
@@ -407,7 +407,7 @@ describe("terminal holder over real sshd", () => {
     await expect(connectHolder(ssh, { holderPath: installPath })).rejects.toThrow();
 
     // An older holder is running: another file (one more comment line) has another version.
-    const old = Buffer.concat([HOLDER_SOURCE, Buffer.from("# an older release\n")]);
+    const old = Buffer.concat([holderSource(), Buffer.from("# an older release\n")]);
     const oldPath = "/root/.labdeck/old-holder";
     await new Promise<void>((resolve, reject) =>
       ssh.exec(installScript({ installPath: oldPath, socketPath: "/run/labdeck-holder/holder.sock" }), (e, c) => {
@@ -419,12 +419,12 @@ describe("terminal holder over real sshd", () => {
       }),
     );
     const oldLink = await waitForLink(ssh);
-    expect(oldLink.hello!.version).not.toBe(HOLDER_VERSION);
+    expect(oldLink.hello!.version).not.toBe(holderVersion());
     const oldPid = oldLink.hello!.pid;
     oldLink.close();
 
     const upgraded = await ensureHolder(ssh, { installPath });
-    expect(upgraded.hello!.version).toBe(HOLDER_VERSION);
+    expect(upgraded.hello!.version).toBe(holderVersion());
     expect(upgraded.hello!.pid).not.toBe(oldPid);
     const screen = new Screen("main");
     await screen.term.attach(upgraded);

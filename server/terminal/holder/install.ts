@@ -12,10 +12,21 @@ import { log } from "../../log";
 import { connectSsh, type SshEndpoint } from "../ssh";
 import { HOLDER_PATH, HOLDER_SOCKET, connectHolder, type HolderLink } from "./client";
 
-/** The holder's path in this checkout. */
-export const HOLDER_FILE = fileURLToPath(new URL("./labdeck-holder", import.meta.url));
-export const HOLDER_SOURCE = readFileSync(HOLDER_FILE);
-export const HOLDER_VERSION = createHash("sha256").update(HOLDER_SOURCE).digest("hex").slice(0, 12);
+/**
+ * The holder's path in this checkout, its bytes and its version; read on first use, not at import:
+ * this module is reachable from pages (through the image recipes), and Next's bundler gives
+ * `import.meta.url` URLs that `fileURLToPath` refuses as objects (hence `.href`).
+ */
+export function holderFile(): string {
+  return fileURLToPath(new URL("./labdeck-holder", import.meta.url).href);
+}
+let source: Buffer | null = null;
+export function holderSource(): Buffer {
+  return (source ??= readFileSync(holderFile()));
+}
+export function holderVersion(): string {
+  return createHash("sha256").update(holderSource()).digest("hex").slice(0, 12);
+}
 /** systemd unit name of the holder (image unit and transient unit alike). */
 export const HOLDER_UNIT = "labdeck-holder";
 /** How long a freshly started holder has to answer on its socket, in ms. */
@@ -73,17 +84,17 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
   const socketPath = options.socketPath ?? HOLDER_SOCKET;
   const installPath = options.installPath ?? HOLDER_PATH;
   const existing = await connectHolder(client, { socketPath, holderPath: installPath }).catch(() => null);
-  if (existing && existing.hello!.version === HOLDER_VERSION) return existing;
+  if (existing && existing.hello!.version === holderVersion()) return existing;
   existing?.close();
   const script = installScript({ installPath, socketPath, oldPid: existing?.hello?.pid });
-  const installed = await exec(client, script, HOLDER_SOURCE);
+  const installed = await exec(client, script, holderSource());
   if (installed.code !== 0) throw new Error(`installing the terminal holder failed (exit ${installed.code}): ${installed.output.trim()}`);
   const deadline = Date.now() + START_TIMEOUT_MS;
   let last: Error | undefined;
   while (Date.now() < deadline) {
     try {
       const link = await connectHolder(client, { socketPath, holderPath: installPath });
-      if (link.hello!.version === HOLDER_VERSION) return link;
+      if (link.hello!.version === holderVersion()) return link;
       link.close(); // the old one is still going away
     } catch (error) {
       last = error as Error;
