@@ -704,7 +704,7 @@ describe("accounts", () => {
     const { token, invitation } = await createInvitation(stack.db, { email: "revoked@example.test", role: "learner" }, users.admin.id, { secret: stack.secret });
     expect((await invitationRoute.DELETE(request("admin", `/api/invitations/${invitation.id}`, { method: "DELETE" }), params({ id: invitation.id }))).status).toBe(200);
     const res = await acceptRoute.POST(
-      new Request(`${BASE}/api/invitations/accept`, { method: "POST", body: JSON.stringify({ token, name: "Revoked", password: PASSWORD }) }),
+      new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify({ token, name: "Revoked", password: PASSWORD }) }),
       {},
     );
     expect(res.status).toBe(410);
