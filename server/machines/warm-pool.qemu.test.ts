@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endSession, restartMachine } from "../sessions/lab-sessions";
+import { endSession, machineEndpoint, restartMachine } from "../sessions/lab-sessions";
 import { CloseCode } from "../terminal/protocol";
 import { connectSsh } from "../terminal/ssh";
 import { LAB_MACHINES, startStack, type Stack } from "../testing/stack";
@@ -94,7 +94,10 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     const handOutMs = Date.now() - started;
     const machines = await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } });
     for (const m of machines) {
-      const client = await connectSsh(m, READY_LOGIN_TIMEOUT_MS);
+      // The stored private key is encrypted at rest; the endpoint is what SSH gets.
+      const endpoint = (await machineEndpoint(stack.db, sessionId, m.name))!;
+      expect(m.privateKey).not.toContain("PRIVATE KEY");
+      const client = await connectSsh(endpoint, READY_LOGIN_TIMEOUT_MS);
       const hostname = await new Promise<string>((resolve, reject) => {
         client.exec("hostname", (error, stream) => {
           if (error) return reject(error);
