@@ -150,6 +150,15 @@ describe(`README: ${command}`, () => {
     const first = await start(FIRST_START_LIMIT_S);
     expect(first.output()).toMatch(/First admin account[\s\S]*link: +http\S+\/invite\/[A-Za-z0-9_-]{43}\n/);
     expect(first.output()).not.toMatch(/password: /);
+    // The admin opens the one-time link and sets a password (as a person would, through the API
+    // the link's page calls); from then on no start prints a link again.
+    const link = /link: +(http\S+)\/invite\/([A-Za-z0-9_-]{43})\n/.exec(first.output())!;
+    const accepted = await fetch(`${link[1]}/api/invitations/accept`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: link[1]! },
+      body: JSON.stringify({ token: link[2], name: "Admin", password: "up test password 12345" }),
+    });
+    expect(accepted.status).toBe(201);
     await sql("CREATE TABLE up_test_marker (v text)");
     await sql("INSERT INTO up_test_marker VALUES ('written before the stops')");
     console.log(`first start: ${first.seconds.toFixed(1)} s to listening`);
