@@ -82,3 +82,17 @@ export async function signInNewUser(context: BrowserContext, baseURL: string, ro
   if (!accepted.ok()) throw new Error(`accepting the invitation failed: HTTP ${accepted.status()} ${await accepted.text()}`);
   return email;
 }
+
+/**
+ * Puts an existing learner into a new cohort with `labs` (learners may start only their cohorts'
+ * labs), the way an admin does it: create the cohort, add the member by email.
+ */
+export async function joinNewCohort(baseURL: string, email: string, labs: readonly string[]): Promise<string> {
+  const admin = await adminApi(baseURL);
+  const created = await admin.post("/api/cohorts", { data: { name: `e2e ${email}`, labs } });
+  if (!created.ok()) throw new Error(`cohort failed: HTTP ${created.status()} ${await created.text()}`);
+  const { cohort } = (await created.json()) as { cohort: { id: string } };
+  const added = await admin.post(`/api/cohorts/${cohort.id}/members`, { data: { email, role: "learner" } });
+  if (!added.ok()) throw new Error(`adding ${email} failed: HTTP ${added.status()} ${await added.text()}`);
+  return cohort.id;
+}

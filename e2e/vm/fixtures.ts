@@ -4,7 +4,7 @@
  * rather than a `webServer` entry, so only runs that include the `vm` project boot VMs.
  */
 import { test as base } from "@playwright/test";
-import { signInNewUser } from "../accounts";
+import { joinNewCohort, signInNewUser } from "../accounts";
 import { IMAGE_BUILD_TIMEOUT_MS } from "../../server/machines/qemu/test-image";
 import { POOL_READY_TIMEOUT_MS, startVmServer, type VmServer } from "./vm-server";
 
@@ -13,6 +13,8 @@ import { POOL_READY_TIMEOUT_MS, startVmServer, type VmServer } from "./vm-server
  * server, which runs at the same time, has 3217 and 3218.
  */
 const PORT = Number(process.env.E2E_VM_PORT ?? 3227);
+/** The labs the VM e2e tests open. */
+const VM_E2E_LABS = ["preinstall-checks"];
 /** A cold image build, then the pool's first boot, plus the graceful stop. */
 const SERVER_FIXTURE_TIMEOUT_MS = IMAGE_BUILD_TIMEOUT_MS + POOL_READY_TIMEOUT_MS + 2 * 60_000;
 
@@ -33,10 +35,13 @@ export const test = base.extend<{ learnerEmail: string }, { vmServer: VmServer }
   baseURL: async ({ vmServer }, use) => {
     await use(vmServer.url);
   },
-  // Each test is a freshly invited learner, signed in before it starts (as in e2e/fixtures.ts).
+  // Each test is a freshly invited learner, signed in before it starts (as in e2e/fixtures.ts),
+  // in a cohort with the course labs these tests open (learners start only their cohorts' labs).
   learnerEmail: [
     async ({ context, baseURL }, use) => {
-      await use(await signInNewUser(context, baseURL!, "learner"));
+      const email = await signInNewUser(context, baseURL!, "learner");
+      await joinNewCohort(baseURL!, email, VM_E2E_LABS);
+      await use(email);
     },
     { auto: true },
   ],
