@@ -5,10 +5,9 @@
  * a cohort's invitations, on the cohort's admin page.
  */
 import { useTranslations } from "next-intl";
-import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { copyText } from "@/components/clipboard";
-import { callApi } from "@/components/cohorts/api";
+import { ConfirmDeleteButton } from "@/components/ConfirmDeleteButton";
 
 export interface OpenInvitationRow {
   id: string;
@@ -80,28 +79,5 @@ export function LinkWithCopy({ url, testId = "invitation-link" }: { url: string;
 
 function RevokeButton({ id, email }: { id: string; email: string }) {
   const t = useTranslations("invitations");
-  const router = useRouter();
-  const [error, setError] = useState<string | null>(null);
-  return (
-    <span className="inline-flex flex-col items-end">
-      <button
-        type="button"
-        className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700 hover:bg-red-50"
-        onClick={async () => {
-          if (!window.confirm(t("revokeConfirm", { email }))) return;
-          setError(null);
-          const res = await callApi(`/api/invitations/${encodeURIComponent(id)}`, { method: "DELETE" });
-          if (res.ok) router.refresh();
-          else setError(res.error ?? t("failed"));
-        }}
-      >
-        {t("revoke")}
-      </button>
-      {error && (
-        <span role="alert" className="text-xs text-red-700">
-          {error}
-        </span>
-      )}
-    </span>
-  );
+  return <ConfirmDeleteButton url={`/api/invitations/${encodeURIComponent(id)}`} confirmText={t("revokeConfirm", { email })} label={t("revoke")} failedText={t("failed")} />;
 }

@@ -12,6 +12,7 @@ import { LinkWithCopy } from "@/components/invitations/OpenInvitations";
 import type { CsvImportReport } from "@/server/cohorts/csv-import";
 import type { AddByEmailResult } from "@/server/cohorts/members";
 import type { ProvisionJobView } from "@/server/cohorts/provision-jobs";
+import { ConfirmDeleteButton } from "@/components/ConfirmDeleteButton";
 
 /** How often the page asks for a running pre-provisioning job's progress, in ms. */
 const PROVISION_POLL_MS = 1_000;
@@ -89,29 +90,13 @@ export function AddMember({ cohortId, disabled }: { cohortId: string; disabled: 
 /** Removes a member (learner or instructor) after a confirmation. */
 export function RemoveMember({ cohortId, userId, name, email }: { cohortId: string; userId: string; name: string; email: string }) {
   const t = useTranslations("cohorts");
-  const router = useRouter();
-  const [error, setError] = useState<string | null>(null);
   return (
-    <span className="inline-flex flex-col items-end">
-      <button
-        type="button"
-        className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700 hover:bg-red-50"
-        onClick={async () => {
-          if (!window.confirm(t("removeConfirm", { name, email }))) return;
-          setError(null);
-          const res = await callApi(`/api/cohorts/${cohortId}/members/${encodeURIComponent(userId)}`, { method: "DELETE" });
-          if (res.ok) router.refresh();
-          else setError(res.error ?? t("failed"));
-        }}
-      >
-        {t("removeRun")}
-      </button>
-      {error && (
-        <span role="alert" className="text-xs text-red-700">
-          {error}
-        </span>
-      )}
-    </span>
+    <ConfirmDeleteButton
+      url={`/api/cohorts/${cohortId}/members/${encodeURIComponent(userId)}`}
+      confirmText={t("removeConfirm", { name, email })}
+      label={t("removeRun")}
+      failedText={t("failed")}
+    />
   );
 }
 
