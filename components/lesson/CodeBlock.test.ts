@@ -26,7 +26,7 @@ const LESSON = [
 
 /** Rendered in Japanese, the default language, as the app does. */
 function inJapanese(children: ReactNode) {
-  return createElement(NextIntlClientProvider, { locale: "ja", messages: MESSAGES.ja, children });
+  return createElement(NextIntlClientProvider, { locale: "ja", messages: MESSAGES.ja, timeZone: "Asia/Tokyo", children });
 }
 
 function render(machines: string[] | undefined): string {
