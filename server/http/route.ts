@@ -111,19 +111,26 @@ function hasNul(value: unknown): boolean {
 }
 
 async function readText(request: Request, limit: number): Promise<string> {
-  if (!request.body) return "";
+  const bytes = await readBodyBytes(request, limit + 1);
+  if (bytes.byteLength > limit) throw new BadInput(413, "bodyTooLarge", `body is over ${limit} bytes`);
+  return Buffer.from(bytes).toString("utf8");
+}
+
+/**
+ * The body's first `max` bytes at most, never more in memory: reading stops (and the stream is
+ * cancelled) once `max` bytes are in. Callers pass their limit + 1 to tell "too large" apart.
+ */
+export async function readBodyBytes(request: Request, max: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
+  while (size < max) {
     const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new BadInput(413, "bodyTooLarge", `body is over ${limit} bytes`);
-    }
+    if (done) return Buffer.concat(chunks);
     chunks.push(value);
+    size += value.byteLength;
   }
-  return Buffer.concat(chunks).toString("utf8");
+  await reader.cancel().catch(() => undefined);
+  return Buffer.concat(chunks).subarray(0, max);
 }
