@@ -3,6 +3,7 @@
  * default) behind a warm pool, or the static hosts file. For QEMU it also recovers after a
  * restart: VMs of live sessions are adopted, everything else an earlier process left is removed.
  */
+import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import type { Env } from "../config";
@@ -13,6 +14,7 @@ import { detectAccel } from "./qemu/accel";
 import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
 import { recipeByName } from "./qemu/recipe";
+import { SingletonRole } from "../leases/roles";
 import { dbHostClaims, staticHostsProvider } from "./static-hosts";
 import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 
@@ -20,6 +22,11 @@ import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 const POOL_MACHINES = ["controlplane", "node01", "node02"];
 /** The image variant pooled sets boot (the one this workplace builds; labs on others start cold). */
 const POOL_IMAGE = "debian-base";
+
+/** The warm pool's role lease: per machine host, since the local QEMU provider's VMs live on the host that booted them. */
+export function warmPoolRole(host = os.hostname()): string {
+  return `warm-pool:${host}`;
+}
 
 export interface Machines {
   provider: MachineProvider;
@@ -75,6 +82,18 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
     return { kind, provider: qemu, pool: null, reboot: qemu.reboot, stop: async () => {} };
   }
   const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, image: POOL_IMAGE, log });
-  pool.start();
-  return { kind, provider: pool, pool, reboot: qemu.reboot, stop: () => pool.stop() };
+  // The pool's sets are VMs on this host held in this process's memory: one process per host
+  // keeps them (a lease per host); on the others, pool.create falls through to cold starts.
+  const role = new SingletonRole({ db, log }, warmPoolRole(), { start: () => pool.start(), stop: () => pool.stop() });
+  role.start();
+  return {
+    kind,
+    provider: pool,
+    pool,
+    reboot: qemu.reboot,
+    stop: async () => {
+      await role.stop();
+      await pool.stop();
+    },
+  };
 }
