@@ -28,6 +28,18 @@ export function warmPoolRole(host = os.hostname()): string {
   return `warm-pool:${host}`;
 }
 
+/**
+ * Keeps `pool` filled only while this process holds the host's warm-pool role. The pool's sets are
+ * VMs on this host held in this process's memory, so one process per host keeps them; on the
+ * others `pool.create` falls through to cold starts. Losing the role stops the refill and
+ * destroys this process's unclaimed sets (the new holder makes its own).
+ */
+export function poolOnOneProcess(deps: { db: Db; log: Logger }, pool: WarmPool, options: { host?: string; holder?: string; leaseMs?: number; renewMs?: number } = {}): SingletonRole {
+  const role = new SingletonRole(deps, warmPoolRole(options.host), { start: () => pool.start(), stop: () => pool.stop() }, options);
+  role.start();
+  return role;
+}
+
 export interface Machines {
   provider: MachineProvider;
   kind: "qemu" | "static";
@@ -82,10 +94,7 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
     return { kind, provider: qemu, pool: null, reboot: qemu.reboot, stop: async () => {} };
   }
   const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, image: POOL_IMAGE, log });
-  // The pool's sets are VMs on this host held in this process's memory: one process per host
-  // keeps them (a lease per host); on the others, pool.create falls through to cold starts.
-  const role = new SingletonRole({ db, log }, warmPoolRole(), { start: () => pool.start(), stop: () => pool.stop() });
-  role.start();
+  const role = poolOnOneProcess({ db, log }, pool);
   return {
     kind,
     provider: pool,
