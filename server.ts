@@ -10,10 +10,11 @@ import { createAuth } from "./server/auth/auth";
 import { terminalAuthorizer } from "./server/auth/terminal-access";
 import { ensureFirstAdmin } from "./server/auth/invitations";
 import { parseEnv, publicUrl } from "./server/config";
-import { failInterruptedProvisionJobs } from "./server/cohorts/provision";
+import { Provisioner } from "./server/cohorts/provision";
 import { WatchRegistry } from "./server/cohorts/watchers";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
+import { SingletonRole } from "./server/leases/roles";
 import { LabCatalog } from "./server/labs/catalog";
 import { refuseUnbuiltImage } from "./server/labs/image-status";
 import { SshExecPool } from "./server/machines/ssh-exec";
@@ -70,16 +71,25 @@ async function main(): Promise<void> {
   const watchers = new WatchRegistry({ db, bus });
   await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id) });
   watchers.start();
-  const interrupted = await failInterruptedProvisionJobs(db);
-  if (interrupted > 0) log.warn({ jobs: interrupted }, "pre-provisioning jobs cut short by the last stop were marked failed");
+  // Jobs a stopped process left running are resumed by whichever process holds them next.
+  const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
+  // One sweeper over all processes: a lease row, taken over when its holder stops renewing.
+  const sweeperRole = new SingletonRole({ db, log }, "sweeper", {
+    start: () => {
+      sweeper.start();
+      void sweeper.sweep();
+    },
+    stop: () => sweeper.stop(),
+  });
   setServices({
-    env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers,
+    env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner,
     refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
   });
   // Starts and teardowns a dead predecessor left half-done are settled before serving.
   await sweeper.reconcile();
   grader.start();
-  sweeper.start();
+  sweeperRole.start();
+  provisioner.start();
 
   const dev = env.NODE_ENV !== "production";
   const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
@@ -138,7 +148,7 @@ async function main(): Promise<void> {
   } catch (error) {
     // A taken port: nothing will ever serve these machines, so the pool's sets go now (they are
     // detached processes and would outlive this one) and the database stops.
-    sweeper.stop();
+    await Promise.all([sweeperRole.stop(), provisioner.stop()]);
     grader.stop();
     await machines.stop().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
@@ -178,7 +188,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }, STOP_LIMIT_MS).unref();
     gateway.closeAll();
-    sweeper.stop();
+    // Gives the sweeper role and this process's provisioning jobs to another process at once.
+    await Promise.all([sweeperRole.stop(), provisioner.stop()]);
     grader.stop();
     pool.closeAll();
     server.close();

@@ -3,6 +3,7 @@
  * own module graph, so they reach these through globalThis (getServices) rather than by import.
  */
 import type { Auth } from "./auth/auth";
+import type { Provisioner } from "./cohorts/provision";
 import type { WatchRegistry } from "./cohorts/watchers";
 import type { Env } from "./config";
 import type { Db } from "./db/client";
@@ -39,6 +40,8 @@ export interface Services {
   sweeper: SessionSweeper;
   /** Who watches which session's terminals read-only (cohort dashboards; learner's notice). */
   watchers: WatchRegistry;
+  /** Pre-provisioning jobs: started here, resumed here when their process died. */
+  provisioner: Provisioner;
 }
 
 const KEY = Symbol.for("labdeck.services");

@@ -3,6 +3,7 @@
  * default) behind a warm pool, or the static hosts file. For QEMU it also recovers after a
  * restart: VMs of live sessions are adopted, everything else an earlier process left is removed.
  */
+import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import type { Env } from "../config";
@@ -13,6 +14,7 @@ import { detectAccel } from "./qemu/accel";
 import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
 import { recipeByName } from "./qemu/recipe";
+import { SingletonRole } from "../leases/roles";
 import { dbHostClaims, staticHostsProvider } from "./static-hosts";
 import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 
@@ -20,6 +22,23 @@ import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 const POOL_MACHINES = ["controlplane", "node01", "node02"];
 /** The image variant pooled sets boot (the one this workplace builds; labs on others start cold). */
 const POOL_IMAGE = "debian-base";
+
+/** The warm pool's role lease: per machine host, since the local QEMU provider's VMs live on the host that booted them. */
+export function warmPoolRole(host = os.hostname()): string {
+  return `warm-pool:${host}`;
+}
+
+/**
+ * Keeps `pool` filled only while this process holds the host's warm-pool role. The pool's sets are
+ * VMs on this host held in this process's memory, so one process per host keeps them; on the
+ * others `pool.create` falls through to cold starts. Losing the role stops the refill and
+ * destroys this process's unclaimed sets (the new holder makes its own).
+ */
+export function poolOnOneProcess(deps: { db: Db; log: Logger }, pool: WarmPool, options: { host?: string; holder?: string; leaseMs?: number; renewMs?: number } = {}): SingletonRole {
+  const role = new SingletonRole(deps, warmPoolRole(options.host), { start: () => pool.start(), stop: () => pool.stop() }, options);
+  role.start();
+  return role;
+}
 
 export interface Machines {
   provider: MachineProvider;
@@ -75,6 +94,15 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
     return { kind, provider: qemu, pool: null, reboot: qemu.reboot, stop: async () => {} };
   }
   const pool = new WarmPool(qemu, { size: env.LABDECK_POOL_SIZE, machines: POOL_MACHINES, image: POOL_IMAGE, log });
-  pool.start();
-  return { kind, provider: pool, pool, reboot: qemu.reboot, stop: () => pool.stop() };
+  const role = poolOnOneProcess({ db, log }, pool);
+  return {
+    kind,
+    provider: pool,
+    pool,
+    reboot: qemu.reboot,
+    stop: async () => {
+      await role.stop();
+      await pool.stop();
+    },
+  };
 }

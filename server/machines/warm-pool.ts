@@ -57,8 +57,9 @@ export class WarmPool implements MachineProvider {
     if (resume) this.resume = (sid, machines) => resume.call(inner, providerSessionOf(sid, machines), machines);
   }
 
-  /** Starts filling the pool in the background. */
+  /** Starts filling the pool in the background (again after a stop: the pool role moved back here). */
   start(): void {
+    this.stopped = false;
     this.refill();
   }
 

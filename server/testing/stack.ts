@@ -12,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { createAuth, type Auth } from "../auth/auth";
 import { terminalAuthorizer } from "../auth/terminal-access";
+import { Provisioner } from "../cohorts/provision";
 import { WatchRegistry } from "../cohorts/watchers";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
@@ -39,6 +40,8 @@ export interface Stack {
   /** ws://127.0.0.1:PORT/ws/terminal */
   wsUrl: string;
   db: Db;
+  /** The stack's database, for child processes that join it. */
+  databaseUrl: string;
   secret: Buffer;
   /** better-auth on the stack's database (users via server/auth/users.ts). */
   auth: Auth;
@@ -52,6 +55,8 @@ export interface Stack {
   /** Not started; tests call sweep() with the time they want. Terminal input reaches activity(). */
   sweeper: SessionSweeper;
   watchers: WatchRegistry;
+  /** Pre-provisioning jobs; not started (tests call startJob or resumeAbandoned). */
+  provisioner: Provisioner;
   /**
    * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
    * directory gets its setup run; any other slug just gets the three machines.
@@ -162,6 +167,8 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
     cleanups.push(async () => sweeper.stop());
     const watchers = new WatchRegistry({ db, bus });
+    const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
+    cleanups.push(() => provisioner.stop());
     await bus.start({ progress: (sid) => grader.progress(sid), watchers: (sid) => watchers.watchers(sid) });
     const gateway = terminalUpgrade({
       onViewer: watchers.onViewer,
@@ -189,6 +196,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     return {
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
+      databaseUrl: embedded.url,
       secret,
       auth,
       provider,
@@ -199,6 +207,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       grader,
       sweeper,
       watchers,
+      provisioner,
       async startSession(learnerId, slug = "test-lab") {
         const lab = await labs.get(slug).catch(() => null);
         const session = await startOrResumeSession(

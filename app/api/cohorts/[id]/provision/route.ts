@@ -1,12 +1,12 @@
 /**
  * Pre-provisioning (admins): POST starts a job that starts a session for every learner × lab of
- * the cohort (202 with the job; the work goes on in the background); GET answers the newest job's
+ * the cohort (202 with the job; the work goes on in the background, resumed by another process
+ * if this one stops); GET answers the newest job's
  * progress (n/total, failures with reasons), which the admin page polls.
  */
 import { requireRole } from "@/server/auth/guard";
 import { cohortRoute } from "@/server/cohorts/access";
 import { getCohortOrThrow } from "@/server/cohorts/cohorts";
-import { startProvisionJob } from "@/server/cohorts/provision";
 import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { log } from "@/server/log";
 
@@ -24,7 +24,7 @@ export const GET = cohortRoute<Ctx>(async (request, context, services) => {
 export const POST = cohortRoute<Ctx>(async (request, context, services) => {
   const admin = await requireRole(services.auth, request.headers, "admin");
   const { id } = await context.params;
-  const { job, done } = await startProvisionJob(services, id, admin.id);
+  const { job, done } = await services.provisioner.startJob(id, admin.id);
   done.catch((error: Error) => log.error({ cohortId: id, err: error.message }, "pre-provisioning job failed"));
   return Response.json({ job }, { status: 202 });
 });
