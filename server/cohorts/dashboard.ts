@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import type { Db } from "../db/client";
+import { Prisma } from "../db/generated/client";
 import type { Lab } from "../labs/load";
 import { getCohortOrThrow } from "./cohorts";
 
@@ -135,7 +136,12 @@ interface SessionColumns {
  * in order (the current step's id is stepIds[currentStep]). bench/check-history.ts EXPLAINs it.
  */
 export function gridRows(db: Db, cohortId: string, slug: string | null, stepIds: string[]): Promise<(GridRow & Partial<SessionColumns>)[]> {
-  return db.$queryRaw<(GridRow & Partial<SessionColumns>)[]>`
+  return db.$queryRaw<(GridRow & Partial<SessionColumns>)[]>(gridQuery(cohortId, slug, stepIds));
+}
+
+/** The grid's SQL (for gridRows, and for EXPLAIN in the bench). */
+export function gridQuery(cohortId: string, slug: string | null, stepIds: string[]): Prisma.Sql {
+  return Prisma.sql`
     SELECT u."id" AS "userId", u."name", u."email",
            s."id" AS "sessionId", s."state"::text AS "state", s."currentStep", s."currentStepSince", s."createdAt", s."endedAt", s."completedAt", s."expiresAt",
            comp."completions", f."outcome"::text AS "failOutcome", f."output" AS "failOutput", f."createdAt" AS "failAt"
