@@ -26,6 +26,9 @@ export function trackResponses(server: http.Server): ResponseTracker {
       let ended = 0;
       for (const res of open) {
         if (res.writableEnded || !String(res.getHeader("content-type") ?? "").startsWith("text/event-stream")) continue;
+        // Next.js may still try to write the stream's next chunk before it sees the close: that
+        // write-after-end error is expected here and must not become an uncaught one.
+        res.on("error", () => undefined);
         // Between two events (each is written whole), so the line is a field of its own.
         res.end(`retry: ${DRAIN_RECONNECT_MS}\n\n`);
         ended++;
