@@ -25,6 +25,7 @@ import { log } from "./server/log";
 import { startMachines } from "./server/machines/select";
 import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 import { loadSecret } from "./server/secret";
+import { trackResponses } from "./server/http/drain";
 import { createAppServer, originOf } from "./server/http/guard";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
@@ -34,7 +35,10 @@ import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
-/** Bound on a graceful stop (terminals, machines, database); a normal one takes about a second. */
+/**
+ * Bound on a graceful stop after the drain (terminals, machines, database); a normal one takes
+ * about a second. The whole stop is bounded by LABDECK_DRAIN_TIMEOUT_MS + this.
+ */
 const STOP_LIMIT_MS = 30_000;
 
 /** Stopped when start-up fails after it started (a later step threw). */
@@ -66,7 +70,10 @@ async function main(): Promise<void> {
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
   const bus = new EventBus({ db, databaseUrl, log });
-  const grader = new Grader({ db, labs, pool, bus, log }, { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY });
+  const grader = new Grader(
+    { db, labs, pool, bus, log },
+    { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY, retentionDays: env.LABDECK_CHECK_RETENTION_DAYS },
+  );
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
   const watchers = new WatchRegistry({ db, bus });
   await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id) });
@@ -115,6 +122,7 @@ async function main(): Promise<void> {
   // terminal upgrades must come from it.
   let allowedOrigin = originOf(publicUrl(env));
   const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, trustedProxies: env.LABDECK_TRUSTED_PROXIES, handle });
+  const responses = trackResponses(server);
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
   const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {
@@ -184,15 +192,21 @@ async function main(): Promise<void> {
     // A stop step that hangs must not keep the process (and the terminal) forever; the
     // database's watchdog stops PostgreSQL when this process is gone.
     setTimeout(() => {
-      log.error({ seconds: STOP_LIMIT_MS / 1000 }, "graceful stop did not finish; exiting");
+      log.error({ seconds: (env.LABDECK_DRAIN_TIMEOUT_MS + STOP_LIMIT_MS) / 1000 }, "graceful stop did not finish; exiting");
       process.exit(1);
-    }, STOP_LIMIT_MS).unref();
+    }, env.LABDECK_DRAIN_TIMEOUT_MS + STOP_LIMIT_MS).unref();
+    // Drain: accept no new connections, send browsers elsewhere at once (terminals: close code
+    // 4503; event streams: ended with a short retry), let running checks finish and be recorded.
+    server.close();
+    server.closeIdleConnections();
     gateway.closeAll();
+    const streams = responses.endEventStreams();
     // Gives the sweeper role and this process's provisioning jobs to another process at once.
     await Promise.all([sweeperRole.stop(), provisioner.stop()]);
-    grader.stop();
+    const checks = grader.checksInFlight;
+    const drained = await grader.drain(env.LABDECK_DRAIN_TIMEOUT_MS);
+    log.info({ streams, checks, drained, timeoutMs: env.LABDECK_DRAIN_TIMEOUT_MS }, drained ? "drained" : "drain timed out; checks left run again elsewhere when their claims lapse");
     pool.closeAll();
-    server.close();
     adminServer?.close();
     await watchers.stop();
     await bus.stop();

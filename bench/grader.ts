@@ -4,7 +4,7 @@
  * sessions whose check never passes. Each phase has two windows:
  *  1. --seconds of the grader alone: this process's CPU (grader + Prisma + ssh2; nothing else runs
  *     in it meanwhile), RSS, SQL per check, checks/s, per-session interval and check duration
- *     (CheckRun rows), machine CPU (/proc/stat) and our postgres / sshd (+ checks they reap) CPU.
+ *     (CheckRun history: run counts per session, mean interval), machine CPU (/proc/stat) and our postgres / sshd (+ checks they reap) CPU.
  *  2. unlock latency, LAT_ROUNDS per latency session: `touch /root/flag-<i>` over SSH returns ->
  *     progress event with that step done on the EventBus. The browser leg (SSE route -> HTTP ->
  *     EventSource) is NOT measured: we time the route's serialisation of the event, and window 1
@@ -195,10 +195,14 @@ try {
     }, SAMPLE_MS);
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
+    // History rows count their runs (server/grader/history.ts): runs in the window are count deltas.
+    const runCounts = async () => new Map((await db.checkRun.groupBy({ by: ["sessionId", "outcome"], _sum: { count: true } })).map((g) => [`${g.sessionId}|${g.outcome}`, g._sum.count ?? 0]));
+    const counts0 = await runCounts();
     const [sql0, wall0, cpu0, m0, g0, at0] = [{ ...sql }, performance.now(), process.cpuUsage(), machineTicks(), groupTicks(), new Date()];
     await sleep(opts.seconds * 1000);
     const [wall1, cpu1, m1, g1, at1] = [performance.now(), process.cpuUsage(cpu0), machineTicks(), groupTicks(), new Date()];
     const sqlDelta = Object.entries(sql).map(([verb, c]) => [verb, c - (sql0[verb] ?? 0)] as const).filter(([, c]) => c > 0);
+    const counts1 = await runCounts();
     loop.disable();
     clearInterval(sampler);
 
@@ -209,23 +213,28 @@ try {
       for (let r = 0; r < LAT_ROUNDS; r++) unlock.push(await trial(i, sid, encodeUs));
     }));
 
-    const runs = await db.checkRun.findMany({ where: { createdAt: { gte: at0, lt: at1 } }, select: { sessionId: true, createdAt: true, durationMs: true, outcome: true }, orderBy: { createdAt: "asc" } });
-    const polled = new Set(n ? loadIds.slice(0, n) : lat); // load sessions, or the latency sessions when alone
-    const last = new Map<string, number>();
-    const intervals: number[] = []; // between consecutive recorded checks of one session
-    for (const r of runs.filter((r) => polled.has(r.sessionId))) {
-      if (last.has(r.sessionId)) intervals.push(r.createdAt.getTime() - last.get(r.sessionId)!);
-      last.set(r.sessionId, r.createdAt.getTime());
-    }
+    const perSession = new Map<string, number>();
     const outcomes: Record<string, number> = {};
-    for (const r of runs) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+    for (const [key, c] of counts1) {
+      const [sid, outcome] = key.split("|") as [string, string];
+      const delta = c - (counts0.get(key) ?? 0);
+      if (delta <= 0) continue;
+      perSession.set(sid, (perSession.get(sid) ?? 0) + delta);
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + delta;
+    }
+    const runTotal = [...perSession.values()].reduce((a, b) => a + b, 0);
+    const polled = new Set(n ? loadIds.slice(0, n) : lat); // load sessions, or the latency sessions when alone
+    // Mean time between two checks of one session over window 1 (rows keep counts, not each run's time).
+    const intervals = [...polled].filter((id) => perSession.has(id)).map((id) => (wall1 - wall0) / perSession.get(id)!);
+    // Each history row keeps its newest run's duration: those touched in the window.
+    const touched = await db.checkRun.findMany({ where: { lastAt: { gte: at0, lt: at1 } }, select: { durationMs: true } });
     const seconds = (wall1 - wall0) / 1000;
     const pctOfCore = (ticks: number) => (ticks / CLK_TCK / seconds) * 100;
     const [proc, postgres, sshd] = [((cpu1.user + cpu1.system) / 1000 / (wall1 - wall0)) * 100, pctOfCore(g1.postgres - g0.postgres), pctOfCore(g1.sshd - g0.sshd)];
     const machine = ((m1.busy - m0.busy) / (m1.total - m0.total)) * 100;
     // The rest: other tenants of this machine, kernel work (veth, fork), not yet reaped check processes.
     const rest = machine * os.cpus().length - proc - postgres - sshd;
-    const perCheck = (x: number) => (runs.length ? r1(x / runs.length) : null);
+    const perCheck = (x: number) => (runTotal ? r1(x / runTotal) : null);
     return {
       loadSessions: n,
       latencySessions: LAT_SESSIONS,
@@ -234,11 +243,11 @@ try {
       unlockTimeouts: unlock.filter((x) => x === Infinity).length,
       sseEncodeUs: stats(encodeUs),
       eventLoopDelayMs: { p99: r1(loop.percentile(99) / 1e6), max: r1(loop.max / 1e6) },
-      checksPerS: r1(runs.length / seconds),
+      checksPerS: r1(runTotal / seconds),
       neededChecksPerS: r1((n + LAT_SESSIONS) / (intervalMs / 1000)),
       intervalMs: stats(intervals),
-      sessionsNotChecked: [...polled].filter((id) => !last.has(id)).length,
-      checkDurationMs: stats(runs.map((r) => r.durationMs)),
+      sessionsNotChecked: [...polled].filter((id) => !perSession.has(id)).length,
+      checkDurationMs: stats(touched.map((r) => r.durationMs)),
       outcomes,
       inFlightAvg: r1(inflight / samples),
       atConcurrencyCapPct: r1((atCap / samples) * 100),
@@ -246,7 +255,7 @@ try {
       rssMaxMiB: Math.round(rssMax / MIB),
       processCpuMsPerCheck: perCheck((cpu1.user + cpu1.system) / 1000),
       sshdCpuMsPerCheck: perCheck(((g1.sshd - g0.sshd) * 1000) / CLK_TCK),
-      sqlPerCheck: Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runs.length ? Math.round((c / runs.length) * 100) / 100 : null])),
+      sqlPerCheck: Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runTotal ? Math.round((c / runTotal) * 100) / 100 : null])),
     };
   }
   const phases: Awaited<ReturnType<typeof phase>>[] = [];

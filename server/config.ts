@@ -72,6 +72,13 @@ export const Env = z.object({
   LABDECK_GRADER_INTERVAL_MS: z.coerce.number().int().min(200).max(600_000).default(2_000),
   /** Checks running at once per process (each is one SSH exec). */
   LABDECK_GRADER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
+  /** Check history (CheckRun rows) whose newest run is older than this many days is pruned hourly; 0 keeps it forever. */
+  LABDECK_CHECK_RETENTION_DAYS: z.coerce.number().int().min(0).max(3_650).default(30),
+  /**
+   * On SIGTERM: how long running checks may take to finish and be recorded before the process
+   * exits anyway, ms (their claims then lapse and another process runs them).
+   */
+  LABDECK_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
   /** /readyz fails when the grader's oldest overdue check is later than this, ms. */
   LABDECK_READY_MAX_GRADER_LAG_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** Bearer token for GET /metrics on the public port; unset: /metrics only on LABDECK_METRICS_PORT. */
@@ -81,6 +88,7 @@ export const Env = z.object({
   LABDECK_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   /** The platform's time zone: every time the UI shows and every date input is in it (dates are stored in UTC). */
   LABDECK_TIME_ZONE: TimeZoneName.default(DEFAULT_TIME_ZONE),
+  /** pino's level for the process log (server/log.ts). */
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
 });
@@ -107,4 +115,14 @@ export function publicUrl(env: Env, port: number = env.PORT): string {
  */
 export function timeZoneFromEnv(source: Record<string, string | undefined> = process.env): string {
   return Env.shape.LABDECK_TIME_ZONE.parse(source.LABDECK_TIME_ZONE);
+}
+
+/**
+ * The log level for server/log.ts, which is made at import time (before parseEnv runs): like
+ * timeZoneFromEnv it reads only its own variable; a bad value falls back to "info" here and
+ * server.ts's parseEnv then refuses to start with a message naming LOG_LEVEL.
+ */
+export function logLevelFromEnv(source: Record<string, string | undefined> = process.env): Env["LOG_LEVEL"] {
+  const parsed = Env.shape.LOG_LEVEL.safeParse(source.LOG_LEVEL);
+  return parsed.success ? parsed.data : "info";
 }

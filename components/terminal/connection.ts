@@ -1,6 +1,7 @@
 /**
  * Browser end of one terminal's WebSocket: hello, offset-checked output, input queued until the
- * gateway is ready, resize, ping, and reconnect with backoff. Independent of React and of xterm:
+ * gateway is ready, resize, ping, and reconnect with backoff (at once when the server says it is
+ * restarting, CloseCode.restarting). Independent of React and of xterm:
  * it talks to a TerminalScreen, so the resume logic reads in one place.
  */
 import {
@@ -62,6 +63,8 @@ export class TerminalConnection {
   private pingTimer: ReturnType<typeof setInterval> | null = null;
   private stopped = false;
   private triedFreshToken = false;
+  /** The server said it is restarting (CloseCode.restarting) since the last ready: reconnected once at once. */
+  private restartSeen = false;
   private machineState: MachineState = "connecting";
   private lastSize = { cols: 0, rows: 0 };
 
@@ -138,6 +141,7 @@ export class TerminalConnection {
         this.ready = true;
         this.attempt = 0;
         this.triedFreshToken = false;
+        this.restartSeen = false;
         for (const data of this.queued) this.send({ type: "input", data });
         this.queued = [];
         this.queuedChars = 0;
@@ -187,6 +191,15 @@ export class TerminalConnection {
       this.triedFreshToken = true;
       this.events.onStatus("reconnecting");
       void this.connect(true);
+      return;
+    }
+    if (code === CloseCode.restarting && !this.restartSeen) {
+      // A graceful restart: reconnect now (a proxy sends us to another process), quietly; if that
+      // fails too, the backoff below takes over from its first step.
+      this.restartSeen = true;
+      this.attempt = 0;
+      this.events.onStatus("reconnecting");
+      void this.connect(false);
       return;
     }
     if (FATAL_CLOSE_CODES.has(code)) {

@@ -231,14 +231,14 @@ describe("sessions: extend time, dashboard", () => {
     await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, stepIndex: 0, completedAt: new Date("2026-12-01T09:10:00Z") } });
     // slow: still on step 0 since 09:00 with a failing check.
     const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepSince: t0 } });
-    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "poll", outcome: "fail", output: "file missing", durationMs: 20, createdAt: new Date("2026-12-01T09:30:00Z") } });
-    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "manual", outcome: "fail", output: "still missing", durationMs: 25, createdAt: new Date("2026-12-01T09:50:00Z") } });
+    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "poll", outcome: "fail", output: "file missing", durationMs: 20, createdAt: new Date("2026-12-01T09:30:00Z"), lastAt: new Date("2026-12-01T09:40:00Z"), count: 300 } });
+    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "manual", outcome: "fail", output: "still missing", durationMs: 25, createdAt: new Date("2026-12-01T09:50:00Z"), lastAt: new Date("2026-12-01T09:50:00Z") } });
     const d = await cohortDashboard(db, labs, c.id, undefined, now);
     expect(d.labSlug).toBe(LAB);
     expect(d.steps.map((s) => s.id)).toEqual(lab.steps.map((s) => s.id));
     expect(d.learners.map((l) => l.email)).toEqual([slow.email, fast.email, idle.email]);
     const [ls, lf, li] = d.learners;
-    expect(ls).toMatchObject({ stepsDone: 0, currentStepId: lab.steps[0]!.id, lastFailure: { outcome: "fail", output: "still missing" } });
+    expect(ls).toMatchObject({ stepsDone: 0, currentStepId: lab.steps[0]!.id, lastFailure: { outcome: "fail", output: "still missing", at: "2026-12-01T09:50:00.000Z" } });
     expect(ls!.stepSeconds[0]).toBe(3600);
     expect(lf).toMatchObject({ stepsDone: 1, currentStepId: lab.steps[1]!.id, lastFailure: null });
     expect(lf!.stepSeconds.slice(0, 2)).toEqual([600, 3000]);
@@ -246,9 +246,9 @@ describe("sessions: extend time, dashboard", () => {
     expect(d.funnel[0]).toBe(1);
     expect(d.funnel[1]).toBe(0);
     const timeline = await sessionTimeline(db, ss.id);
-    expect(timeline.map((e) => [e.trigger, e.output])).toEqual([
-      ["poll", "file missing"],
-      ["manual", "still missing"],
+    expect(timeline.map((e) => [e.trigger, e.output, e.count, e.lastAt])).toEqual([
+      ["poll", "file missing", 300, "2026-12-01T09:40:00.000Z"],
+      ["manual", "still missing", 1, "2026-12-01T09:50:00.000Z"],
     ]);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The grader: runs the current step's check of every live session over SSH exec channels, at a
  * steady interval with jitter, a concurrency limit, per-check timeouts and backoff for machines
- * that do not answer; also on demand (the Check button). Every run is stored; a pass moves the
+ * that do not answer; also on demand (the Check button). Every run is stored (as transitions and
+ * counts, history.ts); a pass moves the
  * session to the next step (forward only) and publishes the new progress.
  *
  * Every server process runs one, over the same sessions: the schedule lives in the sessions' rows
@@ -18,6 +19,7 @@ import type { LabCatalog } from "../labs/catalog";
 import type { Lab, LoadedStep } from "../labs/load";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { checkRunning, claimCheck, releaseCheck } from "./claims";
+import { pruneCheckRuns, recordCheckRun } from "./history";
 import type { Progress } from "./progress";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
@@ -39,9 +41,14 @@ export interface GraderOptions {
   concurrency?: number;
   /** Longest wait before re-trying a session whose machine did not answer, in ms. */
   maxBackoffMs?: number;
+  /** Check history older than this many days is pruned (history.ts); 0: kept forever. */
+  retentionDays?: number;
 }
 
-const DEFAULTS: Required<GraderOptions> = { intervalMs: 2_000, jitter: 0.2, concurrency: 16, maxBackoffMs: 60_000 };
+const DEFAULTS: Required<GraderOptions> = { intervalMs: 2_000, jitter: 0.2, concurrency: 16, maxBackoffMs: 60_000, retentionDays: 30 };
+
+/** How often old check history is pruned, ms (retention is counted in days; every process prunes, the DELETEs are idempotent). */
+const PRUNE_INTERVAL_MS = 60 * 60_000;
 
 interface Schedule {
   nextDue: number;
@@ -71,6 +78,9 @@ export class Grader {
   private running = 0;
   private timer: NodeJS.Timeout | null = null;
   private refreshing = false;
+  private pruneTimer: NodeJS.Timeout | null = null;
+  /** Checks of this process now running (claimed, not yet released). */
+  private readonly inFlight = new Set<Promise<unknown>>();
   /** SSH endpoints by session and machine: they do not change while a session lives. */
   private readonly endpoints = new Map<string, Map<string, SshEndpoint | null>>();
 
@@ -87,12 +97,50 @@ export class Grader {
     // close to their time and new sessions are picked up quickly.
     this.timer = setInterval(() => void this.refresh(), Math.min(REFRESH_MAX_MS, Math.max(50, this.options.intervalMs / 4)));
     void this.refresh();
+    if (this.options.retentionDays > 0) {
+      const prune = () =>
+        void pruneCheckRuns(this.deps.db, this.options.retentionDays).then(
+          (rows) => rows > 0 && this.deps.log.info({ rows, retentionDays: this.options.retentionDays }, "old check history pruned"),
+          (error: Error) => this.deps.log.warn({ err: error.message }, "check history prune failed"),
+        );
+      this.pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
+      this.pruneTimer.unref();
+      prune();
+    }
   }
 
+  /** Stops starting checks; those already running go on (see drain). */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     this.timer = null;
+    this.pruneTimer = null;
     for (const schedule of this.schedules.values()) if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
+  }
+
+  /**
+   * Stops starting checks and waits for this process's running ones to be recorded and released,
+   * at most `timeoutMs`; true when none is left. A check cut by the bound is not lost: its claim
+   * lapses at its lease and another process runs it.
+   */
+  async drain(timeoutMs: number): Promise<boolean> {
+    this.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const done = (async () => {
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+      return true as const;
+    })();
+    try {
+      return await Promise.race([done, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Checks of this process running now. */
+  get checksInFlight(): number {
+    return this.inFlight.size;
   }
 
   /**
@@ -142,7 +190,7 @@ export class Grader {
     const session = await this.deps.db.labSession.findUniqueOrThrow({
       where: { id: sessionId },
       include: {
-        checkRuns: { where: { OR: [{ trigger: "manual" }, { outcome: "pass" }] }, orderBy: { createdAt: "desc" }, take: 1 },
+        checkRuns: { where: { OR: [{ trigger: "manual" }, { outcome: "pass" }] }, orderBy: { lastAt: "desc" }, take: 1 },
         hintReveals: { select: { stepId: true } },
       },
     });
@@ -162,7 +210,7 @@ export class Grader {
             outcome: last.outcome,
             trigger: last.trigger,
             output: last.output,
-            at: last.createdAt.toISOString(),
+            at: last.lastAt.toISOString(),
             durationMs: last.durationMs,
           }
         : null,
@@ -278,12 +326,20 @@ export class Grader {
     const step = lab.steps[index];
     if (!step) return null;
     if (!(await claimCheck(db, sessionId, claim, step.timeoutSeconds))) return "busy";
-    let outcome: CheckOutcome = "error";
+    const work = (async () => {
+      let outcome: CheckOutcome = "error";
+      try {
+        outcome = await this.runClaimed(sessionId, trigger, lab, index, step);
+        return outcome;
+      } finally {
+        await releaseCheck(db, sessionId, delayFor(outcome)).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "check release failed"));
+      }
+    })();
+    this.inFlight.add(work);
     try {
-      outcome = await this.runClaimed(sessionId, trigger, lab, index, step);
-      return outcome;
+      return await work;
     } finally {
-      await releaseCheck(db, sessionId, delayFor(outcome)).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "check release failed"));
+      this.inFlight.delete(work);
     }
   }
 
@@ -293,23 +349,13 @@ export class Grader {
     const result: ScriptResult = endpoint
       ? await pool.run(endpoint, checkScript(lab, step), step.timeoutSeconds)
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
-    await db.checkRun.create({
-      data: {
-        sessionId,
-        stepId: step.id,
-        machine: step.machine,
-        trigger,
-        outcome: result.outcome,
-        exitCode: result.exitCode,
-        output: result.output,
-        durationMs: result.durationMs,
-      },
-    });
+    const changed = await recordCheckRun(db, { sessionId, stepId: step.id, machine: step.machine, trigger, result });
     metrics().checkSeconds.observe({ outcome: result.outcome, trigger }, result.durationMs / 1000);
     if (result.outcome === "pass") await this.advance(sessionId, index, lab);
-    // What the learner sees changes only with a pass or a run they asked for.
+    // What the learner sees changes only with a pass or a run they asked for; instructors'
+    // dashboards show the newest failure, which only a new history row changes.
     if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);
-    else await bus.publishSessionChange(sessionId); // instructors' dashboards show every run's feedback
+    else if (changed) await bus.publishSessionChange(sessionId);
     return result.outcome;
   }
 

@@ -6,6 +6,9 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
+import type { Logger } from "pino";
+import { log as processLog } from "../log";
+import { tagRequest } from "./request-id";
 import { CLIENT_ADDRESS_HEADER, clientAddress } from "./throttle";
 
 /** JSON bodies of every route: far above any form the app sends. */
@@ -127,7 +130,8 @@ export const SERVER_OPTIONS = {
 } as const;
 
 /**
- * The app's HTTP server (server.ts): health/metrics paths first, then the guard, then Next.js.
+ * The app's HTTP server (server.ts): a request id (request-id.ts), health/metrics paths, then the
+ * guard, then Next.js.
  * `handle` is Next's request handler; tests give it another that reads the body as Next does.
  */
 export function createAppServer(deps: {
@@ -136,8 +140,11 @@ export function createAppServer(deps: {
   /** LABDECK_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
   trustedProxies?: readonly string[];
   handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown> | unknown;
+  /** Where request lines go (request-id.ts); the process log by default. */
+  log?: Logger;
 }): http.Server {
   return http.createServer(SERVER_OPTIONS, (req, res) => {
+    tagRequest(req, res, deps.log ?? processLog);
     if (deps.ops(req, res)) return;
     if (!guardNodeRequest(req, res, deps.allowedOrigin, deps.trustedProxies)) return;
     void deps.handle(req, res);

@@ -15,7 +15,9 @@ import { publicUrl } from "../config";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import { log } from "../log";
 import { getServicesOrThrow, type Services } from "../services";
+import { errorForLog } from "../startup-failure";
 import { bodyLimitFor, declaredTooLarge, originOf, originRefusal } from "./guard";
+import { loggablePath, requestIdOf } from "./request-id";
 
 export function apiError(request: Request, status: number, code: string, extra?: Record<string, unknown>): Response {
   return Response.json({ code, error: errorMessage(localeFromHeaders(request.headers), code), ...extra }, { status });
@@ -53,7 +55,8 @@ export function apiRoute<C>(handler: (request: Request, context: C, services: Se
         return apiError(request, 400, "badRequest", { issues: [{ path: String(error.meta?.field_name ?? ""), message: "refers to something that does not exist" }] });
       }
       if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025") return apiError(request, 404, "notFound");
-      log.error({ url: request.url, err: (error as Error).message }, "API route failed");
+      // With its stack (pino's err serializer) and the request's id, which the client got in its header.
+      log.error({ reqId: requestIdOf(request.headers), path: loggablePath(request.url), err: errorForLog(error) }, "API route failed");
       return apiError(request, 500, "internal");
     }
   };

@@ -108,6 +108,11 @@ export const CloseCode = {
   internal: 4500,
   /** The server is shutting down; the client should reconnect. */
   goingAway: 1001,
+  /**
+   * This server process is restarting or draining (SIGTERM): the browser reconnects at once, with
+   * no backoff and no error shown (through a proxy it reaches another process).
+   */
+  restarting: 4503,
 } as const;
 
 /** Close reason of CloseCode.sessionOver (close reasons are at most 123 bytes: keys, not sentences). */

@@ -13,7 +13,10 @@ import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "./protocol"
 export interface TerminalUpgrade {
   /** Handles the upgrade if it is for the terminal path; returns false otherwise. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
-  /** Closes every terminal socket with "going away" so clients reconnect elsewhere. */
+  /**
+   * Closes every terminal socket with CloseCode.restarting so browsers reconnect at once
+   * (elsewhere, through a proxy); sockets that still arrive afterwards get the same.
+   */
   closeAll(): void;
 }
 
@@ -25,6 +28,7 @@ export interface UpgradeDeps extends GatewayDeps {
 export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES });
   const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map() };
+  let draining = false;
   return {
     handle(req, socket, head) {
       const url = new URL(req.url ?? "/", "http://localhost");
@@ -33,11 +37,12 @@ export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
         socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
         return true;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => handleTerminalSocket(ws, req, deps));
+      wss.handleUpgrade(req, socket, head, (ws) => (draining ? ws.close(CloseCode.restarting, "server restarting") : handleTerminalSocket(ws, req, deps)));
       return true;
     },
     closeAll() {
-      for (const ws of wss.clients) ws.close(CloseCode.goingAway, "server restarting");
+      draining = true;
+      for (const ws of wss.clients) ws.close(CloseCode.restarting, "server restarting");
     },
   };
 }

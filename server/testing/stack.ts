@@ -40,7 +40,7 @@ export interface Stack {
   /** ws://127.0.0.1:PORT/ws/terminal */
   wsUrl: string;
   db: Db;
-  /** The stack's database, for child processes that join it. */
+  /** The embedded database's URL (for a server process the test starts on the same rows). */
   databaseUrl: string;
   secret: Buffer;
   /** better-auth on the stack's database (users via server/auth/users.ts). */
@@ -97,6 +97,8 @@ interface StackOptions {
   idleMs?: number;
   /** How the gateway authorizes sockets: the token alone (default) or, as in production, also the sign-in cookie. */
   terminalAuth?: "token-only" | "session";
+  /** The platform secret (machine keys, tokens); default random. A server process sharing the rows needs the same. */
+  secret?: Buffer;
 }
 
 export async function startTestStack(options: StackOptions & { subnet: number }): Promise<TestStack> {
@@ -147,7 +149,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const db = createDb(embedded.url);
     cleanups.push(() => db.$disconnect());
 
-    const secret = randomBytes(32);
+    const secret = options.secret ?? randomBytes(32);
     configureMachineKeys(secret);
     const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
     const provider = options.provider(db);

@@ -217,7 +217,7 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
   );
 }
 
-/** A learner's check runs, oldest first, as a horizontal strip of dots with the details below. */
+/** A learner's check history, oldest first: one line per change of result, with how many runs in a row gave it. */
 export function Timeline({ sessionId, steps, version }: { sessionId: string; steps: Dashboard["steps"]; version: string }) {
   const t = useTranslations("dashboard");
   const outcomes = useTranslations("steps.outcome");
@@ -244,6 +244,7 @@ export function Timeline({ sessionId, steps, version }: { sessionId: string; ste
               <span className="w-16 shrink-0">#{index.get(r.stepId) ?? "?"}</span>
               <span className="w-24 shrink-0">{outcomes(r.outcome as "pass")}</span>
               <span className="w-24 shrink-0 text-slate-500">{t(`trigger.${r.trigger as "poll"}`)}</span>
+              <span className="w-16 shrink-0 text-slate-500" data-testid="timeline-count">{r.count > 1 ? t("runCount", { count: r.count }) : ""}</span>
               <span className="truncate font-mono text-slate-700">{r.output}</span>
             </li>
           ))}
