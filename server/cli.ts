@@ -19,6 +19,7 @@ import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
 import { qemuLabMachines } from "./machines/qemu/lab-machines";
+import { internetLabRefusal } from "./machines/qemu/network";
 import { qemuProvider } from "./machines/qemu/provider";
 import { recipeByName } from "./machines/qemu/recipe";
 import { SshExecPool } from "./machines/ssh-exec";
@@ -103,6 +104,7 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
   const names = lab.manifest.machines;
   if (spec === "qemu") {
     const env = parseEnv();
+    if (lab.manifest.network.internet) throw new Error(internetLabRefusal(lab.slug).en);
     const image = await findImage(env.LABDECK_DATA_DIR, recipeByName(lab.manifest.image));
     if (!image) throw new Error((await labImageStatus(env.LABDECK_DATA_DIR, lab)).message.en);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));

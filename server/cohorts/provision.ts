@@ -202,7 +202,7 @@ export class Provisioner {
       const session = await startOrResumeSession(
         db,
         this.deps.provider,
-        { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, idleMinutes: cohort.idleMinutes },
+        { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, idleMinutes: cohort.idleMinutes },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
       );
       // Made ahead of class: the clocks start when class does, so the machines are neither

@@ -54,6 +54,15 @@ describe("refuseUnbuiltImage (session start)", () => {
     expect(refusal?.detail).toContain("cannot be built here");
   });
 
+  it("refuses a QEMU session of a lab that asks for internet access, saying why", async () => {
+    const internetLab = { slug: "x", manifest: { image: "debian-base", network: { internet: true } } };
+    const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env() }, internetLab);
+    expect(refusal?.error).toContain("インターネットに出られません");
+    expect(refusal?.detail).toContain("network.internet");
+    expect(refusal?.detail).toContain("restrict=on");
+    expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env() }, internetLab)).toBeNull();
+  });
+
   it("lets static hosts through: their machines are the admin's, not an image", async () => {
     expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env() }, lab("k8s-v1.31"))).toBeNull();
   });

@@ -3,9 +3,12 @@
  * Labs name an image variant (lab.yaml `image`, server/machines/qemu/recipe.ts); variants that
  * install software Debian does not ship (Kubernetes, kubespray) need upstream downloads, which
  * only a deployment with internet access can make. The session-start route calls
- * refuseUnbuiltImage so a learner gets a clear message instead of a failed boot.
+ * refuseUnbuiltImage so a learner gets a clear message instead of a failed boot; it also refuses
+ * labs that ask for internet access (lab.yaml `network.internet`), which QEMU machines do not get
+ * (server/machines/qemu/network.ts).
  */
 import { findImage } from "../machines/qemu/image";
+import { internetLabRefusal } from "../machines/qemu/network";
 import { needsUpstream, recipeByName, recipeHash } from "../machines/qemu/recipe";
 import type { LabManifest } from "./schema";
 
@@ -27,7 +30,7 @@ export interface LabImageStatus {
   message: { ja: string; en: string };
 }
 
-type LabRef = { slug: string; manifest: Pick<LabManifest, "image"> };
+type LabRef = { slug: string; manifest: Pick<LabManifest, "image"> & Partial<Pick<LabManifest, "network">> };
 
 /** The state of the lab's image under dataDir; reads the disk, never the network. */
 export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabImageStatus> {
@@ -68,14 +71,18 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
 
 /**
  * For the session-start route: null when the lab may start, else the refusal to send (Japanese
- * for the learner, English detail for operators). Only QEMU machines boot lab images; static
- * hosts are whatever the admin provides.
+ * for the learner, English detail for operators). Only QEMU machines boot lab images and have
+ * the default-deny network; static hosts are whatever the admin provides.
  */
 export async function refuseUnbuiltImage(
   services: { provider: { name: string }; env: { LABDECK_DATA_DIR: string } },
   lab: LabRef,
 ): Promise<{ error: string; detail: string } | null> {
   if (services.provider.name !== "qemu") return null;
+  if (lab.manifest.network?.internet) {
+    const refusal = internetLabRefusal(lab.slug);
+    return { error: refusal.ja, detail: refusal.en };
+  }
   const status = await labImageStatus(services.env.LABDECK_DATA_DIR, lab);
   return status.state === "built" ? null : { error: status.message.ja, detail: status.message.en };
 }

@@ -57,6 +57,7 @@ describe("loadLab", () => {
       machines: ["controlplane", "node01", "node02"],
       lesson: "lesson.md",
       openToAll: false,
+      network: { internet: false },
       steps: [],
       setup: {},
     });
@@ -72,6 +73,15 @@ describe("loadLab", () => {
 
     expect(lab.manifest.machines).toEqual(["cp"]);
     expect(lab.lessonMarkdown).toBe("intro");
+  });
+
+  it("reads network.internet and refuses anything but a boolean or an unknown network key", async () => {
+    await writeLab("net", { "lab.yaml": `${validManifest}network:\n  internet: true\n`, "lesson.md": "" });
+    expect((await loadLab(labsDir, "net")).manifest.network).toEqual({ internet: true });
+
+    await writeLab("x", { "lab.yaml": `${validManifest}network:\n  internet: yes please\n  ports: [80]\n`, "lesson.md": "" });
+    const err = await labErrorOf(() => loadLab(labsDir, "x"));
+    expect(err.issues.map((i) => i.field).sort()).toEqual(["network.internet", "network.ports"]);
   });
 
   it("rejects an unknown key, naming the file and the field", async () => {

@@ -96,6 +96,17 @@ export const LabManifest = z
       })
       .default("debian-base")
       .describe("Image variant every machine of the lab boots from (server/machines/qemu/recipe.ts: RECIPES)"),
+    network: z
+      .strictObject({
+        internet: z
+          .boolean()
+          .default(false)
+          .describe(
+            "The machines may open connections to the internet (never to the platform's host, private (RFC 1918), shared (100.64/10), link-local or loopback addresses); without it they reach only each other (eth1)",
+          ),
+      })
+      .default({ internet: false })
+      .describe("What the lab's machines may reach besides each other (ARCHITECTURE.md: Lab machine network)"),
     machines: z
       .array(MachineName)
       .min(1)

@@ -24,6 +24,12 @@ export interface MachineRequest {
   machines: readonly string[];
   /** The lab's image variant (lab.yaml `image`); providers that boot images boot this one. */
   image?: string;
+  /**
+   * The lab asks for internet access (lab.yaml `network.internet`). Without it machines reach only
+   * each other; a provider that cannot give outbound access without the host and private ranges
+   * refuses the request.
+   */
+  internet?: boolean;
   /** Made ahead of need (a warm-pool spare): may boot at lower CPU priority until `promote`. */
   background?: boolean;
 }

@@ -48,15 +48,19 @@ describe("WarmPool (in-memory provider)", () => {
 
     const other = await pool.create({ sessionId: "s-k8s", labSlug: "multi-node", machines: MACHINES, image: "k8s-v1.31" });
     expect(other[0]!.providerRef).toBe("s-k8s/controlplane");
+    // A lab that asks for the internet never gets a pooled set (made without it): the provider decides.
+    const online = await pool.create({ sessionId: "s-net", labSlug: "x", machines: MACHINES, image: "debian-base", internet: true });
+    expect(online[0]!.providerRef).toBe("s-net/controlplane");
+    expect(inner.requests.at(-1)).toMatchObject({ sessionId: "s-net", internet: true });
     const fewer = await pool.create({ sessionId: "s-one", labSlug: "x", machines: ["controlplane"], image: "debian-base" });
     expect(fewer[0]!.providerRef).toBe("s-one/controlplane");
-    expect(pool.status()).toMatchObject({ ready: 1, served: { warm: 0, cold: 2 } });
+    expect(pool.status()).toMatchObject({ ready: 1, served: { warm: 0, cold: 3 } });
 
     const warm = await pool.create({ sessionId: "s-warm", labSlug: "preinstall-checks", machines: MACHINES, image: "debian-base" });
     const pooledId = warm[0]!.providerRef.split("/")[0]!;
     expect(pooledId).toMatch(/^pool-/);
     expect(inner.promoted).toEqual([pooledId]);
-    expect(pool.status().served).toEqual({ warm: 1, cold: 2 });
+    expect(pool.status().served).toEqual({ warm: 1, cold: 3 });
     await pool.settled();
     expect(pool.status().ready).toBe(1);
 

@@ -68,7 +68,9 @@ export class WarmPool implements MachineProvider {
   }
 
   async create(request: MachineRequest): Promise<ProvisionedMachine[]> {
-    const fits = sameNames(request.machines, this.options.machines) && (request.image ?? this.options.image) === this.options.image;
+    // Pooled sets are made without internet access: a lab that asks for it goes to the provider.
+    const fits =
+      !request.internet && sameNames(request.machines, this.options.machines) && (request.image ?? this.options.image) === this.options.image;
     const set = fits ? this.ready.shift() : undefined;
     if (set) {
       this.served.warm++;

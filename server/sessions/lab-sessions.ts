@@ -34,6 +34,8 @@ export async function startOrResumeSession(
     labSlug: string;
     machines: readonly string[];
     image?: string;
+    /** lab.yaml `network.internet`: the provider gives outbound access or refuses. */
+    internet?: boolean;
     /** Time limit from ready, minutes (none: no limit). */
     limitMinutes?: number;
     /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
@@ -89,7 +91,7 @@ export async function startOrResumeSession(
   const id = session.id;
   try {
     const ready = await withLease(db, id, async () => {
-      const machines = await provider.create({ sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image });
+      const machines = await provider.create({ sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image, internet: request.internet });
       try {
         await db.machine.createMany({ data: machines.map((m) => ({ ...m, privateKey: sealPrivateKey(m.privateKey), sessionId: id })) });
         await prepare?.(id);

@@ -26,6 +26,7 @@ import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
 import { freeLoopbackPort } from "./ports";
 import { isAlive, isOurProcess, processArgv, residentKiB, terminate } from "./processes";
+import { InternetNotOfferedError } from "./network";
 import { hostsFile, seedFile } from "./seed";
 import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
@@ -210,6 +211,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (!MACHINE_NAME.test(name)) throw new Error(`machine name ${JSON.stringify(name)} must be a lowercase hostname (≤31 characters)`);
     }
     if (new Set(names).size !== names.length) throw new Error(`machine names repeat: ${names.join(", ")}`);
+    if (request.internet) throw new InternetNotOfferedError(request.labSlug);
     const dir = sessionDir(options.dataDir, sessionId);
     const image = request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
     if (!image) {

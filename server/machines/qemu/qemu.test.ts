@@ -1,10 +1,13 @@
 /**
  * The QEMU provider against real VMs (TCG here: no usable KVM). Builds the lab base image once
  * into a cache directory kept across runs (keyed by the recipe hash; a cold build takes ~3-5 min),
- * then boots a 3-VM session and a 1-VM session and works through what the labs need.
+ * then boots a 3-VM session and a 1-VM session and works through what the labs need, including
+ * the default-deny network (probes from inside the VMs against sentinels this test owns:
+ * server/testing/egress-sentinels.ts).
  * Sessions live in a fresh temporary data directory; the test proves nothing of them is left.
  */
 import fs from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -15,9 +18,11 @@ import { HostKeyMismatchError } from "../../terminal/session";
 import { connectSsh } from "../../terminal/ssh";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
+import { InternetNotOfferedError } from "./network";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
+import { NAMESPACE_SENTINELS, SENTINEL_PORT, startEgressSentinels, type EgressSentinels } from "../../testing/egress-sentinels";
 import { adoptVm, stopVm } from "./vm";
 
 /** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
@@ -28,6 +33,8 @@ const COMMAND_TIMEOUT_MS = 45_000;
 const REBOOT_TIMEOUT_MS = 300_000;
 /** Start-to-SSH limit the provider gets, ms (its default is for production; a shared CI host is slower). */
 const BOOT_TIMEOUT_MS = 300_000;
+/** One egress probe from inside a VM (a denied connect hangs until this), s. */
+const PROBE_TIMEOUT_S = 4;
 /** Handshake and login of one test connection, ms. */
 const LOGIN_TIMEOUT_MS = 20_000;
 
@@ -44,6 +51,7 @@ let dataDir: string;
 let provider: QemuProvider;
 let a: ProvisionedMachine[];
 let b: ProvisionedMachine[];
+let sentinels: EgressSentinels | undefined;
 
 function machine(list: ProvisionedMachine[], name: string): ProvisionedMachine {
   const found = list.find((m) => m.name === name);
@@ -122,6 +130,7 @@ describe("qemu provider (real VMs)", () => {
   }, IMAGE_BUILD_TIMEOUT_MS);
 
   afterAll(async () => {
+    await sentinels?.stop();
     if (!provider) return;
     await provider.destroy(SESSION_A, []).catch(() => undefined);
     await provider.destroy(SESSION_B, []).catch(() => undefined);
@@ -203,6 +212,76 @@ describe("qemu provider (real VMs)", () => {
     // And session A's own controlplane still reaches its peers.
     await ok(machine(a, "controlplane"), "ping -c 1 -W 5 192.168.56.11");
   }, SESSION_TIMEOUT_MS);
+
+  it("denies eth0 everything the guest starts: host loopback, another session's SSH, host, link-local, private ranges; eth1 works", async () => {
+    sentinels = await startEgressSentinels();
+    const s = sentinels;
+    /** What a VM of a session must not reach: [what, address, port]; `otherSsh` is another session's forwarded SSH port. */
+    const targetsFor = (otherSsh: number): [string, string, number][] => [
+      ["host loopback (app/database stand-in)", "10.0.2.2", s.loopbackTcpPort],
+      ["another session's SSH forward", "10.0.2.2", otherSsh],
+      ["host address (LAN stand-in)", s.hostAddress, s.loopbackTcpPort],
+      ...Object.entries(NAMESPACE_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
+    ];
+    const fromA = { vm: machine(a, "node01"), targets: targetsFor(b[0]!.port) };
+    const fromB = { vm: b[0]!, targets: targetsFor(machine(a, "controlplane").port) };
+    // Every sentinel answers from this host (so a leak would connect); then its hits are forgotten.
+    for (const [, address, port] of [...fromA.targets, ...fromB.targets]) {
+      await new Promise<void>((resolve, reject) => {
+        const socket = net.connect({ host: address === "10.0.2.2" ? "127.0.0.1" : address, port }, () => {
+          socket.destroy();
+          resolve();
+        });
+        socket.once("error", reject);
+      });
+    }
+    s.clearHits();
+
+    const script = (targets: [string, string, number][]) =>
+      [
+        // A TCP connect through bash; slirp drops a denied SYN, so the timeout decides.
+        `probe() { if timeout ${PROBE_TIMEOUT_S} bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then echo "$1:$2 open"; else echo "$1:$2 closed"; fi; }`,
+        ...targets.map(([, address, port]) => `probe ${address} ${port} &`),
+        `echo leak > /dev/udp/10.0.2.2/${s.loopbackUdpPort}`,
+        "wait",
+      ].join("\n");
+    const started = Date.now();
+    const [outA, outB] = await Promise.all([fromA, fromB].map(async ({ vm, targets }) => (await exec(vm, script(targets))).out));
+    const probeSeconds = (Date.now() - started) / 1000;
+    // Give a late datagram or SYN time to arrive before counting.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const result = (out: string, address: string, port: number) =>
+      out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer";
+    const rows = fromA.targets.map(([what, address, port], i) => {
+      const [, addressB, portB] = fromB.targets[i]!;
+      return { what, fromA: `${address}:${port} ${result(outA!, address, port)}`, fromB: `${addressB}:${portB} ${result(outB!, addressB, portB)}` };
+    });
+    console.table(rows);
+    console.log(`egress probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
+    expect(rows.filter((row) => !row.fromA.endsWith(" closed") || !row.fromB.endsWith(" closed"))).toEqual([]);
+    expect(s.hits()).toEqual([]);
+
+    // eth1: the session's machines still talk to each other (TCP here; ping in the test above).
+    const node01 = machine(a, "node01");
+    await ok(
+      node01,
+      [
+        "cat > /root/eth1-listen.py <<'EOF'",
+        "import socket",
+        "s = socket.socket()",
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
+        's.bind(("192.168.56.11", 7777))',
+        "s.listen()",
+        "c, _ = s.accept()",
+        'c.sendall(b"eth1-ok\\n")',
+        "EOF",
+        "nohup python3 /root/eth1-listen.py >/dev/null 2>&1 &",
+      ].join("\n"),
+    );
+    await expect
+      .poll(async () => (await exec(machine(a, "controlplane"), "timeout 5 bash -c 'exec 3<>/dev/tcp/node01/7777 && head -n 1 <&3'")).out.trim(), { timeout: 30_000 })
+      .toBe("eth1-ok");
+  }, 120_000);
 
   it("survives a reboot from inside: same QEMU process, SSH back, synced file kept", async () => {
     const m = machine(a, "node02");
@@ -297,6 +376,13 @@ describe("qemu provider (real VMs)", () => {
     const error = await greedy.create({ sessionId: "test-big", labSlug: "test", machines: MACHINES }).catch((e: unknown) => e);
     expect(isNoCapacity(error)).toBe(true);
     await expect(fs.stat(path.join(dataDir, "sessions", "test-big"))).rejects.toThrow();
+  });
+
+  it("refuses a lab that asks for the internet (not offered: eth0 is default deny), starting nothing", async () => {
+    const error = await provider.create({ sessionId: "test-net", labSlug: "online", machines: ["controlplane"], internet: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InternetNotOfferedError);
+    expect((error as Error).message).toContain("lab online asks for internet access");
+    await expect(fs.stat(path.join(dataDir, "sessions", "test-net"))).rejects.toThrow();
   });
 
   it("destroy leaves no process, socket or disk behind and is idempotent", async () => {

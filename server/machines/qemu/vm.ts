@@ -1,7 +1,8 @@
 /**
  * One lab VM: a QEMU process booting the image's kernel directly, its disk a qcow2 overlay on the
- * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port), eth1 on the
- * session's vde_switch, its identity in a fw_cfg seed. The QEMU process outlives the Node process
+ * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port; the guest
+ * itself reaches nothing through it: `ETH0_NETDEV`), eth1 on the session's vde_switch, its
+ * identity in a fw_cfg seed. The QEMU process outlives the Node process
  * that started it (the platform adopts it after a restart); a reboot inside the guest keeps the
  * same process, a poweroff ends it.
  *
@@ -35,6 +36,15 @@ export type Accel = "tcg" | "kvm";
  * rule's default guest address keeps matching.
  */
 export const ETH0_MAC = "52:54:00:12:34:56";
+/**
+ * eth0's netdev options besides the SSH forward. `restrict=on` is the lab network's default deny:
+ * slirp drops every packet the guest starts (TCP, UDP, ICMP) to any address — 10.0.2.2 (the
+ * host's loopback: the app, PostgreSQL, other sessions' SSH forwards), 10.0.2.3 (DNS), the host's
+ * LAN, link-local, the internet — while its built-in DHCP still answers (every eth0 still gets
+ * 10.0.2.15) and the host's `hostfwd` connections to the guest still come in. The session's
+ * machines talk to each other on eth1 only. Proven from inside VMs by qemu.test.ts.
+ */
+export const ETH0_NETDEV = "user,id=n0,restrict=on";
 /** Translation-block cache under TCG, MiB: QEMU's default (1 GiB) inflates RSS for no speed gain on a small guest. */
 const TCG_TB_SIZE_MIB = 128;
 /**
@@ -181,7 +191,7 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
     "-device",
     "virtio-blk-pci,drive=disk0",
     "-netdev",
-    `user,id=n0,hostfwd=tcp:127.0.0.1:${config.sshPort}-:22`,
+    `${ETH0_NETDEV},hostfwd=tcp:127.0.0.1:${config.sshPort}-:22`,
     // romfile= : no iPXE option ROM; direct kernel boot never network-boots.
     "-device",
     `virtio-net-pci,netdev=n0,mac=${ETH0_MAC},romfile=`,

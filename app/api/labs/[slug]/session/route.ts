@@ -32,7 +32,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
     const session = await startOrResumeSession(
       services.db,
       services.provider,
-      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
+      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
         idleMinutes: limits?.idleMinutes,
       },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
