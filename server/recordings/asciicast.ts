@@ -69,13 +69,15 @@ export function buildCast(startedAt: Date, chunks: { events: ChunkEvent[]; data:
   const decoder = new TextDecoder("utf-8");
   const terminal: CastEvent[] = [];
   let size: string | null = null;
+  let current: string | null = null;
   for (const chunk of chunks) {
     let at = 0;
     for (const e of chunk.events) {
       const time = Math.max(0, e[0] - t0) / 1000;
       if (e[1] === "r") {
-        if (terminal.length === 0 && size === null) size = e[2];
-        else terminal.push([time, "r", e[2]]);
+        // The first size is the header's; a re-attach repeats the size it had, which is no event.
+        if (size === null) size = current = e[2];
+        else if (e[2] !== current) terminal.push([time, "r", (current = e[2])]);
         continue;
       }
       const text = decoder.decode(chunk.data.subarray(at, at + e[2]), { stream: true });
