@@ -14,7 +14,7 @@ export function proxy(request: NextRequest) {
   // A fresh nonce per page: Next.js reads the CSP from the request headers and puts the nonce on
   // its inline scripts; the browser gets the same policy on the response.
   const nonce = Buffer.from(crypto.randomUUID()).toString("base64");
-  const csp = pageContentSecurityPolicy(nonce, process.env.NODE_ENV !== "production");
+  const csp = pageContentSecurityPolicy(nonce, process.env.NODE_ENV !== "production", { wasm: /^\/replay\//.test(pathname) });
   const pass = () => {
     const headers = new Headers(request.headers);
     headers.set("content-security-policy", csp);

@@ -12,6 +12,7 @@ import { ensureFirstAdmin } from "./server/auth/invitations";
 import { parseEnv, publicUrl } from "./server/config";
 import { Provisioner } from "./server/cohorts/provision";
 import { WatchRegistry } from "./server/cohorts/watchers";
+import { TerminalRecorder } from "./server/recordings/recorder";
 import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { SingletonRole } from "./server/leases/roles";
@@ -62,10 +63,12 @@ async function main(): Promise<void> {
   const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
   const machines = await startMachines(env, db, log);
   const provider = machines.provider;
+  const recorder = new TerminalRecorder(db, { maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES, retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS, log });
   const terminals = new TerminalRegistry(
     (sessionId, machine) => machineEndpoint(db, sessionId, machine),
     (event) => log.info(event, "terminal state"),
     (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
+    recorder,
   );
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
@@ -97,6 +100,7 @@ async function main(): Promise<void> {
   grader.start();
   sweeperRole.start();
   provisioner.start();
+  recorder.startPruning();
 
   const dev = env.NODE_ENV !== "production";
   const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
@@ -211,6 +215,7 @@ async function main(): Promise<void> {
     await watchers.stop();
     await bus.stop();
     await terminals.closeAll();
+    await recorder.stop().catch(() => undefined);
     // Learners' VMs keep running (adopted on the next start); only unclaimed pool sets go.
     await machines.stop().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);

@@ -88,6 +88,10 @@ export const Env = z.object({
   LABDECK_METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   /** The platform's time zone: every time the UI shows and every date input is in it (dates are stored in UTC). */
   LABDECK_TIME_ZONE: TimeZoneName.default(DEFAULT_TIME_ZONE),
+  /** Days a terminal recording is kept after it started; older ones are deleted (hourly). */
+  LABDECK_RECORDING_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** Terminal output recorded per lab session over all its machines, bytes; beyond it the recording stops (marked truncated). */
+  LABDECK_RECORDING_MAX_BYTES: z.coerce.number().int().min(64 * 1024).max(2 ** 31 - 1).default(64 * 1024 * 1024),
   /** pino's level for the process log (server/log.ts). */
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),

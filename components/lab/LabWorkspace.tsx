@@ -14,6 +14,7 @@ import { MachineSwitchProvider, type MachineSwitch } from "./active-machine";
 import { LabGuide } from "./LabGuide";
 import type { StepText } from "./StepPanel";
 import { TerminalTabs } from "./TerminalTabs";
+import { RecordingNotice } from "./RecordingNotice";
 import { WatchNotice } from "./WatchNotice";
 
 /** What the lab view needs to know about a lab; plain data, passed from the server page. */
@@ -36,7 +37,8 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
             ← {t("back")}
           </Link>
           <h1 className="truncate text-sm font-semibold">{lab.title}</h1>
-          <div className="ml-auto">
+          <div className="ml-auto flex items-center gap-3">
+            <RecordingNotice slug={lab.slug} />
             <WatchNotice slug={lab.slug} />
           </div>
         </div>

@@ -5,10 +5,12 @@
  */
 
 /** The page CSP: scripts only from this origin or carrying the nonce; no framing, plugins or foreign forms. */
-export function pageContentSecurityPolicy(nonce: string, dev: boolean): string {
+export function pageContentSecurityPolicy(nonce: string, dev: boolean, options: { wasm?: boolean } = {}): string {
   return [
     "default-src 'self'",
-    `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'${dev ? " 'unsafe-eval'" : ""}`,
+    // `wasm`: the replay page's asciinema-player runs its terminal emulator as WebAssembly;
+    // 'wasm-unsafe-eval' lets it compile that module and allows no JavaScript eval.
+    `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'${options.wasm ? " 'wasm-unsafe-eval'" : ""}${dev ? " 'unsafe-eval'" : ""}`,
     // xterm.js and React set inline styles on elements.
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' data: blob:",

@@ -8,6 +8,7 @@ import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession } from "./session";
 import { holderConnector, holderTerminalId } from "./holder/connector";
 import type { SshEndpoint } from "./ssh";
+import type { RecordingTap } from "../recordings/recorder";
 
 /** Finds a machine's SSH endpoint; null when the session or machine does not exist or has ended. */
 export type EndpointLookup = (sessionId: string, machine: string) => Promise<SshEndpoint | null>;
@@ -20,6 +21,8 @@ export class TerminalRegistry {
     private readonly onEvent?: (event: { sessionId: string; machine: string; state: MachineState; message?: string }) => void,
     /** Whether a machine that does not answer is powered off (its provider knows). */
     private readonly isPoweredOff?: (sessionId: string, machine: string) => Promise<boolean>,
+    /** Where each terminal's output is recorded (server/recordings/recorder.ts); unset: not recorded. */
+    private readonly recorder?: { tap(sessionId: string, machine: string): RecordingTap },
   ) {}
 
   /** The terminal for a machine, created on first use; null when there is no such machine. */
@@ -29,7 +32,7 @@ export class TerminalRegistry {
     if (!entry) {
       entry = this.lookup(sessionId, machine).then((endpoint) =>
         endpoint
-          ? new TerminalSession(holderConnector(endpoint, holderTerminalId(sessionId)), {
+          ? new TerminalSession(holderConnector(endpoint, holderTerminalId(sessionId), { recording: this.recorder?.tap(sessionId, machine) }), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
               isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
             })

@@ -30,6 +30,7 @@ import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSes
 import { SessionSweeper } from "../sessions/sweeper";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
+import { TerminalRecorder } from "../recordings/recorder";
 import { signTerminalToken } from "../terminal/token";
 import { terminalUpgrade } from "../terminal/upgrade";
 
@@ -47,6 +48,8 @@ export interface Stack {
   auth: Auth;
   provider: MachineProvider;
   terminals: TerminalRegistry;
+  /** Records every terminal (64 MiB per session, 30 days); tests call flushAll() before reading. */
+  recorder: TerminalRecorder;
   labs: LabCatalog;
   pool: SshExecPool;
   bus: EventBus;
@@ -153,10 +156,13 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     configureMachineKeys(secret);
     const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
     const provider = options.provider(db);
+    const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30, log });
+    cleanups.push(() => recorder.stop());
     const terminals = new TerminalRegistry(
       (sid, machine) => machineEndpoint(db, sid, machine),
       undefined,
       (sid, machine) => machinePoweredOff(db, provider, sid, machine),
+      recorder,
     );
     cleanups.push(() => terminals.closeAll());
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
@@ -203,6 +209,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       auth,
       provider,
       terminals,
+      recorder,
       labs,
       pool,
       bus,

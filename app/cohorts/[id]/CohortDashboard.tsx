@@ -205,6 +205,10 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
             <button type="button" onClick={props.onTimeline} className="mr-3 text-sky-700 hover:underline">
               {t("timeline")}
             </button>
+            {/* A document load, not a client-side navigation: the replay page's CSP allows the player's WebAssembly, this page's does not. */}
+            <a href={`/replay/${l.sessionId}`} className="mr-3 text-sky-700 hover:underline" data-testid="replay">
+              {t("replay")}
+            </a>
             {l.state !== "ended" && (
               <Link href={`/cohorts/${cohortId}/watch/${l.sessionId}`} className="font-semibold text-sky-700 hover:underline" data-testid="watch">
                 {t("watch")}

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "../session";
 import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
+import type { RecordingTap } from "../../recordings/recorder";
 
 /** Output a process repaints when it first attaches to a terminal it has not seen (bytes). */
 export const ATTACH_TAIL_BYTES = 256 * 1024;
@@ -17,7 +18,12 @@ export function holderTerminalId(sessionId: string, tab = "main"): string {
   return `${createHash("sha256").update(sessionId).digest("hex").slice(0, 20)}-${tab}`.slice(0, 32);
 }
 
-export function holderConnector(endpoint: SshEndpoint, terminalId: string, options: { fallback?: PtyConnector } = {}): PtyConnector {
+/**
+ * `recording` receives every byte read from the holder with its log offset, and every size this
+ * process gives the terminal (server/recordings/recorder.ts); the direct-PTY fallback is not recorded.
+ */
+export function holderConnector(endpoint: SshEndpoint, terminalId: string, options: { fallback?: PtyConnector; recording?: RecordingTap } = {}): PtyConnector {
+  const recording = options.recording;
   const fallback = options.fallback ?? sshConnector(endpoint);
   let active: PtyHandlers | null = null;
   let bootId: string | undefined;
@@ -26,7 +32,10 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
   const term = new HolderTerminal(
     terminalId,
     {
-      onOutput: (_offset, data) => active?.onData(data),
+      onOutput: (offset, data) => {
+        if (bootId !== undefined) recording?.output(bootId, offset, data);
+        active?.onData(data);
+      },
       onExit: () => onExit?.(),
       onGone: (_requested, oldest) => onGone?.(oldest),
     },
@@ -75,6 +84,7 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
         void term.attach(link).catch(() => undefined);
       };
       term.resize(size);
+      recording?.resize(size.cols, size.rows);
       try {
         await term.attach(link);
       } catch (error) {
@@ -88,7 +98,10 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       returned = true;
       return {
         write: (data) => void term.write(data),
-        resize: (next) => term.resize(next),
+        resize: (next) => {
+          term.resize(next);
+          recording?.resize(next.cols, next.rows);
+        },
         pause: () => link.pause(),
         resume: () => link.resume(),
         close: (endShell) => {

@@ -1,0 +1,25 @@
+/** GET one machine's terminal recording as asciicast v2 (markers at every step unlock and Check): same access as the list. */
+import { z } from "zod";
+import { Denied, requireUser } from "@/server/auth/guard";
+import { castText, loadCast, sessionMarkers } from "@/server/recordings/asciicast";
+import { requireRecordingAccess } from "@/server/recordings/access";
+import { apiRoute } from "@/server/http/route";
+
+export const dynamic = "force-dynamic";
+
+const MachineName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/);
+
+export const GET = apiRoute<{ params: Promise<{ id: string; machine: string }> }>(async (request, context, services) => {
+  const user = await requireUser(services.auth, request.headers);
+  const { id, machine } = await context.params;
+  const session = await requireRecordingAccess(services.db, user, id);
+  const name = MachineName.safeParse(machine);
+  if (!name.success) throw new Denied(404, "noSuchRecording");
+  const lab = await services.labs.get(session.labSlug).catch(() => null);
+  const titles = new Map((lab?.manifest.steps ?? []).map((s) => [s.id, s.title]));
+  const cast = await loadCast(services.db, id, name.data, await sessionMarkers(services.db, id, titles), `${session.labSlug} ${name.data}`);
+  if (!cast) throw new Denied(404, "noSuchRecording");
+  return new Response(castText(cast), {
+    headers: { "content-type": "application/x-asciicast; charset=utf-8", "cache-control": "private, no-store" },
+  });
+});

@@ -1,0 +1,42 @@
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { getTranslations } from "next-intl/server";
+import { Denied } from "@/server/auth/guard";
+import { pageUser } from "@/server/auth/page";
+import { requireRecordingAccess } from "@/server/recordings/access";
+import { getServicesOrThrow } from "@/server/services";
+import { RecordingPlayer } from "@/components/recordings/RecordingPlayer";
+
+export const dynamic = "force-dynamic";
+
+/**
+ * Replay of a lab session's terminal recordings with its step markers: the learner's own, and
+ * for instructors of the learner's live cohort and admins (opened from the cohort dashboard).
+ * Anyone else gets 404, like a session that does not exist.
+ */
+export default async function ReplayPage({ params }: { params: Promise<{ sessionId: string }> }) {
+  const { sessionId } = await params;
+  const user = await pageUser(`/replay/${sessionId}`);
+  const { db, labs } = getServicesOrThrow();
+  const session = await requireRecordingAccess(db, user, sessionId).catch((error: unknown) => {
+    if (error instanceof Denied) notFound();
+    throw error;
+  });
+  const [recordings, learner, lab] = await Promise.all([
+    db.terminalRecording.findMany({ where: { sessionId }, orderBy: { machine: "asc" }, select: { machine: true, truncated: true } }),
+    db.user.findUnique({ where: { id: session.learnerId }, select: { name: true } }),
+    labs.get(session.labSlug).catch(() => null),
+  ]);
+  const t = await getTranslations("recording");
+  return (
+    <main className="flex min-h-0 flex-1 flex-col">
+      <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
+        <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
+          ← {t("back")}
+        </Link>
+        <h1 className="truncate text-sm font-semibold">{t("title", { name: learner?.name ?? "?", lab: lab?.manifest.title ?? session.labSlug })}</h1>
+      </div>
+      {recordings.length === 0 ? <p className="p-4 text-sm text-slate-500">{t("none")}</p> : <RecordingPlayer sessionId={sessionId} recordings={recordings} />}
+    </main>
+  );
+}

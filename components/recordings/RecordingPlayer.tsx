@@ -1,0 +1,133 @@
+"use client";
+/**
+ * Replays a lab session's terminal recordings (asciicast v2 from GET /api/sessions/:id/recordings/:machine)
+ * in asciinema-player, one machine at a time, with the step markers as a list to jump to. The
+ * player is loaded in the browser only (it touches the DOM at import) and runs its terminal
+ * emulator as WebAssembly, which the replay page's CSP allows ('wasm-unsafe-eval'; no JS eval).
+ */
+import "asciinema-player/dist/bundle/asciinema-player.css";
+import type { Player } from "asciinema-player";
+import { useTranslations } from "next-intl";
+import { useEffect, useRef, useState } from "react";
+
+export interface RecordingInfo {
+  machine: string;
+  truncated: boolean;
+}
+
+interface Marker {
+  time: number;
+  label: string;
+}
+
+/** The "m" events of an asciicast v2 file, in order (the player numbers its markers the same way). */
+function markersOf(cast: string): Marker[] {
+  const markers: Marker[] = [];
+  for (const line of cast.split("\n").slice(1)) {
+    if (!line.includes('"m"')) continue;
+    try {
+      const event = JSON.parse(line) as unknown;
+      if (Array.isArray(event) && event[1] === "m" && typeof event[0] === "number") markers.push({ time: event[0], label: String(event[2]) });
+    } catch {
+      // a line the player will also skip
+    }
+  }
+  return markers;
+}
+
+function formatTime(seconds: number): string {
+  const s = Math.floor(seconds);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; recordings: RecordingInfo[] }) {
+  const t = useTranslations("recording");
+  const [machine, setMachine] = useState(recordings[0]?.machine);
+  const [markers, setMarkers] = useState<Marker[]>([]);
+  const [status, setStatus] = useState<"loading" | "ready" | "failed">("loading");
+  const [position, setPosition] = useState<number | null>(null);
+  const container = useRef<HTMLDivElement>(null);
+  const player = useRef<Player | null>(null);
+
+  useEffect(() => {
+    if (!machine || !container.current) return;
+    const element = container.current;
+    let disposed = false;
+    setStatus("loading");
+    setMarkers([]);
+    setPosition(null);
+    void (async () => {
+      try {
+        const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/recordings/${encodeURIComponent(machine)}`);
+        if (!response.ok) throw new Error(String(response.status));
+        const cast = await response.text();
+        const { create } = await import("asciinema-player");
+        if (disposed) return;
+        player.current = create({ data: cast }, element, { fit: "width", idleTimeLimit: 2, terminalFontSize: "small" });
+        player.current.addEventListener("marker", ({ time }) => setPosition(time));
+        setMarkers(markersOf(cast));
+        setStatus("ready");
+      } catch {
+        if (!disposed) setStatus("failed");
+      }
+    })();
+    return () => {
+      disposed = true;
+      player.current?.dispose();
+      player.current = null;
+    };
+  }, [sessionId, machine]);
+
+  const jump = async (index: number) => {
+    const p = player.current;
+    if (!p) return;
+    await p.seek({ marker: index });
+    setPosition(p.getCurrentTime());
+  };
+
+  const current = recordings.find((r) => r.machine === machine);
+  return (
+    <div className="flex min-h-0 flex-1 gap-4 p-4" data-testid="replay" data-status={status} data-position={position ?? ""}>
+      <div className="flex min-w-0 flex-1 flex-col gap-2">
+        <div className="flex gap-1" role="tablist">
+          {recordings.map((r) => (
+            <button
+              key={r.machine}
+              type="button"
+              role="tab"
+              aria-selected={r.machine === machine}
+              onClick={() => setMachine(r.machine)}
+              className={`rounded-t px-3 py-1 text-sm ${r.machine === machine ? "bg-slate-800 text-white" : "bg-slate-200 text-slate-700 hover:bg-slate-300"}`}
+            >
+              {r.machine}
+            </button>
+          ))}
+        </div>
+        {status === "loading" && <p className="text-sm text-slate-500">{t("loading")}</p>}
+        {status === "failed" && <p className="text-sm text-red-700">{t("failed")}</p>}
+        {current?.truncated && <p className="text-xs text-amber-800">{t("truncated")}</p>}
+        <div ref={container} className="min-h-0" data-testid="replay-player" />
+      </div>
+      <aside className="w-72 shrink-0">
+        <h2 className="mb-2 text-sm font-semibold">{t("markers")}</h2>
+        {markers.length === 0 && status === "ready" && <p className="text-xs text-slate-500">{t("noMarkers")}</p>}
+        <ol className="space-y-1">
+          {markers.map((m, i) => (
+            <li key={`${i}-${m.time}`}>
+              <button
+                type="button"
+                onClick={() => void jump(i)}
+                data-testid="replay-marker"
+                data-time={m.time}
+                className="w-full rounded px-2 py-1 text-left text-xs hover:bg-sky-50"
+              >
+                <span className="mr-2 font-mono text-slate-500">{formatTime(m.time)}</span>
+                {m.label}
+              </button>
+            </li>
+          ))}
+        </ol>
+      </aside>
+    </div>
+  );
+}

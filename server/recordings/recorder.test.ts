@@ -1,0 +1,113 @@
+/**
+ * The recorder on the embedded PostgreSQL alone (no machines): several recorders (as several
+ * server processes) fed overlapping views of one holder log record every byte exactly once; a
+ * reboot continues the recording; the per-session limit truncates; retention deletes. The
+ * end-to-end proof over real sshd hosts and the gateway is recording.test.ts.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Db } from "../db/client";
+import { startTestDb } from "../testing/test-db";
+import { buildCast, castText, loadCast } from "./asciicast";
+import { pruneRecordings, splitEvents, TerminalRecorder } from "./recorder";
+
+let db: Db;
+let stop: () => Promise<void>;
+let learners = 0;
+
+beforeAll(async () => {
+  ({ db, stop } = await startTestDb());
+}, 60_000);
+
+afterAll(async () => {
+  await stop?.();
+});
+
+async function session(): Promise<string> {
+  return (await db.labSession.create({ data: { labSlug: "rec", learnerId: `rec-learner-${++learners}`, provider: "static" } })).id;
+}
+
+function output(cast: string): string {
+  return cast
+    .trim()
+    .split("\n")
+    .slice(1)
+    .map((l) => JSON.parse(l) as [number, string, string])
+    .filter((e) => e[1] === "o")
+    .map((e) => e[2])
+    .join("");
+}
+
+it("three processes reading overlapping parts of one log write each byte once, in order", async () => {
+  const id = await session();
+  const log = Buffer.from(Array.from({ length: 3000 }, (_, i) => `line ${i} 日本語\n`).join(""));
+  const recorders = [0, 1, 2].map(() => new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30 }));
+  // Each "process" attaches at a different point (a takeover repaints a tail) and reads in its own piece sizes.
+  const starts = [0, 5000, 20000];
+  const sizes = [997, 4096, 333];
+  await Promise.all(
+    recorders.map(async (r, i) => {
+      const tap = r.tap(id, "node01");
+      tap.resize(100, 30);
+      for (let at = starts[i]!; at < log.length; at += sizes[i]!) {
+        tap.output("boot-1", at, log.subarray(at, at + sizes[i]!));
+        if (at % 7 === 0) await r.flushAll();
+      }
+      await r.flushAll();
+    }),
+  );
+  const cast = await loadCast(db, id, "node01", []);
+  expect(Buffer.from(output(castText(cast!))).equals(log)).toBe(true);
+  expect(cast!.header).toMatchObject({ version: 2, width: 100, height: 30 });
+  const row = await db.terminalRecording.findUniqueOrThrow({ where: { sessionId_machine: { sessionId: id, machine: "node01" } } });
+  expect(row.bytes).toBe(log.length);
+  expect(Number(row.holderEnd)).toBe(log.length);
+});
+
+it("a reboot (new boot id, offsets from 0) continues the recording", async () => {
+  const id = await session();
+  const r = new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 });
+  const tap = r.tap(id, "node02");
+  tap.output("boot-1", 0, Buffer.from("before reboot\r\n"));
+  await r.flushAll();
+  tap.output("boot-2", 0, Buffer.from("after reboot\r\n"));
+  await r.flushAll();
+  expect(output(castText((await loadCast(db, id, "node02", []))!))).toBe("before reboot\r\nafter reboot\r\n");
+});
+
+it("stops at the per-session limit over all machines and marks the recording truncated", async () => {
+  const id = await session();
+  const r = new TerminalRecorder(db, { maxSessionBytes: 100_000, retentionDays: 30 });
+  r.tap(id, "a").output("b", 0, Buffer.alloc(60_000, 0x61));
+  await r.flushAll();
+  r.tap(id, "b").output("b", 0, Buffer.alloc(60_000, 0x62));
+  await r.flushAll();
+  r.tap(id, "b").output("b", 60_000, Buffer.alloc(10, 0x62));
+  await r.flushAll();
+  const rows = await db.terminalRecording.findMany({ where: { sessionId: id }, orderBy: { machine: "asc" } });
+  expect(rows.map((x) => [x.machine, x.bytes, x.truncated])).toEqual([
+    ["a", 60_000, false],
+    ["b", 40_000, true],
+  ]);
+});
+
+it("retention deletes recordings older than the setting, with their chunks", async () => {
+  const id = await session();
+  const r = new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 });
+  r.tap(id, "old").output("b", 0, Buffer.from("x"));
+  await r.flushAll();
+  const day = 24 * 60 * 60 * 1000;
+  expect(await pruneRecordings(db, 30, Date.now() + 29 * day)).toBe(0);
+  expect(await pruneRecordings(db, 30, Date.now() + 31 * day)).toBeGreaterThanOrEqual(1);
+  expect(await db.terminalRecording.count({ where: { sessionId: id } })).toBe(0);
+  expect(await db.recordingChunk.count({ where: { recording: { sessionId: id } } })).toBe(0);
+});
+
+it("splits events at byte positions and keeps a split UTF-8 character whole", () => {
+  expect(splitEvents([[1, "o", 4], [2, "r", "80x24"], [3, "o", 4]], 2, 6, false)).toEqual([[1, "o", 2], [2, "r", "80x24"], [3, "o", 2]]);
+  const text = Buffer.from("あい");
+  const cast = buildCast(new Date(0), [
+    { events: [[1000, "o", 2]], data: text.subarray(0, 2) },
+    { events: [[2000, "o", 4]], data: text.subarray(2) },
+  ], [{ at: new Date(1500), kind: "step", stepId: "s", title: "S" }]);
+  expect(cast.events).toEqual([[1.5, "m", "✓ S"], [2, "o", "あい"]]);
+});

@@ -1,0 +1,266 @@
+/**
+ * Terminal recordings (issue 10): every terminal's output and resizes, kept in PostgreSQL as
+ * chunks of raw bytes with their timing, replayed as asciicast v2 (asciicast.ts).
+ *
+ * The bytes come from the one stream a process reads from the machine's terminal holder
+ * (holder/connector.ts hands each OUTPUT frame with its holder log offset to `output`). Several
+ * processes may be attached to the same terminal (the learner's, an instructor's, the next one
+ * after a restart): each buffers what it reads and, at flush, trims it against the recording's
+ * `holderEnd` and moves `holderEnd` on with a conditional update in the same transaction that
+ * inserts the chunk. Whoever reaches an offset first writes it; the others drop those bytes. So
+ * nothing is recorded twice, and after a takeover the next process continues where the holder's
+ * log says the recording stopped.
+ */
+import type { Db } from "../db/client";
+
+/** How long output is buffered in the process before it is written, ms. */
+export const FLUSH_INTERVAL_MS = 1_000;
+/** A terminal's buffer is written early once it holds this many bytes. */
+export const FLUSH_BYTES = 64 * 1024;
+/** Largest chunk row, bytes (a flood is written as several). */
+export const MAX_CHUNK_BYTES = 256 * 1024;
+/** How often old recordings are deleted, ms. */
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** Conditional writes retried when another process moved the recording on meanwhile. */
+const CAS_ATTEMPTS = 5;
+
+/** [epochMs, "o", byteCount] | [epochMs, "r", "COLSxROWS"] */
+export type ChunkEvent = [number, "o", number] | [number, "r", string];
+
+interface Pending {
+  bootId: string;
+  /** Holder log offset of data's first byte. */
+  start: number;
+  data: Buffer[];
+  bytes: number;
+  events: ChunkEvent[];
+}
+
+/** What the connector calls for one terminal. */
+export interface RecordingTap {
+  output(bootId: string, offset: number, data: Buffer): void;
+  resize(cols: number, rows: number): void;
+}
+
+export interface RecorderOptions {
+  /** Output bytes per lab session (all machines) before the recording stops. */
+  maxSessionBytes: number;
+  /** Recordings older than this are deleted, days. */
+  retentionDays: number;
+  log?: { warn(obj: object, msg: string): void };
+  now?: () => number;
+}
+
+interface TerminalState {
+  pending: Pending | null;
+  timer: NodeJS.Timeout | null;
+  /** Flushes of one terminal run one after the other. */
+  chain: Promise<void>;
+}
+
+export class TerminalRecorder {
+  private readonly terminals = new Map<string, TerminalState>();
+  private pruneTimer: NodeJS.Timeout | null = null;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: RecorderOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The tap for one terminal (lab session × machine). */
+  tap(sessionId: string, machine: string): RecordingTap {
+    const key = `${sessionId}\u0000${machine}`;
+    const state = (): TerminalState => {
+      let s = this.terminals.get(key);
+      if (!s) this.terminals.set(key, (s = { pending: null, timer: null, chain: Promise.resolve() }));
+      return s;
+    };
+    const schedule = (s: TerminalState, bytes: number) => {
+      if (bytes >= FLUSH_BYTES) return void this.flushKey(sessionId, machine, s);
+      s.timer ??= setTimeout(() => this.flushKey(sessionId, machine, s), FLUSH_INTERVAL_MS);
+    };
+    return {
+      output: (bootId, offset, data) => {
+        if (data.byteLength === 0) return;
+        const s = state();
+        const p = s.pending;
+        // A new boot or a jump in offsets (a re-attach after a gap): write what we have first.
+        if (p && p.bytes > 0 && (p.bootId !== bootId || p.start + p.bytes !== offset)) this.flushKey(sessionId, machine, s);
+        const q = (s.pending ??= { bootId, start: offset, data: [], bytes: 0, events: [] });
+        if (q.bytes === 0) {
+          q.bootId = bootId;
+          q.start = offset;
+        }
+        q.data.push(Buffer.from(data));
+        q.bytes += data.byteLength;
+        q.events.push([this.now(), "o", data.byteLength]);
+        schedule(s, q.bytes);
+      },
+      resize: (cols, rows) => {
+        const s = state();
+        const q = (s.pending ??= { bootId: "", start: -1, data: [], bytes: 0, events: [] });
+        q.events.push([this.now(), "r", `${cols}x${rows}`]);
+        schedule(s, q.bytes);
+      },
+    };
+  }
+
+  /** Writes every buffered byte (at shutdown, and in tests before reading). */
+  async flushAll(): Promise<void> {
+    const flushes: Promise<void>[] = [];
+    for (const [key, s] of this.terminals) {
+      const [sessionId, machine] = key.split("\u0000");
+      flushes.push(this.flushKey(sessionId!, machine!, s));
+    }
+    await Promise.all(flushes);
+  }
+
+  /** Deletes recordings older than the retention every PRUNE_INTERVAL_MS (and once now). */
+  startPruning(): void {
+    const prune = () =>
+      void pruneRecordings(this.db, this.options.retentionDays, this.now()).catch((error: Error) =>
+        this.options.log?.warn({ err: error.message }, "recording prune failed"),
+      );
+    prune();
+    this.pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
+    this.pruneTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    await this.flushAll();
+  }
+
+  private flushKey(sessionId: string, machine: string, s: TerminalState): Promise<void> {
+    if (s.timer) clearTimeout(s.timer);
+    s.timer = null;
+    const pending = s.pending;
+    s.pending = null;
+    if (!pending) return s.chain;
+    const key = `${sessionId}\u0000${machine}`;
+    const link: Promise<void> = s.chain
+      .then(() => this.write(sessionId, machine, pending))
+      .catch((error: Error) => this.options.log?.warn({ err: error.message, sessionId, machine }, "recording write failed"))
+      .finally(() => {
+        // Last write done and nothing buffered: forget the terminal (the map holds only terminals with output in flight).
+        if (s.chain === link && !s.pending && !s.timer && this.terminals.get(key) === s) this.terminals.delete(key);
+      });
+    s.chain = link;
+    return link;
+  }
+
+  private async write(sessionId: string, machine: string, pending: Pending): Promise<void> {
+    const data = Buffer.concat(pending.data);
+    // A flood is written as rows of at most MAX_CHUNK_BYTES, each with its events.
+    let from = 0;
+    do {
+      const to = Math.min(data.length, from + MAX_CHUNK_BYTES);
+      const events = splitEvents(pending.events, from, to, to === data.length);
+      await this.writePiece(sessionId, machine, { bootId: pending.bootId, start: pending.start + from, bytes: data.subarray(from, to), events });
+      from = to;
+    } while (from < data.length);
+  }
+
+  private async writePiece(sessionId: string, machine: string, piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] }): Promise<void> {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const row = await this.recording(sessionId, machine, piece);
+      if (!row || row.truncated) return;
+      let { bytes, events } = piece;
+      let holderEnd = row.holderEnd;
+      let bootId = row.bootId;
+      let first = BigInt(piece.start); // holder offset of bytes[0] after trimming
+      if (bytes.length > 0) {
+        if (piece.bootId !== row.bootId) {
+          // The machine rebooted: its holder's log starts again at 0 under a new boot id.
+          bootId = piece.bootId;
+          holderEnd = BigInt(piece.start);
+        }
+        const skip = Number(holderEnd - BigInt(piece.start));
+        if (skip >= bytes.length) {
+          // Every byte is already recorded by another process; keep only resizes, if any.
+          events = events.filter((e) => e[1] === "r");
+          bytes = Buffer.alloc(0);
+        } else if (skip > 0) {
+          events = splitEvents(events, skip, bytes.length, true);
+          bytes = bytes.subarray(skip);
+          first = holderEnd;
+        }
+        // skip < 0: nobody read those bytes (every process was away longer than the holder's
+        // repaint tail); the recording continues from here.
+      }
+      if (bytes.length === 0 && events.length === 0) return;
+      const used = await this.db.terminalRecording.aggregate({ where: { sessionId }, _sum: { bytes: true } });
+      const room = this.options.maxSessionBytes - (used._sum.bytes ?? 0);
+      const truncated = bytes.length > room;
+      if (truncated) {
+        events = splitEvents(events, 0, Math.max(0, room), false);
+        bytes = bytes.subarray(0, Math.max(0, room));
+      }
+      const newEnd = bytes.length > 0 ? first + BigInt(bytes.length) : holderEnd;
+      const won = await this.db.$transaction(async (tx) => {
+        const moved = await tx.terminalRecording.updateMany({
+          where: { id: row.id, bootId: row.bootId, holderEnd: row.holderEnd, truncated: false },
+          data: { bootId, holderEnd: newEnd, bytes: { increment: bytes.length }, truncated },
+        });
+        if (moved.count !== 1) return false;
+        await tx.recordingChunk.create({ data: { recordingId: row.id, offset: row.bytes, events, data: new Uint8Array(bytes) } });
+        return true;
+      });
+      if (won) return;
+    }
+    this.options.log?.warn({ sessionId, machine }, "recording chunk dropped: too many concurrent writers");
+  }
+
+  /** The recording row, made on first output (its time zero is then). */
+  private async recording(sessionId: string, machine: string, piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] }) {
+    const where = { sessionId_machine: { sessionId, machine } };
+    const existing = await this.db.terminalRecording.findUnique({ where });
+    if (existing) return existing;
+    if (piece.bytes.length === 0) return null; // resizes before any output: the header carries the size
+    const first = piece.events[0]?.[0] ?? this.now();
+    try {
+      return await this.db.terminalRecording.create({
+        data: { sessionId, machine, startedAt: new Date(first), bootId: piece.bootId, holderEnd: BigInt(piece.start) },
+      });
+    } catch (error) {
+      // Another process made it meanwhile (unique), or the session is gone (foreign key).
+      const again = await this.db.terminalRecording.findUnique({ where });
+      if (again) return again;
+      if ((error as { code?: string }).code === "P2003") return null;
+      throw error;
+    }
+  }
+}
+
+/**
+ * The events that cover bytes [from, to) of a buffer the events split, with the first and last
+ * "o" cut to fit; a resize goes with the output that follows it (`trailing`: also one after
+ * the last byte).
+ */
+export function splitEvents(events: ChunkEvent[], from: number, to: number, trailing: boolean): ChunkEvent[] {
+  const out: ChunkEvent[] = [];
+  let at = 0;
+  for (const e of events) {
+    if (e[1] === "r") {
+      if (at >= from && (at < to || (trailing && at === to))) out.push(e);
+      continue;
+    }
+    const start = at;
+    const end = at + e[2];
+    at = end;
+    const lo = Math.max(start, from);
+    const hi = Math.min(end, to);
+    if (hi > lo) out.push([e[0], "o", hi - lo]);
+  }
+  return out;
+}
+
+/** Deletes recordings that started more than `retentionDays` ago (chunks go with them). */
+export async function pruneRecordings(db: Db, retentionDays: number, now = Date.now()): Promise<number> {
+  const before = new Date(now - retentionDays * 24 * 60 * 60 * 1000);
+  const { count } = await db.terminalRecording.deleteMany({ where: { startedAt: { lt: before } } });
+  return count;
+}
