@@ -225,8 +225,10 @@ describe("qemu provider (real VMs)", () => {
     ];
     const fromA = { vm: machine(a, "node01"), targets: targetsFor(b[0]!.port) };
     const fromB = { vm: b[0]!, targets: targetsFor(machine(a, "controlplane").port) };
-    // Every sentinel answers from this host (so a leak would connect); then its hits are forgotten.
-    for (const [, address, port] of [...fromA.targets, ...fromB.targets]) {
+    // Every sentinel answers from this host (so a leak would connect) and counts it (the namespace's
+    // listener reports over a pipe: wait for every count); then those hits are forgotten.
+    const controls = [...fromA.targets, ...fromB.targets];
+    for (const [, address, port] of controls) {
       await new Promise<void>((resolve, reject) => {
         const socket = net.connect({ host: address === "10.0.2.2" ? "127.0.0.1" : address, port }, () => {
           socket.destroy();
@@ -235,6 +237,8 @@ describe("qemu provider (real VMs)", () => {
         socket.once("error", reject);
       });
     }
+    const ownSentinels = controls.filter(([what]) => what !== "another session's SSH forward").length;
+    await expect.poll(() => s.hits().length, { timeout: 10_000 }).toBe(ownSentinels);
     s.clearHits();
 
     const script = (targets: [string, string, number][]) =>
@@ -248,8 +252,8 @@ describe("qemu provider (real VMs)", () => {
     const started = Date.now();
     const [outA, outB] = await Promise.all([fromA, fromB].map(async ({ vm, targets }) => (await exec(vm, script(targets))).out));
     const probeSeconds = (Date.now() - started) / 1000;
-    // Give a late datagram or SYN time to arrive before counting.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Give a late datagram, SYN or the namespace listener's report time to arrive before counting.
+    await new Promise((r) => setTimeout(r, 2_000));
     const result = (out: string, address: string, port: number) =>
       out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer";
     const rows = fromA.targets.map(([what, address, port], i) => {
