@@ -36,7 +36,7 @@ function counting() {
 it("of five contenders exactly one holds a role; a clean stop hands it to another within one renewal", async () => {
   const contenders = Array.from({ length: 5 }, (_, i) => {
     const { state, work } = counting();
-    return { state, role: new SingletonRole({ db, log }, "contended", work, { holder: `p${i}`, leaseMs: 1_000, renewMs: 200 }) };
+    return { state, role: new SingletonRole({ db, log }, "contended", work, { holder: `p${i}`, leaseMs: 3_000, renewMs: 300 }) };
   });
   contenders.forEach((c) => c.role.start());
   await expect.poll(() => contenders.filter((c) => c.role.held).length, { timeout: 5_000 }).toBe(1);
@@ -51,7 +51,7 @@ it("of five contenders exactly one holds a role; a clean stop hands it to anothe
   expect(first.state.running).toBe(false);
   await expect.poll(() => contenders.filter((c) => c.role.held).length, { timeout: 5_000, interval: 10 }).toBe(1);
   const handoverMs = Date.now() - stoppedAt;
-  console.log(`clean stop: role handed over in ${handoverMs} ms (renewal 200 ms, lease 1000 ms)`);
+  console.log(`clean stop: role handed over in ${handoverMs} ms (renewal 300 ms, lease 3000 ms)`);
   expect(contenders.filter((c) => c.state.running)).toHaveLength(1);
   expect(first.role.held).toBe(false);
   for (const c of contenders) await c.role.stop();
