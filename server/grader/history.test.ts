@@ -36,6 +36,7 @@ describe("check history", () => {
     }
     expect(await rec(fail("wrong content"))).toBe(true); // another output: a transition
     expect(await rec(fail("wrong content"), "a", "manual")).toBe(true); // the learner asked: its own row
+    expect(await rec(fail("wrong content"), "a", "manual")).toBe(true); // and again: every Check is a row (a recording marker)
     expect(await rec(fail("wrong content"))).toBe(true);
     expect(await rec(pass)).toBe(true);
     expect(await rec(fail("missing"), "b")).toBe(true); // next step
@@ -43,6 +44,7 @@ describe("check history", () => {
     expect(all.map((r) => [r.stepId, r.trigger, r.outcome, r.output, r.count])).toEqual([
       ["a", "poll", "fail", "missing", 5],
       ["a", "poll", "fail", "wrong content", 1],
+      ["a", "manual", "fail", "wrong content", 1],
       ["a", "manual", "fail", "wrong content", 1],
       ["a", "poll", "fail", "wrong content", 1],
       ["a", "poll", "pass", "", 1],

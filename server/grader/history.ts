@@ -3,7 +3,9 @@
  * identical results; a check whose result (step, machine, trigger, outcome, exit code, output)
  * equals it adds to its count and moves its `lastAt`, anything else starts a new row. So a
  * learner polled every 2 s for an hour on one failing step writes one row, not 1,800, and the
- * newest failing output of each step is always kept. Rows older than the retention are pruned.
+ * newest failing output of each step is always kept. A manual Check is never folded into a
+ * streak: each is its own row (rate-limited per learner), so recordings can mark every one.
+ * Rows older than the retention are pruned.
  *
  * One statement per run (the session has one check at a time, claims.ts, so there is no race
  * on its newest row); times are the database's clock like the claims'.
@@ -41,7 +43,7 @@ export async function recordCheckRun(db: Db, r: CheckRecord): Promise<boolean> {
          SET "count" = c."count" + 1, "lastAt" = t.at, "durationMs" = ${result.durationMs}::int,
              "minGapMs" = LEAST(c."minGapMs", (SELECT ms FROM gap))
         FROM prev, t
-       WHERE c."id" = prev."id" AND prev."stepId" = ${stepId} AND prev."machine" = ${machine}
+       WHERE ${trigger}::"CheckTrigger" = 'poll'::"CheckTrigger" AND c."id" = prev."id" AND prev."stepId" = ${stepId} AND prev."machine" = ${machine}
          AND prev."trigger" = ${trigger}::"CheckTrigger" AND prev."outcome" = ${result.outcome}::"CheckOutcome"
          AND prev."exitCode" IS NOT DISTINCT FROM ${result.exitCode}::int AND prev."output" = ${result.output}
       RETURNING c."id"
