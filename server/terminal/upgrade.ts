@@ -7,7 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { upgradeOriginRefusal } from "../http/guard";
-import { handleTerminalSocket, type GatewayDeps } from "./gateway";
+import { handleTerminalSocket, LiveSockets, type GatewayDeps } from "./gateway";
 import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "./protocol";
 
 export interface TerminalUpgrade {
@@ -15,6 +15,11 @@ export interface TerminalUpgrade {
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Closes every terminal socket with "going away" so clients reconnect elsewhere. */
   closeAll(): void;
+  /**
+   * Re-decides the attached sockets of `userId` (null: everyone's) and closes those refused now,
+   * with the refusal's code and reason (wired to EventBus.onAccessChange).
+   */
+  recheckUser(userId: string | null): Promise<void>;
 }
 
 export interface UpgradeDeps extends GatewayDeps {
@@ -24,7 +29,8 @@ export interface UpgradeDeps extends GatewayDeps {
 
 export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES });
-  const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map() };
+  const liveSockets = upgradeDeps.liveSockets ?? new LiveSockets();
+  const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map(), liveSockets };
   return {
     handle(req, socket, head) {
       const url = new URL(req.url ?? "/", "http://localhost");
@@ -39,6 +45,7 @@ export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
     closeAll() {
       for (const ws of wss.clients) ws.close(CloseCode.goingAway, "server restarting");
     },
+    recheckUser: (userId) => liveSockets.recheckUser(userId),
   };
 }
 
