@@ -35,12 +35,10 @@ export async function startMachines(env: Env, db: Db, log: Logger): Promise<Mach
   if (kind === "static") {
     const file = env.LABDECK_HOSTS_FILE ?? path.join(env.LABDECK_DATA_DIR, "hosts.json");
     log.info({ file }, "machines: static hosts");
-    return {
-      kind,
-      provider: staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
-      pool: null,
-      stop: async () => {},
-    };
+    const provider = staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db), log });
+    // Groups a stopped process left awaiting their reset are picked up here too.
+    provider.startResets();
+    return { kind, provider, pool: null, stop: async () => provider.stop() };
   }
 
   const image = await findImage(env.LABDECK_DATA_DIR);
