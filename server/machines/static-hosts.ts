@@ -49,6 +49,12 @@ const HostKey = z
   }, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA...'");
 
 export const StaticHostsFile = z.strictObject({
+  /**
+   * True for hosts that are sshd processes in network namespaces of the server's own machine
+   * (netns-hosts.ts writes it): they share its filesystem and processes, so a learner there is
+   * root on the server. Served only with LABDECK_MACHINES=netns-demo (select.ts).
+   */
+  demo: z.boolean().default(false),
   allocation: z.enum(["shared", "exclusive"]).default("exclusive"),
   groups: z
     .array(
