@@ -644,6 +644,27 @@ describe("which labs a learner may start", () => {
   });
 });
 
+describe("the no-VM demo mode (LABDECK_MACHINES=netns-demo)", () => {
+  it("refuses a lab that changes the machine (409 labNeedsRealMachines, no session); a lab that does not still starts", async () => {
+    const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000", LABDECK_MACHINES: "netns-demo" });
+    const normal = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
+    const services = (e: typeof env) => setServices({ ...stack, env: e, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env: e }, lab) });
+    services(env);
+    try {
+      expect((await stack.labs.get("preinstall-checks")).manifest.changesMachine).toBe(true);
+      const before = await stack.db.labSession.count();
+      const res = await labSessionRoute.POST(request("admin", "/api/labs/preinstall-checks/session", { method: "POST" }), params({ slug: "preinstall-checks" }));
+      expect(res.status).toBe(409);
+      expect(((await res.json()) as { code: string }).code).toBe("labNeedsRealMachines");
+      expect(await stack.db.labSession.count()).toBe(before);
+      const ok = await labSessionRoute.POST(request("owner", `/api/labs/${LAB}/session`, { method: "POST" }), params({ slug: LAB }));
+      expect(ok.status).toBe(200);
+    } finally {
+      services(normal);
+    }
+  });
+});
+
 describe("per-user caps on live streams and sockets", () => {
   it("a 9th event stream of one user is refused (429 tooManyStreams); closing one frees a slot", async () => {
     const controllers: AbortController[] = [];
