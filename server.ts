@@ -58,7 +58,8 @@ async function main(): Promise<void> {
   configureMachineKeys(secret);
   const sealed = await sealPlaintextMachineKeys(db);
   if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
-  const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env) });
+  const bus = new EventBus({ db, databaseUrl, log });
+  const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env), onSignInEnded: (userId) => bus.publishAccessChange(userId) });
   // A one-time link shown once in the banner below (stdout, never the logger); only its hash is stored.
   const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
   const machines = await startMachines(env, db, log);
@@ -72,7 +73,6 @@ async function main(): Promise<void> {
   );
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
   const pool = new SshExecPool();
-  const bus = new EventBus({ db, databaseUrl, log });
   const grader = new Grader(
     { db, labs, pool, bus, log },
     { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY, retentionDays: env.LABDECK_CHECK_RETENTION_DAYS },
@@ -142,6 +142,8 @@ async function main(): Promise<void> {
     onViewer: watchers.onViewer,
     allowedOrigin: () => allowedOrigin,
   });
+  // Sign-out, removal from a cohort, an ended cohort: this process re-decides that user's sockets.
+  bus.onAccessChange((userId) => void gateway.recheckUser(userId));
   server.on("upgrade", (req, socket, head) => {
     if (gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.

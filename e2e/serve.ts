@@ -35,6 +35,8 @@ const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
     LABDECK_DATA_DIR: path.join(dir, "data"),
     LABDECK_PG_PORT: String(args.port + 1),
     LABDECK_HOSTS_FILE: hostsFile,
+    // netns sshd hosts on this machine: the single-user demo mode, named as such.
+    LABDECK_MACHINES: "netns-demo",
   },
   stdio: ["ignore", "pipe", "inherit"],
 });

@@ -27,7 +27,7 @@ describe("README commands", () => {
 
   it("every scripts/up.sh variant in the text runs without sudo", () => {
     const variants = commands.filter((c) => c.command.includes("scripts/up.sh")).map((c) => c.command);
-    expect(variants).toContain("LABDECK_MACHINES=static bash scripts/up.sh");
+    expect(variants).toContain("LABDECK_MACHINES=netns-demo bash scripts/up.sh");
     for (const v of variants) expect(v).not.toMatch(/\bsudo\b/);
   });
 

@@ -5,8 +5,10 @@
 # A second run with nothing changed skips npm ci and next build (stamps below) and starts in
 # seconds; after a crash it also recovers the database (server/db/embedded.ts).
 #
-#   LABDECK_MACHINES=static   use LABDECK_HOSTS_FILE, or (unset) three quick sshd hosts in
-#                             network namespaces instead of VMs: a demo without real kernels.
+#   LABDECK_MACHINES=static      machines from LABDECK_HOSTS_FILE (default <data dir>/hosts.json).
+#   LABDECK_MACHINES=netns-demo  LABDECK_HOSTS_FILE, or (unset) three quick sshd hosts in network
+#                                namespaces of THIS machine instead of VMs: a single-user demo
+#                                without real kernels (whoever uses a terminal is root here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
@@ -37,7 +39,7 @@ if [[ ${LABDECK_MACHINES:-qemu} == qemu ]]; then
   # under the data directory by its recipe; later runs find it at once.
   echo "==> lab machine image (built on first run)"
   npm run -s labdeck -- image build >/dev/null
-elif [[ -z ${LABDECK_HOSTS_FILE:-} ]]; then
+elif [[ $LABDECK_MACHINES == netns-demo && -z ${LABDECK_HOSTS_FILE:-} ]]; then
   echo "==> starting local sshd hosts (controlplane, node01, node02) in network namespaces"
   export LABDECK_HOSTS_FILE=$LABDECK_DATA_DIR/hosts.json
   npx tsx server/machines/netns-hosts-cli.ts up --id dev --subnet 10 \

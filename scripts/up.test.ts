@@ -28,7 +28,7 @@ const RESTART_LIMIT_S = 30;
 const FIRST_START_LIMIT_S = 15 * 60;
 
 const command = readmeCommands(readFileSync(path.join(root, "README.md"), "utf8")).find(
-  (c) => c.command.includes("scripts/up.sh") && c.command.includes("LABDECK_MACHINES=static"),
+  (c) => c.command.includes("scripts/up.sh") && c.command.includes("LABDECK_MACHINES=netns-demo"),
 )!.command;
 
 let dir: string;

@@ -35,8 +35,13 @@ export const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** JSON file listing static hosts (see server/machines/static-hosts.ts). */
   LABDECK_HOSTS_FILE: z.string().min(1).optional(),
-  /** Where lab machines come from: local QEMU VMs, or the static hosts file. Default: static when LABDECK_HOSTS_FILE is set, else qemu. */
-  LABDECK_MACHINES: z.enum(["qemu", "static"]).optional(),
+  /**
+   * Where lab machines come from: local QEMU VMs, or the static hosts file. Default: static when
+   * LABDECK_HOSTS_FILE is set, else qemu. `netns-demo`: the hosts file lists sshd hosts in network
+   * namespaces of this machine (`"demo": true`), where every learner is root on the server's host:
+   * a single-user demo or a test, never for learners; the server refuses such a file otherwise.
+   */
+  LABDECK_MACHINES: z.enum(["qemu", "static", "netns-demo"]).optional(),
   /** Booted 3-machine sets kept ready for learners (QEMU); 0 disables the warm pool. */
   LABDECK_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(1),
   /** Guest RAM per lab VM, MiB. */

@@ -7,7 +7,17 @@
 import { useTranslations } from "next-intl";
 import { useCallback, useEffect, useState } from "react";
 import type { Progress } from "@/server/grader/progress";
+import { RevokedReason } from "@/server/terminal/protocol";
 import { fetchProgress, graderErrorText, parseProgressEvent, progressEventsUrl } from "./grader-api";
+
+/** The reason of a `revoked` event (`{"reason": …}`); unknown or malformed data reads as accessRevoked. */
+export function revokedReason(data: string): RevokedReason {
+  try {
+    return RevokedReason.catch("accessRevoked").parse((JSON.parse(data) as { reason?: unknown }).reason);
+  } catch {
+    return "accessRevoked";
+  }
+}
 
 /**
  * Wait before opening the stream again after the server refused it (an HTTP error or a restart:
@@ -32,6 +42,7 @@ export type ProgressFeed = {
 
 export function useProgress(sessionId: string | undefined): ProgressFeed {
   const tg = useTranslations("grader");
+  const tr = useTranslations("revoked");
   const [progress, setProgress] = useState<Progress>();
   const [status, setStatus] = useState<ProgressStreamStatus>("connecting");
   const [error, setError] = useState<string>();
@@ -74,6 +85,12 @@ export function useProgress(sessionId: string | undefined): ProgressFeed {
         const next = parseProgressEvent(event.data);
         if (next !== undefined) apply(next);
       });
+      // Access ended while open (signed out, removed, cohort ended): stop, say why, no retries.
+      stream.addEventListener("revoked", (event) => {
+        stream.close();
+        disposed = true;
+        setError(tr(revokedReason((event as MessageEvent<string>).data)));
+      });
       stream.onerror = () => {
         if (disposed) return;
         setStatus("reconnecting");
@@ -93,7 +110,7 @@ export function useProgress(sessionId: string | undefined): ProgressFeed {
       source?.close();
       pending?.abort();
     };
-  }, [sessionId, apply, tg]);
+  }, [sessionId, apply, tg, tr]);
 
   return { progress, status, error, apply };
 }

@@ -39,6 +39,9 @@ export function Terminal(props: {
   // Read inside the connection's callbacks, so a language switch does not reconnect.
   const tRef = useRef(t);
   tRef.current = t;
+  const tRevoked = useTranslations("revoked");
+  const tRevokedRef = useRef(tRevoked);
+  tRevokedRef.current = tRevoked;
 
   useEffect(() => {
     const host = hostRef.current;
@@ -127,6 +130,7 @@ export function Terminal(props: {
               return tRef.current("closeNotFound");
             },
             sessionOver: (reason) => tRef.current(`sessionOver.${reason}`),
+            revoked: (reason) => tRevokedRef.current(reason),
             closed: (code, reason) => tRef.current("closed", { code, reason }),
           },
         },

@@ -44,7 +44,7 @@ async function reconnectAfterClose(code: number) {
     { write() {}, reset() {}, size: () => ({ cols: 80, rows: 24 }) },
     {
       onStatus: (status, message) => statuses.push({ status, message }),
-      messages: { lost: "LOST", closeUnauthorized: "", closeForbidden: "", closeNotFound: "", sessionOver: () => "", closed: () => "CLOSED" },
+      messages: { lost: "LOST", closeUnauthorized: "", closeForbidden: "", closeNotFound: "", sessionOver: () => "", closed: () => "CLOSED", revoked: () => "REVOKED" },
     },
   );
   connection.start();

@@ -9,6 +9,7 @@ import {
   decodeOutput,
   FATAL_CLOSE_CODES,
   parseServerMessage,
+  RevokedReason,
   SessionOverReason,
   TERMINAL_WS_PATH,
   type ClientMessage,
@@ -48,6 +49,8 @@ export interface ConnectionMessages {
   closeNotFound: string;
   /** Why the server ended or suspended the session (close code 4410). */
   sessionOver(reason: SessionOverReason): string;
+  /** Why an open socket lost its access (4401/4403 with a RevokedReason). */
+  revoked(reason: RevokedReason): string;
   closed(code: number, reason: string): string;
 }
 
@@ -186,7 +189,9 @@ export class TerminalConnection {
     this.ready = false;
     if (this.pingTimer) clearInterval(this.pingTimer);
     if (this.stopped) return;
-    if (code === CloseCode.unauthorized && !this.triedFreshToken) {
+    // Signed out while connected: fresh tokens cannot help (the token route answers 401).
+    const revoked = RevokedReason.safeParse(reason).success;
+    if (code === CloseCode.unauthorized && !this.triedFreshToken && !revoked) {
       // The token may have expired: ask for fresh tokens once before giving up.
       this.triedFreshToken = true;
       this.events.onStatus("reconnecting");
@@ -224,6 +229,8 @@ export class TerminalConnection {
 }
 
 function describeClose(messages: ConnectionMessages, code: number, reason: string): string {
+  const revoked = RevokedReason.safeParse(reason);
+  if (revoked.success && (code === CloseCode.unauthorized || code === CloseCode.forbidden)) return messages.revoked(revoked.data);
   switch (code) {
     case CloseCode.unauthorized:
       return messages.closeUnauthorized;

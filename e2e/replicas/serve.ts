@@ -62,6 +62,8 @@ try {
         LABDECK_SECRET: secret,
         LABDECK_PUBLIC_URL: publicUrl,
         LABDECK_HOSTS_FILE: hostsFile,
+        // netns sshd hosts on this machine: the single-user demo mode, named as such.
+        LABDECK_MACHINES: "netns-demo",
         LABDECK_DATA_DIR: path.join(dir, `data-${name}`),
         LABDECK_METRICS_PORT: String(port + 1),
         LOG_LEVEL: "warn",

@@ -28,6 +28,11 @@ export interface AuthOptions {
   platformSecret: Buffer;
   /** Public base URL, e.g. http://127.0.0.1:3000 (cookies, redirects and the trusted origin). */
   baseURL: string;
+  /**
+   * A sign-in ended (sign-out, revoked or expired session row deleted): server.ts publishes an
+   * access notice so every process closes that user's sockets and streams that relied on it.
+   */
+  onSignInEnded?: (userId: string) => Promise<void> | void;
 }
 
 /** better-auth's signing key: its own key derived from the platform secret, never the secret itself. */
@@ -55,6 +60,17 @@ export function createAuth(options: AuthOptions) {
       },
     },
     session: { expiresIn: AUTH_SESSION_EXPIRES_S, updateAge: AUTH_SESSION_UPDATE_AGE_S },
+    // Every deletion of a Session row goes through better-auth's hooked delete (sign-out,
+    // revoke-session(s), an expired row found on read), so live sockets follow each one.
+    databaseHooks: {
+      session: {
+        delete: {
+          after: async (session) => {
+            await options.onSignInEnded?.(session.userId);
+          },
+        },
+      },
+    },
     // The client address server.ts computed (X-Forwarded-For only from LABDECK_TRUSTED_PROXIES),
     // never a header the client chose.
     advanced: { cookiePrefix: AUTH_COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] } },

@@ -644,6 +644,27 @@ describe("which labs a learner may start", () => {
   });
 });
 
+describe("the no-VM demo mode (LABDECK_MACHINES=netns-demo)", () => {
+  it("refuses a lab that changes the machine (409 labNeedsRealMachines, no session); a lab that does not still starts", async () => {
+    const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000", LABDECK_MACHINES: "netns-demo" });
+    const normal = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
+    const services = (e: typeof env) => setServices({ ...stack, env: e, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env: e }, lab) });
+    services(env);
+    try {
+      expect((await stack.labs.get("preinstall-checks")).manifest.changesMachine).toBe(true);
+      const before = await stack.db.labSession.count();
+      const res = await labSessionRoute.POST(request("admin", "/api/labs/preinstall-checks/session", { method: "POST" }), params({ slug: "preinstall-checks" }));
+      expect(res.status).toBe(409);
+      expect(((await res.json()) as { code: string }).code).toBe("labNeedsRealMachines");
+      expect(await stack.db.labSession.count()).toBe(before);
+      const ok = await labSessionRoute.POST(request("owner", `/api/labs/${LAB}/session`, { method: "POST" }), params({ slug: LAB }));
+      expect(ok.status).toBe(200);
+    } finally {
+      services(normal);
+    }
+  });
+});
+
 describe("per-user caps on live streams and sockets", () => {
   it("a 9th event stream of one user is refused (429 tooManyStreams); closing one frees a slot", async () => {
     const controllers: AbortController[] = [];
@@ -852,4 +873,141 @@ describe("terminal socket × actors", () => {
     const client = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie });
     expect((await client.waitForClose()).code).toBe(CloseCode.unauthorized);
   });
+});
+
+/** Reads an SSE body until its text matches `pattern` (or the stream ends); returns the text so far. */
+async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+  let text = "";
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(text)) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`timed out waiting for ${pattern} in ${JSON.stringify(text)}`);
+    const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]);
+    if (chunk === null) continue;
+    if (chunk.done) break;
+    text += new TextDecoder().decode(chunk.value);
+  }
+  return text;
+}
+
+/** A terminal socket attached (ready, shell connected) with `cookie`, for the token `sub` holds on `sid`. */
+async function attached(sid: string, sub: string, mode: "write" | "read", cookie: string): Promise<TerminalTestClient> {
+  const client = await TerminalTestClient.connect(stack.wsUrl, { token: signTerminalToken(stack.secret, { sid, m: "node01", mode, sub }) }, { cookie });
+  await client.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
+  return client;
+}
+
+/** An open SSE response's reader, after its first event. */
+async function openStream(res: Response): Promise<ReadableStreamDefaultReader<Uint8Array>> {
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  await reader.read();
+  return reader;
+}
+
+describe("access drift (issue 17): live sockets and streams close at once, with a reason", () => {
+  it("an ended cohort's instructor gets 403 for its dashboard, events, watch tokens and session events; open ones close with cohortEnded", async () => {
+    const make = (key: string, role: "learner" | "instructor") =>
+      createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
+    const learner = await make("drift-learner", "learner");
+    const teacher = await make("drift-teacher", "instructor");
+    const cohort = await stack.db.cohort.create({ data: { name: "CKA drift", labs: ["preinstall-checks"] } });
+    await stack.db.cohortMember.createMany({
+      data: [
+        { cohortId: cohort.id, userId: learner.id, role: "learner" },
+        { cohortId: cohort.id, userId: teacher.id, role: "instructor" },
+      ],
+    });
+    const teacherCookie = await signIn(teacher.email);
+    const learnerCookie = await signIn(learner.email);
+    // A session of a lab outside the cohort: ending the cohort does not end it, so what closes the
+    // instructor's socket is the recheck of their access, not the session's end.
+    const sid = await stack.startSession(learner.id, LAB);
+    const asTeacher = (path: string, signal?: AbortSignal) => {
+      const headers = new Headers({ cookie: teacherCookie, origin: ORIGIN });
+      return new Request(`${BASE}${path}`, { headers, signal });
+    };
+    const watch = await attached(sid, teacher.id, "read", teacherCookie);
+    const own = await attached(sid, learner.id, "write", learnerCookie);
+    const cohortEvents = await openStream(await cohortEventsRoute.GET(asTeacher(`/api/cohorts/${cohort.id}/events`), params({ id: cohort.id })));
+    const sessionEvents = await openStream(await eventsRoute.GET(asTeacher(`/api/sessions/${sid}/events`), params({ id: sid })));
+    expect((await tokensRoute.GET(asTeacher(`/api/sessions/${sid}/terminal-tokens`), params({ id: sid }))).status).toBe(200);
+
+    const end = await cohortEndRoute.POST(request("admin", `/api/cohorts/${cohort.id}/end`, { method: "POST" }), params({ id: cohort.id }));
+    expect(end.status).toBe(200);
+
+    expect(await watch.waitForClose()).toEqual({ code: CloseCode.forbidden, reason: "cohortEnded" });
+    expect(await readUntil(cohortEvents, /event: revoked/)).toContain(`data: {"reason":"cohortEnded"}`);
+    expect(await readUntil(sessionEvents, /event: revoked/)).toContain(`data: {"reason":"cohortEnded"}`);
+    for (const [route, res] of [
+      ["dashboard", await cohortDashboardRoute.GET(asTeacher(`/api/cohorts/${cohort.id}/dashboard`), params({ id: cohort.id }))],
+      ["cohort events", await cohortEventsRoute.GET(asTeacher(`/api/cohorts/${cohort.id}/events`), params({ id: cohort.id }))],
+      ["terminal tokens", await tokensRoute.GET(asTeacher(`/api/sessions/${sid}/terminal-tokens`), params({ id: sid }))],
+      ["session events", await eventsRoute.GET(asTeacher(`/api/sessions/${sid}/events`), params({ id: sid }))],
+    ] as const) {
+      expect([route, res.status, ((await res.json()) as { code: string }).code]).toEqual([route, 403, "cohortEnded"]);
+    }
+    const again = await TerminalTestClient.connect(stack.wsUrl, { token: signTerminalToken(stack.secret, { sid, m: "node01", mode: "read", sub: teacher.id }) }, { cookie: teacherCookie });
+    expect(await again.waitForClose()).toEqual({ code: CloseCode.forbidden, reason: "cohortEnded" });
+    // Admins still see the ended cohort; the learner's own terminal was never touched.
+    expect((await cohortDashboardRoute.GET(request("admin", `/api/cohorts/${cohort.id}/dashboard`), params({ id: cohort.id }))).status).toBe(200);
+    await own.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+    own.input("echo still-$((6*7))\r");
+    await own.waitForText("still-42");
+    expect(own.closed).toBeNull();
+    await own.close();
+  }, 90_000);
+
+  it("signing out closes that sign-in's terminal sockets (4401 signedOut) and event streams at once; another sign-in's stay open", async () => {
+    const cookie = await signIn(users.owner.email);
+    const mine = await attached(sessionId, users.owner.id, "write", cookie);
+    const other = await attached(sessionId, users.owner.id, "write", cookies.owner);
+    const stream = await openStream(await eventsRoute.GET(new Request(`${BASE}/api/sessions/${sessionId}/events`, { headers: { cookie } }), params({ id: sessionId })));
+    const signOut = await stack.auth.api.signOut({ headers: new Headers({ cookie }), asResponse: true });
+    expect(signOut.status).toBe(200);
+    expect(await mine.waitForClose()).toEqual({ code: CloseCode.unauthorized, reason: "signedOut" });
+    expect(await readUntil(stream, /event: revoked/)).toContain(`data: {"reason":"signedOut"}`);
+    await other.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+    other.input("echo other-sign-in-$((6*7))\r");
+    await other.waitForText("other-sign-in-42");
+    expect(other.closed).toBeNull();
+    await other.close();
+  }, 60_000);
+
+  it("removing a learner closes the instructors' watch sockets; removing the instructor closes their dashboard stream (accessRevoked)", async () => {
+    const make = (key: string, role: "learner" | "instructor") =>
+      createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
+    const learner = await make("removed-learner", "learner");
+    const teacher = await make("removed-teacher", "instructor");
+    const cohort = await stack.db.cohort.create({ data: { name: "CKA removal", labs: [LAB] } });
+    await stack.db.cohortMember.createMany({
+      data: [
+        { cohortId: cohort.id, userId: learner.id, role: "learner" },
+        { cohortId: cohort.id, userId: teacher.id, role: "instructor" },
+      ],
+    });
+    const teacherCookie = await signIn(teacher.email);
+    const learnerCookie = await signIn(learner.email);
+    const sid = await stack.startSession(learner.id, "removal-lab");
+    const watch = await attached(sid, teacher.id, "read", teacherCookie);
+    const own = await attached(sid, learner.id, "write", learnerCookie);
+    const dashboard = await openStream(
+      await cohortEventsRoute.GET(new Request(`${BASE}/api/cohorts/${cohort.id}/events`, { headers: { cookie: teacherCookie } }), params({ id: cohort.id })),
+    );
+    const remove = (userId: string) =>
+      cohortMemberRoute.DELETE(request("admin", `/api/cohorts/${cohort.id}/members/${userId}`, { method: "DELETE" }), params({ id: cohort.id, userId }));
+
+    expect((await remove(learner.id)).status).toBe(200);
+    expect(await watch.waitForClose()).toEqual({ code: CloseCode.forbidden, reason: "accessRevoked" });
+    // The learner still owns their session (ownership is not membership): their terminal stays.
+    await own.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+    own.input("echo mine-$((6*7))\r");
+    await own.waitForText("mine-42");
+    expect(own.closed).toBeNull();
+
+    expect((await remove(teacher.id)).status).toBe(200);
+    const text = await readUntil(dashboard, /event: revoked/);
+    expect(text).toContain(`data: {"reason":"accessRevoked"}`);
+    await own.close();
+  }, 90_000);
 });

@@ -5,8 +5,8 @@
  *
  * Rules:
  * - learners: their own lab sessions (owner: use, type, check, hints);
- * - instructors: their own sessions, and watch (read-only) sessions of learners in a cohort they
- *   teach;
+ * - instructors: their own sessions, and watch (read-only) sessions of learners in a live cohort
+ *   they teach (once the cohort ends: 403 cohortEnded);
  * - admins: their own sessions, watch every session, and the admin pages/APIs.
  */
 import type { Db } from "../db/client";
@@ -55,17 +55,28 @@ export async function requireRole(auth: Auth, headers: Headers, ...roles: Role[]
   return user;
 }
 
-/** Whether `instructorId` teaches a cohort that `learnerId` is a learner in. */
+/** Whether `instructorId` teaches a live (not ended) cohort that `learnerId` is a learner in. */
 export async function teaches(db: Db, instructorId: string, learnerId: string): Promise<boolean> {
-  const shared = await db.cohortMember.findFirst({
+  return (await sharedCohort(db, instructorId, learnerId, "live")) !== null;
+}
+
+/**
+ * Whether `instructorId` taught `learnerId` only in cohorts that have ended: such an instructor
+ * knows the sessions exist, so they get 403 `cohortEnded` rather than the 404 of a stranger.
+ */
+export async function taughtInEndedCohort(db: Db, instructorId: string, learnerId: string): Promise<boolean> {
+  return (await sharedCohort(db, instructorId, learnerId, "ended")) !== null;
+}
+
+function sharedCohort(db: Db, instructorId: string, learnerId: string, which: "live" | "ended") {
+  return db.cohortMember.findFirst({
     where: {
       userId: learnerId,
       role: "learner",
-      cohort: { members: { some: { userId: instructorId, role: "instructor" } } },
+      cohort: { endedAt: which === "live" ? null : { not: null }, members: { some: { userId: instructorId, role: "instructor" } } },
     },
     select: { cohortId: true },
   });
-  return shared !== null;
 }
 
 /** What `user` may do with lab session `sessionId` (null also when there is no such session). */
@@ -96,6 +107,7 @@ export async function requireSession(
 ): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
   const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { id: true, labSlug: true, learnerId: true } });
   const access = session ? await accessTo(db, user, session.learnerId) : null;
+  if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId))) throw new Denied(403, "cohortEnded");
   if (!session || !access) throw new Denied(404, "noSuchSession");
   if (need === "owner" && access !== "owner") throw new Denied(403, "ownerOnly");
   return { ...session, access };

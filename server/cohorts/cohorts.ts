@@ -248,14 +248,21 @@ export class MemberNotFoundError extends Error {
 }
 
 /**
- * THE one place a member leaves a cohort (learner or instructor), with its audit row. Whatever
- * else must follow a removal (e.g. closing the user's live sockets) hooks in here. Throws
- * MemberNotFoundError when the user is not a member.
+ * THE one place a member leaves a cohort (learner or instructor), with its audit row. Then an
+ * access notice for everyone whose reach it changed — the member, and for a learner the cohort's
+ * instructors (who watched them) — so every process closes the sockets and event streams that
+ * relied on the membership. Throws MemberNotFoundError when the user is not a member.
  */
-export async function removeMember(db: Db, cohortId: string, userId: string, actorId: string | null): Promise<{ userId: string; role: "learner" | "instructor" }> {
+export async function removeMember(
+  db: Db,
+  cohortId: string,
+  userId: string,
+  actorId: string | null,
+  bus?: Pick<EventBus, "publishAccessChange">,
+): Promise<{ userId: string; role: "learner" | "instructor" }> {
   await getCohortOrThrow(db, cohortId);
   if (!RowId.safeParse(userId).success) throw new MemberNotFoundError();
-  return db.$transaction(async (tx) => {
+  const removed = await db.$transaction(async (tx) => {
     const member = await tx.cohortMember.findUnique({ where: { cohortId_userId: { cohortId, userId } }, select: { role: true } });
     if (!member) throw new MemberNotFoundError();
     const removed = await tx.cohortMember.deleteMany({ where: { cohortId, userId } });
@@ -263,6 +270,11 @@ export async function removeMember(db: Db, cohortId: string, userId: string, act
     await recordAudit(tx, { actorId, action: "cohort.member.remove", targetType: "cohort", targetId: cohortId, detail: { userId, role: member.role } });
     return { userId, role: member.role };
   });
+  if (bus) {
+    const instructors = removed.role === "learner" ? await db.cohortMember.findMany({ where: { cohortId, role: "instructor" }, select: { userId: true } }) : [];
+    await Promise.all([userId, ...instructors.map((i) => i.userId)].map((u) => bus.publishAccessChange(u)));
+  }
+  return removed;
 }
 
 /** The live (not ended) lab sessions of a cohort's learners for the cohort's labs. */
@@ -311,6 +323,12 @@ export async function endCohort(
     }
   }
   await recordAudit(db, { actorId, action: "cohort.end", targetType: "cohort", targetId: cohortId, detail: { ended: ended.length, failed: failed.length } });
+  if (deps.bus) {
+    // Instructors lose the cohort's dashboards and watch sockets; learners' terminals of the
+    // ended sessions close on every process (this one's closed above).
+    const members = await db.cohortMember.findMany({ where: { cohortId }, select: { userId: true } });
+    await Promise.all(members.map((m) => deps.bus!.publishAccessChange(m.userId)));
+  }
   return { ended, failed };
 }
 

@@ -30,7 +30,13 @@ const RECONNECT_MAX_MS = 10_000;
  * (and so the dashboards); `session`: only what instructors see (a failing check's feedback, a
  * start, an end); `watchers`: who watches the session read-only.
  */
-const Notice = z.object({ k: z.enum(["progress", "session", "watchers"]), s: z.string().min(1).max(200) });
+const SessionNotice = z.object({ k: z.enum(["progress", "session", "watchers"]), s: z.string().min(1).max(200) });
+/**
+ * `access`: what user `u` may reach changed (signed out, removed from a cohort, a cohort of
+ * theirs ended); every process re-decides that user's open sockets and event streams.
+ */
+const AccessNotice = z.object({ k: z.literal("access"), u: z.string().min(1).max(200) });
+const Notice = z.discriminatedUnion("k", [SessionNotice, AccessNotice]);
 type Notice = z.infer<typeof Notice>;
 
 /** Where the data behind a notice is read from when a process has subscribers for it. */
@@ -84,6 +90,19 @@ export class EventBus {
   /** The set of users watching a session's terminals read-only changed. */
   publishWatchers(sessionId: string): Promise<void> {
     return this.publish({ k: "watchers", s: sessionId });
+  }
+
+  /**
+   * What `userId` may reach changed: every process re-decides that user's live terminal sockets
+   * and event streams and closes those no longer allowed (with a reason).
+   */
+  publishAccessChange(userId: string): Promise<void> {
+    return this.publish({ k: "access", u: userId });
+  }
+
+  /** Calls `listener` with the user of every access notice, and with null after missed notices (re-decide everyone). */
+  onAccessChange(listener: (userId: string | null) => void): () => void {
+    return this.subscribe("access", listener);
   }
 
   /** Calls `listener` with every progress change of a session; returns the unsubscribe function. */
@@ -173,9 +192,11 @@ export class EventBus {
       if (kind === "watchers" && sessionId) this.load("watchers", sessionId);
     }
     this.emitter.emit("session-change", null);
+    this.emitter.emit("access", null);
   }
 
   private deliver(notice: Notice): void {
+    if (notice.k === "access") return void this.emitter.emit("access", notice.u);
     if (notice.k !== "watchers") this.emitter.emit("session-change", notice.s);
     if (notice.k === "progress") this.load("progress", notice.s);
     if (notice.k === "watchers") this.load("watchers", notice.s);

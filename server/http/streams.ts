@@ -1,8 +1,11 @@
 /**
  * Per-user cap on live event streams (SSE) in this process: a user with MAX_STREAMS_PER_USER open
  * gets 429 tooManyStreams for the next one. A lab page opens one, a dashboard one; the cap is for
- * the hundreds of stalled viewers an attacker would open.
+ * the hundreds of stalled viewers an attacker would open. A stream whose user's access changed
+ * is re-decided and closed with a reason (revokeOnAccessChange).
  */
+import { Denied } from "../auth/guard";
+
 export const MAX_STREAMS_PER_USER = 8;
 
 const open = new Map<string, number>();
@@ -36,4 +39,31 @@ export function streamSlot(request: Request, userId: string): (() => void) | nul
   if (!release) return null;
   request.signal.addEventListener("abort", release, { once: true });
   return release;
+}
+
+/** Why an open event stream was closed: sent as `event: revoked` before the stream ends. */
+export type StreamRevokedReason = "signedOut" | "accessRevoked" | "cohortEnded";
+
+/**
+ * Closes a user's event stream when an access notice says their reach changed and `recheck`
+ * (the route's own checks again, with the stream's request headers) now refuses: a Denied 401 is
+ * `signedOut`, `cohortEnded` says so, anything else `accessRevoked`. Returns the unsubscribe.
+ */
+export function revokeOnAccessChange(
+  bus: { onAccessChange(listener: (userId: string | null) => void): () => void },
+  userId: string,
+  recheck: () => Promise<unknown>,
+  revoke: (reason: StreamRevokedReason) => void,
+): () => void {
+  return bus.onAccessChange((changed) => {
+    if (changed !== null && changed !== userId) return;
+    recheck().then(
+      () => undefined,
+      (error: unknown) => {
+        // Anything but a refusal (the database away): keep the stream; the next notice decides.
+        if (!(error instanceof Denied)) return;
+        revoke(error.status === 401 ? "signedOut" : error.code === "cohortEnded" ? "cohortEnded" : "accessRevoked");
+      },
+    );
+  });
 }

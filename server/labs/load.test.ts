@@ -56,6 +56,7 @@ describe("loadLab", () => {
       image: "debian-base",
       machines: ["controlplane", "node01", "node02"],
       lesson: "lesson.md",
+      changesMachine: false,
       openToAll: false,
       network: { internet: false },
       steps: [],

@@ -82,6 +82,12 @@ export const LabManifest = z
       .min(1)
       .max(600)
       .describe("Expected time to finish the lab, in minutes"),
+    changesMachine: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Its setup, steps or solutions change the machine itself (swap, kernel modules, sysctl, systemd units, packages): refused in the netns demo mode (LABDECK_MACHINES=netns-demo), whose machines are the server's own host",
+      ),
     openToAll: z
       .boolean()
       .default(false)

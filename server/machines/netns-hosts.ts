@@ -272,6 +272,8 @@ export async function writeStaticHostsFile(
   allocation: "shared" | "exclusive",
 ): Promise<void> {
   const content = {
+    // These hosts share this machine's filesystem and processes: see StaticHostsFile.demo.
+    demo: true,
     allocation,
     groups: [
       {

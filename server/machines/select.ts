@@ -15,7 +15,7 @@ import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
 import { recipeByName } from "./qemu/recipe";
 import { SingletonRole } from "../leases/roles";
-import { dbHostClaims, staticHostsProvider } from "./static-hosts";
+import { dbHostClaims, loadStaticHosts, staticHostsProvider } from "./static-hosts";
 import { providerSessionOf, WarmPool, type PoolStatus } from "./warm-pool";
 
 /** The lab machines every pooled set has (the course's three-node layout). */
@@ -42,24 +42,42 @@ export function poolOnOneProcess(deps: { db: Db; log: Logger }, pool: WarmPool, 
 
 export interface Machines {
   provider: MachineProvider;
-  kind: "qemu" | "static";
+  kind: "qemu" | "static" | "netns-demo";
   pool: { status(): PoolStatus } | null;
   /** Reboots one machine of a session (providers that can). */
   reboot?: MachineProvider["reboot"];
   stop(): Promise<void>;
 }
 
+/** Logged at every start of the no-VM demo mode. */
+export const DEMO_WARNING =
+  "DEMO MODE (LABDECK_MACHINES=netns-demo): lab machines are sshd processes on THIS machine, sharing its files and processes; " +
+  "whoever uses a lab terminal is root on the Labdeck server. Single-user demos and tests only: never give it to learners.";
+
+/**
+ * A hosts file of netns demo hosts (`"demo": true`) is served only when the operator asked for the
+ * demo mode by name: a learner-facing deployment never runs it by accident.
+ */
+export function refuseAccidentalDemo(kind: "static" | "netns-demo", file: string, hosts: { demo: boolean } | null): void {
+  if (hosts?.demo && kind !== "netns-demo") {
+    throw new Error(
+      `${file} lists netns demo hosts ("demo": true): every learner would be root on this server. ` +
+        `For a single-user demo on your own machine set LABDECK_MACHINES=netns-demo; for learners list real machines or use QEMU`,
+    );
+  }
+}
+
 export async function startMachines(env: Env, db: Db, log: Logger): Promise<Machines> {
   const kind = env.LABDECK_MACHINES ?? (env.LABDECK_HOSTS_FILE ? "static" : "qemu");
-  if (kind === "static") {
+  if (kind === "static" || kind === "netns-demo") {
     const file = env.LABDECK_HOSTS_FILE ?? path.join(env.LABDECK_DATA_DIR, "hosts.json");
+    refuseAccidentalDemo(kind, file, await loadStaticHosts(file).catch(() => null));
+    if (kind === "netns-demo") log.warn({ file }, DEMO_WARNING);
     log.info({ file }, "machines: static hosts");
-    return {
-      kind,
-      provider: staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
-      pool: null,
-      stop: async () => {},
-    };
+    const provider = staticHostsProvider({ file, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db), log });
+    // Groups a stopped process left awaiting their reset are picked up here too.
+    provider.startResets();
+    return { kind, provider, pool: null, stop: async () => provider.stop() };
   }
 
   const image = await findImage(env.LABDECK_DATA_DIR);

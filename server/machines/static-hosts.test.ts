@@ -9,7 +9,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";
 import { startTestDb } from "../testing/test-db";
+import { parseEnv } from "../config";
+import { log } from "../log";
+import { writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
 import { isNoCapacity } from "./provider";
+import { DEMO_WARNING, startMachines } from "./select";
 import { dbHostClaims, staticHostsProvider } from "./static-hosts";
 
 let db: Db;
@@ -60,5 +64,26 @@ describe("static hosts", () => {
     const sets = await Promise.all([1, 2, 3].map((i) => provider.create({ sessionId: `shared-${i}`, labSlug: "x", machines: ["node01"] })));
     expect(sets.map((s) => s[0]!.providerRef)).toEqual(["g0", "g0", "g0"]);
     expect(await db.hostGroupClaim.count()).toBe(0);
+  });
+
+  it("a hosts file of netns demo hosts is refused unless LABDECK_MACHINES=netns-demo names the demo mode", async () => {
+    const file = path.join(dir, "demo-hosts.json");
+    const host = { name: "controlplane", host: "10.0.0.9", port: 22, user: "root", privateKeyPath: "key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9xY2hvc3RrZXlmb3J0ZXN0c29ubHkxMjM0NTY3OA" };
+    // What the netns tooling writes (only the fields the file takes are read from the set).
+    await writeStaticHostsFile({ id: "demo", hosts: [host] } as unknown as NetnsHostSet, file, "shared");
+    expect(JSON.parse(await fs.readFile(file, "utf8"))).toMatchObject({ demo: true });
+    const env = (machines?: string) => parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir, LABDECK_HOSTS_FILE: file, ...(machines ? { LABDECK_MACHINES: machines } : {}) });
+    for (const machines of [undefined, "static"]) {
+      await expect(startMachines(env(machines), db, log)).rejects.toThrow(/lists netns demo hosts \("demo": true\): every learner would be root on this server\. For a single-user demo .* set LABDECK_MACHINES=netns-demo/);
+    }
+    const demo = await startMachines(env("netns-demo"), db, log);
+    expect(demo.kind).toBe("netns-demo");
+    await demo.stop();
+    expect(DEMO_WARNING).toMatch(/never give it to learners/);
+    // A file of real hosts (no "demo") is served as static hosts, as before.
+    const real = await hostsFile("exclusive", 1);
+    const machines = await startMachines(parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir, LABDECK_HOSTS_FILE: real }), db, log);
+    expect(machines.kind).toBe("static");
+    await machines.stop();
   });
 });

@@ -21,6 +21,8 @@ export interface Metrics {
   backpressurePauses: Counter;
   /** Terminal WebSockets open on this process, by mode (write, read). */
   terminalSockets: Gauge<"mode">;
+  /** Static host group resets by outcome (ok, failed); a failed group is held out and retried. */
+  hostGroupResets: Counter<"outcome">;
 }
 
 const KEY = Symbol.for("labdeck.metrics");
@@ -49,6 +51,7 @@ function createMetrics(): Metrics {
     terminalBytes: new Counter({ name: "labdeck_terminal_bytes_total", help: "Terminal bytes relayed (out: to browsers, in: typed)", labelNames: ["direction"], registers }),
     backpressurePauses: new Counter({ name: "labdeck_terminal_backpressure_pauses_total", help: "Terminal output paused for a slow browser", registers }),
     terminalSockets: new Gauge({ name: "labdeck_terminal_sockets", help: "Open terminal WebSockets by mode", labelNames: ["mode"], registers }),
+    hostGroupResets: new Counter({ name: "labdeck_host_group_resets_total", help: "Static host group resets by outcome (failed: held out, retried with backoff)", labelNames: ["outcome"], registers }),
   };
 }
 

@@ -54,12 +54,48 @@ export interface GatewayDeps {
   userSockets?: Map<string, number>;
   /** Beyond this many sockets for one user a hello is refused with CloseCode.tooManySockets. */
   maxSocketsPerUser?: number;
+  /** Attached sockets by user, shared by every socket of one gateway: what recheckUser walks. */
+  liveSockets?: LiveSockets;
+}
+
+/**
+ * The attached sockets of one gateway by user (the token's subject). An access notice for a user
+ * makes each of that user's sockets ask `authorize` again (phase "recheck", with the cookies of
+ * its upgrade request) and close with the refusal's code and reason when it is refused now.
+ */
+export class LiveSockets {
+  private readonly byUser = new Map<string, Set<() => Promise<void>>>();
+
+  /** Registers a socket's recheck; returns the unregister function. */
+  add(userId: string, recheck: () => Promise<void>): () => void {
+    let set = this.byUser.get(userId);
+    if (!set) this.byUser.set(userId, (set = new Set()));
+    set.add(recheck);
+    return () => {
+      set.delete(recheck);
+      if (set.size === 0 && this.byUser.get(userId) === set) this.byUser.delete(userId);
+    };
+  }
+
+  /** Re-decides every attached socket of `userId` (null: of everyone, after missed notices). */
+  async recheckUser(userId: string | null): Promise<void> {
+    const sets = userId === null ? [...this.byUser.values()] : [this.byUser.get(userId) ?? new Set()];
+    await Promise.all(sets.flatMap((set) => [...set].map((recheck) => recheck())));
+  }
 }
 
 /** Per-user cap on terminal sockets (a learner's lab page opens one per machine, watchers one per pane). */
 export const MAX_SOCKETS_PER_USER = 24;
 
-export type TerminalAuthorizer = (request: IncomingMessage, claims: TerminalClaims) => Promise<{ code: number; reason: string } | null>;
+/**
+ * `phase` "hello" at attach; "recheck" when an access notice asks again about an attached socket
+ * (the refusal then names what changed: a RevokedReason, or 4410 for a session that ended).
+ */
+export type TerminalAuthorizer = (
+  request: IncomingMessage,
+  claims: TerminalClaims,
+  phase?: "hello" | "recheck",
+) => Promise<{ code: number; reason: string } | null>;
 
 /**
  * WebSocket viewer of one terminal. Output chunks that arrive in the same event-loop turn are
@@ -155,6 +191,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
   /** Set once the gateway decided to close: later frames are dropped unread and unlogged. */
   let closing = false;
   let countedUser: string | null = null;
+  let unregisterLive: (() => void) | null = null;
   const close = (code: number, reason: string) => {
     if (closing) return;
     closing = true;
@@ -238,6 +275,14 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         for (const m of early ?? []) apply(m);
         early = null;
         attachedAs = { sessionId: claims.sid, machine: claims.m, mode: claims.mode, userId: claims.sub };
+        unregisterLive =
+          deps.liveSockets?.add(claims.sub, async () => {
+            const denied = await deps.authorize(request, claims, "recheck").catch((error: Error) => {
+              log.warn({ err: error.message, sid: claims.sid }, "terminal access recheck failed; socket kept");
+              return null;
+            });
+            if (denied) close(denied.code, denied.reason);
+          }) ?? null;
         metrics().terminalSockets.inc({ mode: claims.mode });
         deps.onViewer?.({ ...attachedAs, attached: true });
       })
@@ -249,6 +294,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
 
   ws.on("close", () => {
     closing = true;
+    unregisterLive?.();
     if (countedUser && deps.userSockets) {
       const left = (deps.userSockets.get(countedUser) ?? 1) - 1;
       if (left > 0) deps.userSockets.set(countedUser, left);

@@ -119,6 +119,14 @@ export const CloseCode = {
 export const SessionOverReason = z.enum(["suspended", "expired", "learner", "admin"]);
 export type SessionOverReason = z.infer<typeof SessionOverReason>;
 
+/**
+ * Close reason of a socket whose access ended while it was open (the gateway re-decides on an
+ * access notice: sign-out, removal from a cohort, an ended cohort): 4401 `signedOut`, 4403
+ * `accessRevoked` or `cohortEnded`. The browser words them and does not retry.
+ */
+export const RevokedReason = z.enum(["signedOut", "accessRevoked", "cohortEnded"]);
+export type RevokedReason = z.infer<typeof RevokedReason>;
+
 /** Close codes after which reconnecting cannot help. */
 export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
   CloseCode.badMessage,

@@ -7,7 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { upgradeOriginRefusal } from "../http/guard";
-import { handleTerminalSocket, type GatewayDeps } from "./gateway";
+import { handleTerminalSocket, LiveSockets, type GatewayDeps } from "./gateway";
 import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "./protocol";
 
 export interface TerminalUpgrade {
@@ -18,6 +18,11 @@ export interface TerminalUpgrade {
    * (elsewhere, through a proxy); sockets that still arrive afterwards get the same.
    */
   closeAll(): void;
+  /**
+   * Re-decides the attached sockets of `userId` (null: everyone's) and closes those refused now,
+   * with the refusal's code and reason (wired to EventBus.onAccessChange).
+   */
+  recheckUser(userId: string | null): Promise<void>;
 }
 
 export interface UpgradeDeps extends GatewayDeps {
@@ -27,7 +32,8 @@ export interface UpgradeDeps extends GatewayDeps {
 
 export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES });
-  const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map() };
+  const liveSockets = upgradeDeps.liveSockets ?? new LiveSockets();
+  const deps: GatewayDeps = { ...upgradeDeps, userSockets: upgradeDeps.userSockets ?? new Map(), liveSockets };
   let draining = false;
   return {
     handle(req, socket, head) {
@@ -44,6 +50,7 @@ export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
       draining = true;
       for (const ws of wss.clients) ws.close(CloseCode.restarting, "server restarting");
     },
+    recheckUser: (userId) => liveSockets.recheckUser(userId),
   };
 }
 

@@ -154,7 +154,9 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
 
     const secret = options.secret ?? randomBytes(32);
     configureMachineKeys(secret);
-    const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1" });
+    const bus = new EventBus({ db, databaseUrl: embedded.url, log });
+    cleanups.push(() => bus.stop());
+    const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1", onSignInEnded: (userId) => bus.publishAccessChange(userId) });
     const provider = options.provider(db);
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30, log });
     cleanups.push(() => recorder.stop());
@@ -168,8 +170,6 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
     const pool = new SshExecPool();
     cleanups.push(async () => pool.closeAll());
-    const bus = new EventBus({ db, databaseUrl: embedded.url, log });
-    cleanups.push(() => bus.stop());
     const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
     cleanups.push(async () => grader.stop());
     const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
@@ -187,6 +187,8 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       onInput: (sid) => sweeper.activity(sid),
       authorize: options.terminalAuth === "session" ? terminalAuthorizer(auth, db) : acceptSignedTokenOnly,
     });
+    const offAccess = bus.onAccessChange((userId) => void gateway.recheckUser(userId));
+    cleanups.push(async () => offAccess());
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
       if (!gateway.handle(req, socket, head)) socket.destroy();

@@ -11,6 +11,7 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { Fragment, useCallback, useEffect, useRef, useState } from "react";
 import { callApi } from "@/components/cohorts/api";
+import { revokedReason } from "@/components/lab/useProgress";
 import type { Dashboard, DashboardLearner, TimelineEntry } from "@/server/cohorts/dashboard";
 import { Funnel, Heatmap, formatDuration } from "./charts";
 
@@ -25,6 +26,8 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
   const router = useRouter();
   const [data, setData] = useState<Dashboard>(props.initial);
   const [live, setLive] = useState(false);
+  const tr = useTranslations("revoked");
+  const [revoked, setRevoked] = useState<string | null>(null);
   const [now, setNow] = useState(() => Date.parse(props.initial.at));
   const [open, setOpen] = useState<string | null>(null);
   const lab = data.labSlug;
@@ -58,6 +61,13 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
         schedule(); // whatever changed while we were not listening
       });
       stream.addEventListener("changed", schedule);
+      // Access ended while open (signed out, removed, cohort ended): stop, say why, no retries.
+      stream.addEventListener("revoked", (event) => {
+        stream.close();
+        disposed = true;
+        setLive(false);
+        setRevoked(tr(revokedReason((event as MessageEvent<string>).data)));
+      });
       stream.onerror = () => {
         setLive(false);
         if (stream.readyState === EventSource.CLOSED && !disposed) retry = setTimeout(openStream, STREAM_RETRY_MS);
@@ -70,10 +80,15 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
       clearTimeout(debounce);
       clearTimeout(retry);
     };
-  }, [cohortId, refetch]);
+  }, [cohortId, refetch, tr]);
 
   return (
     <div data-testid="dashboard" data-live={live ? "true" : "false"}>
+      {revoked && (
+        <p role="alert" data-testid="dashboard-revoked" className="mt-3 rounded bg-amber-100 px-3 py-2 text-sm text-amber-900">
+          {revoked}
+        </p>
+      )}
       <div className="mt-3 flex flex-wrap items-center gap-4 text-sm">
         {labs.length > 0 && (
           <label className="flex items-center gap-2">

@@ -2,13 +2,14 @@
  * GET /api/cohorts/:id/events — Server-Sent Events for the instructor dashboard: `changed` (with
  * the session id) whenever one of the cohort's learners' sessions changes (a check ran, a step was
  * passed, a session started or ended); the page then re-fetches the dashboard. First a `hello`.
- * Admins and the cohort's instructors.
+ * Admins and the cohort's instructors (until it ends: then 403, and an open stream gets
+ * `revoked` with the reason and ends).
  */
 import { requireRole } from "@/server/auth/guard";
 import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
 import { cohortLearnerSessionIds } from "@/server/cohorts/dashboard";
 import { apiError } from "@/server/http/route";
-import { streamSlot } from "@/server/http/streams";
+import { revokeOnAccessChange, streamSlot } from "@/server/http/streams";
 
 export const dynamic = "force-dynamic";
 
@@ -47,7 +48,27 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
         }
         if (sessions.has(sessionId)) write(`event: changed\ndata: ${JSON.stringify({ sessionId })}\n\n`);
       };
-      const unsubscribe = services.bus.onAnySessionChange((sid) => void onChange(sid));
+      const unsubscribeChanges = services.bus.onAnySessionChange((sid) => void onChange(sid));
+      // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
+      const unsubscribeAccess = revokeOnAccessChange(
+        services.bus,
+        user.id,
+        async () => requireCohortView(services.db, await requireRole(services.auth, request.headers, "admin", "instructor"), id),
+        (reason) => {
+          write(`event: revoked\ndata: ${JSON.stringify({ reason })}\n\n`);
+          try {
+            controller.close();
+          } catch {
+            // already closed
+          }
+          cleanup();
+          release();
+        },
+      );
+      const unsubscribe = () => {
+        unsubscribeChanges();
+        unsubscribeAccess();
+      };
       const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
       const refresh = setInterval(() => {
         void cohortLearnerSessionIds(services.db, id).then((s) => {

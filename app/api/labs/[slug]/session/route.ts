@@ -26,6 +26,8 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
   // Learners start the labs of their live cohorts and labs open to all; staff start any.
   if (user.role === "learner" && !limits && !lab.manifest.openToAll) return apiError(request, 403, "labNotAllowed");
+  // The demo mode's machines are this server's own host: a lab that changes the machine would change it.
+  if (services.env.LABDECK_MACHINES === "netns-demo" && lab.manifest.changesMachine) return apiError(request, 409, "labNeedsRealMachines");
   const refusal = await services.refuseUnbuiltImage(lab);
   if (refusal) return Response.json(refusal, { status: 503 });
   try {

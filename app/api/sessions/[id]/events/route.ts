@@ -3,11 +3,13 @@
  * changes, first once on connect; `watchers` with the names of who watches its terminals read-only
  * (on connect and on every change), so the learner sees they are being watched. For the
  * session's owner and its watchers. A comment line every KEEPALIVE_MS keeps proxies from closing it.
+ * When the caller's access ends while it is open (signed out, removed, cohort ended): `revoked`
+ * with the reason, then the stream ends.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
 import { apiError, apiRoute } from "@/server/http/route";
-import { streamSlot } from "@/server/http/streams";
+import { revokeOnAccessChange, streamSlot } from "@/server/http/streams";
 
 export const dynamic = "force-dynamic";
 
@@ -41,9 +43,26 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
       };
       const unsubscribeProgress = services.bus.onProgress(id, send);
       const unsubscribeWatchers = services.bus.onWatchers(id, sendWatchers);
+      // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
+      const unsubscribeAccess = revokeOnAccessChange(
+        services.bus,
+        user.id,
+        async () => requireSession(services.db, await requireUser(services.auth, request.headers), id, "watch"),
+        (reason) => {
+          try {
+            controller.enqueue(encoder.encode(`event: revoked\ndata: ${JSON.stringify({ reason })}\n\n`));
+            controller.close();
+          } catch {
+            // already closed
+          }
+          cleanup();
+          release();
+        },
+      );
       const unsubscribe = () => {
         unsubscribeProgress();
         unsubscribeWatchers();
+        unsubscribeAccess();
       };
       const keepalive = setInterval(() => {
         try {
