@@ -52,16 +52,20 @@ async function main(): Promise<void> {
         typed++;
         if (flags["char-ms"] > 0) await new Promise((r) => setTimeout(r, flags["char-ms"]));
       }
-      await client.waitFor((c) => c.offset > before && prompt.test(c.bytes().subarray(before).toString("utf8")), LINE_TIMEOUT_MS, `prompt after ${line}`);
+      // The line's echo comes first; after Enter a newline, then the (coloured) prompt.
+      await client.waitFor((c) => {
+        const after = c.bytes().subarray(before).toString("utf8");
+        return after.includes("\n") && prompt.test(after);
+      }, LINE_TIMEOUT_MS, `prompt after ${line}`);
     };
-    for (const command of INSPECT) await type(command, /\r\n[^\r\n]*[#$] $/);
+    for (const command of INSPECT) await type(command, /[#$] $/);
     for (const step of STEPS) {
       const script = (await fs.readFile(path.join(LAB_DIR, "steps", step, "solution.sh"), "utf8")).replace(/\n+$/, "").split("\n");
-      await type("cat > /dev/null <<'EOF'", /\r\n> $/);
-      for (const line of script) await type(line, /\r\n> $/);
-      await type("EOF", /\r\n[^\r\n]*[#$] $/);
+      await type("cat > /dev/null <<'EOF'", /> $/);
+      for (const line of script) await type(line, /> $/);
+      await type("EOF", /[#$] $/);
     }
-    for (const command of INSPECT) await type(command, /\r\n[^\r\n]*[#$] $/);
+    for (const command of INSPECT) await type(command, /[#$] $/);
     const seconds = (Date.now() - started) / 1000;
     await new Promise((r) => setTimeout(r, 500));
     await stack.recorder.flushAll();
