@@ -15,6 +15,13 @@ const { SerializeAddon } = serializePkg;
 /** Scrollback lines the headless terminal keeps (and a snapshot carries) above the screen. */
 export const SCREEN_SCROLLBACK_LINES = 500;
 
+/**
+ * Bytes written to the headless terminal but not yet parsed beyond which it is no longer fed
+ * (a flood parses slower than it arrives; xterm would queue it all): the screen is then
+ * rebuilt from the replay buffer when a snapshot is asked for.
+ */
+export const SCREEN_BACKLOG_BYTES = 1024 * 1024;
+
 export interface Snapshot {
   /** Offset of the first output byte after the state the snapshot shows. */
   offset: number;
@@ -27,6 +34,10 @@ export class Screen {
   private readonly serializer = new SerializeAddon();
   /** Offset of the next byte written to the headless terminal. */
   private written: number;
+  /** Bytes written and not yet parsed. */
+  private backlog = 0;
+  /** True once a flood outran the parser: bytes are skipped until the next rebuild. */
+  private lagging = false;
   private disposed = false;
 
   constructor(size: PtySize, startOffset = 0) {
@@ -39,12 +50,37 @@ export class Screen {
     return this.written;
   }
 
+  /** Whether bytes were skipped since the last rebuild (a snapshot must rebuild first). */
+  get stale(): boolean {
+    return this.lagging;
+  }
+
   /** Output at `offset`; a jump (bytes skipped or repeated) starts over from a blank screen. */
   write(offset: number, chunk: Uint8Array): void {
     if (this.disposed) return;
+    if (this.lagging || this.backlog + chunk.byteLength > SCREEN_BACKLOG_BYTES) {
+      this.lagging = true;
+      this.written = offset + chunk.byteLength;
+      return;
+    }
     if (offset !== this.written) this.term.reset();
-    this.term.write(chunk);
+    this.feed(chunk);
     this.written = offset + chunk.byteLength;
+  }
+
+  /** Starts over from `chunks` (the replay buffer, from `start`): after a flood was skipped. */
+  rebuild(start: number, chunks: Uint8Array[]): void {
+    if (this.disposed) return;
+    this.term.reset();
+    this.lagging = false;
+    for (const chunk of chunks) this.feed(chunk);
+    this.written = start + chunks.reduce((n, c) => n + c.byteLength, 0);
+  }
+
+  private feed(chunk: Uint8Array): void {
+    const n = chunk.byteLength;
+    this.backlog += n;
+    this.term.write(chunk, () => (this.backlog -= n));
   }
 
   resize(size: PtySize): void {

@@ -386,6 +386,7 @@ export class TerminalSession {
     }
     state.snapshotting = true;
     metrics().terminalSnapshots.inc();
+    if (this.screen.stale) this.screen.rebuild(this.buffer.start, this.buffer.since(this.buffer.start) ?? []);
     this.screen.snapshot().then(
       (snap) => {
         state.snapshotting = false;

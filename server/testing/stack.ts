@@ -39,6 +39,8 @@ export interface Stack {
   /** ws://127.0.0.1:PORT/ws/terminal */
   wsUrl: string;
   db: Db;
+  /** The embedded PostgreSQL's URL (for server processes a test starts itself). */
+  databaseUrl: string;
   secret: Buffer;
   /** better-auth on the stack's database (users via server/auth/users.ts). */
   auth: Auth;
@@ -189,6 +191,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     return {
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
+      databaseUrl: embedded.url,
       secret,
       auth,
       provider,
