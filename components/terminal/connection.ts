@@ -1,7 +1,8 @@
 /**
- * Browser end of one terminal's WebSocket: hello, offset-checked output, input queued until the
- * gateway is ready, resize, ping, and reconnect with backoff (at once when the server says it is
- * restarting, CloseCode.restarting). Independent of React and of xterm:
+ * Browser end of one terminal's WebSocket: hello, offset-checked output, numbered input kept
+ * until acknowledged (resent after a reconnect with the same numbers, applied once by the
+ * machine's terminal holder), screen snapshots, resize, ping, and reconnect with backoff (at once
+ * when the server says it is restarting, CloseCode.restarting). Independent of React and of xterm:
  * it talks to a TerminalScreen, so the resume logic reads in one place.
  */
 import {
@@ -33,8 +34,15 @@ const RECONNECT_MIN_MS = 300;
 const RECONNECT_MAX_MS = 8_000;
 /** Application ping, which also keeps idle proxies from closing the socket. */
 const PING_INTERVAL_MS = 20_000;
-/** Keystrokes typed while disconnected are kept up to this many characters. */
+/** Unacknowledged keystrokes (typed while disconnected, or in flight) are kept up to this many characters. */
 const QUEUED_INPUT_CHARS = 16 * 1024;
+
+/** A random writer id for this page's input sequence (the protocol's writer alphabet). */
+function newWriterId(): string {
+  const bytes = new Uint8Array(12);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 export interface ConnectionEvents {
   onStatus(status: ConnectionStatus, message?: string): void;
@@ -59,8 +67,11 @@ export class TerminalConnection {
   /** Bytes of output written to the screen so far: the resume point. */
   private offset = 0;
   private ready = false;
-  private queued: string[] = [];
-  private queuedChars = 0;
+  /** Input not yet acknowledged, oldest first: sent when typed (if connected) and again after every reconnect. */
+  private unacked: { seq: number; data: string }[] = [];
+  private unackedChars = 0;
+  private nextSeq = 1;
+  private readonly writer = newWriterId();
   private attempt = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private pingTimer: ReturnType<typeof setInterval> | null = null;
@@ -94,13 +105,11 @@ export class TerminalConnection {
   }
 
   input(data: string): void {
-    if (this.ready && this.ws?.readyState === WebSocket.OPEN) {
-      this.send({ type: "input", data });
-      return;
-    }
-    if (this.queuedChars + data.length > QUEUED_INPUT_CHARS) return;
-    this.queued.push(data);
-    this.queuedChars += data.length;
+    if (this.unackedChars + data.length > QUEUED_INPUT_CHARS) return;
+    const input = { seq: this.nextSeq++, data };
+    this.unacked.push(input);
+    this.unackedChars += data.length;
+    if (this.ready) this.send({ type: "input", ...input });
   }
 
   resize(): void {
@@ -127,7 +136,7 @@ export class TerminalConnection {
     ws.onopen = () => {
       const size = this.screen.size();
       this.lastSize = size;
-      this.send({ type: "hello", token, offset: this.offset, ...size });
+      this.send({ type: "hello", token, offset: this.offset, writer: this.writer, ...size });
     };
     ws.onmessage = (event) => {
       if (typeof event.data === "string") this.control(event.data);
@@ -145,9 +154,8 @@ export class TerminalConnection {
         this.attempt = 0;
         this.triedFreshToken = false;
         this.restartSeen = false;
-        for (const data of this.queued) this.send({ type: "input", data });
-        this.queued = [];
-        this.queuedChars = 0;
+        // Everything not acknowledged: what reached the machine before the outage is only acknowledged.
+        for (const input of this.unacked) this.send({ type: "input", ...input });
         if (this.pingTimer) clearInterval(this.pingTimer);
         this.pingTimer = setInterval(() => this.send({ type: "ping", t: Date.now() }), PING_INTERVAL_MS);
         this.resize();
@@ -156,6 +164,17 @@ export class TerminalConnection {
       case "reset":
         this.screen.reset();
         this.offset = message.offset;
+        return;
+      case "snapshot":
+        this.screen.reset();
+        this.screen.write(new TextEncoder().encode(message.data));
+        this.offset = message.offset;
+        return;
+      case "notice":
+        this.screen.write(new TextEncoder().encode(message.text));
+        return;
+      case "ack":
+        while (this.unacked.length && this.unacked[0]!.seq <= message.seq) this.unackedChars -= this.unacked.shift()!.data.length;
         return;
       case "status":
         this.machineState = message.state;

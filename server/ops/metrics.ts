@@ -19,6 +19,7 @@ export interface Metrics {
   terminalBytes: Counter<"direction">;
   /** Times a terminal's output was paused because a browser could not keep up. */
   backpressurePauses: Counter;
+  terminalSnapshots: Counter;
   /** Terminal WebSockets open on this process, by mode (write, read). */
   terminalSockets: Gauge<"mode">;
   /** Static host group resets by outcome (ok, failed); a failed group is held out and retried. */
@@ -50,6 +51,7 @@ function createMetrics(): Metrics {
     }),
     terminalBytes: new Counter({ name: "labdeck_terminal_bytes_total", help: "Terminal bytes relayed (out: to browsers, in: typed)", labelNames: ["direction"], registers }),
     backpressurePauses: new Counter({ name: "labdeck_terminal_backpressure_pauses_total", help: "Terminal output paused for a slow browser", registers }),
+    terminalSnapshots: new Counter({ name: "labdeck_terminal_snapshots_total", help: "Screen snapshots sent to viewers whose offset was no longer held", registers }),
     terminalSockets: new Gauge({ name: "labdeck_terminal_sockets", help: "Open terminal WebSockets by mode", labelNames: ["mode"], registers }),
     hostGroupResets: new Counter({ name: "labdeck_host_group_resets_total", help: "Static host group resets by outcome (failed: held out, retried with backoff)", labelNames: ["outcome"], registers }),
   };

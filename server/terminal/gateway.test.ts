@@ -70,17 +70,18 @@ describe("terminal gateway over real sshd", () => {
     await second.close();
   });
 
-  it("sends reset when the client's offset has left the replay buffer", async () => {
+  it("sends a snapshot of the current screen when the client's offset has left the replay buffer", async () => {
     const session = await stack.startSession("learner-reset");
     const writer = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01") });
     await writer.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000);
     writer.input(`head -c ${REPLAY_BUFFER_BYTES * 2} /dev/zero | tr '\\0' x; echo; echo BIG-$((1+1))-DONE\r`);
     await writer.waitForText("BIG-2-DONE\r\n", 30_000);
     const late = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01"), offset: 0 });
-    await late.waitFor((c) => c.messages.some((m) => m.type === "reset"), 10_000, "reset");
-    const reset = late.messages.find((m) => m.type === "reset") as { offset: number };
-    expect(reset.offset).toBeGreaterThan(0);
-    await late.waitForText("BIG-2-DONE");
+    await late.waitFor((c) => c.messages.some((m) => m.type === "snapshot"), 10_000, "snapshot");
+    const snapshot = late.messages.find((m) => m.type === "snapshot") as { offset: number; data: string };
+    expect(snapshot.offset).toBeGreaterThan(REPLAY_BUFFER_BYTES);
+    expect(snapshot.data).toContain("BIG-2-DONE"); // the screen as it is, not a blank one
+    expect(late.messages.some((m) => m.type === "reset")).toBe(false);
     expect(late.gaps).toEqual([]);
     await Promise.all([writer.close(), late.close()]);
   });

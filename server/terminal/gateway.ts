@@ -115,6 +115,7 @@ class SocketViewer implements Viewer {
   constructor(
     private readonly ws: WebSocket,
     readonly mode: "write" | "read",
+    readonly writer?: string,
   ) {}
 
   sendOutput(offset: number, chunk: Uint8Array): boolean {
@@ -135,6 +136,18 @@ class SocketViewer implements Viewer {
 
   sendReset(offset: number): void {
     this.send({ type: "reset", offset });
+  }
+
+  sendSnapshot(offset: number, data: string): void {
+    this.send({ type: "snapshot", offset, data });
+  }
+
+  sendNotice(text: string): void {
+    this.send({ type: "notice", text });
+  }
+
+  sendAck(seq: number): void {
+    this.send({ type: "ack", seq });
   }
 
   sendStatus(state: MachineState, message?: string): void {
@@ -218,7 +231,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       case "hello":
         return close(CloseCode.badMessage, "hello sent twice");
       case "input":
-        if (!viewer.terminal.input(viewer, message.data)) return;
+        if (!viewer.terminal.input(viewer, message.data, message.seq)) return;
         metrics().terminalBytes.inc({ direction: "in" }, Buffer.byteLength(message.data));
         deps.onInput?.(sessionId!);
         if (message.data.includes("\r")) deps.onEnter?.(sessionId!);
@@ -267,7 +280,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         if (ws.readyState !== ws.OPEN) return;
         if (!terminal) return close(CloseCode.notFound, "no such session or machine");
         sessionId = claims.sid;
-        const v = new SocketViewer(ws, claims.mode);
+        const v = new SocketViewer(ws, claims.mode, claims.mode === "write" ? message.writer : undefined);
         v.terminal = terminal;
         viewer = v;
         v.send({ type: "ready", machine: terminal.machine, mode: claims.mode, offset: message.offset });

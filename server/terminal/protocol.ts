@@ -26,6 +26,8 @@ export const MAX_CLIENT_FRAME_BYTES = 4 * MAX_INPUT_CHARS + 1024;
 export const HELLO_TIMEOUT_MS = 5_000;
 
 const Cols = z.number().int().min(MIN_COLS).max(MAX_COLS);
+/** A client's writer id (the holder's terminal-id alphabet). */
+const WriterId = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/);
 const Rows = z.number().int().min(MIN_ROWS).max(MAX_ROWS);
 
 export const ClientMessage = z.discriminatedUnion("type", [
@@ -33,12 +35,25 @@ export const ClientMessage = z.discriminatedUnion("type", [
     type: z.literal("hello"),
     /** Signed terminal token from the lab session API: names session, machine and mode. */
     token: z.string().min(1).max(4096),
-    /** Byte offset of the first output byte the client does not have yet (0 for a fresh view). */
+    /**
+     * Byte offset of the first output byte the client does not have yet (0 for a fresh view).
+     * Offsets are the machine's terminal log offsets (holder), the same in every server process.
+     */
     offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
     cols: Cols,
     rows: Rows,
+    /** The page's writer id: its input seqs count under it (random per page, kept across reconnects). */
+    writer: WriterId.optional(),
   }),
-  z.object({ type: z.literal("input"), data: z.string().min(1).max(MAX_INPUT_CHARS) }),
+  z.object({
+    type: z.literal("input"),
+    data: z.string().min(1).max(MAX_INPUT_CHARS),
+    /**
+     * This input's number under the hello's writer, from 1, one per message; the client resends
+     * what is not yet acknowledged after a reconnect with the same numbers, applied once.
+     */
+    seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  }),
   z.object({ type: z.literal("resize"), cols: Cols, rows: Rows }),
   z.object({ type: z.literal("ping"), t: z.number() }),
 ]);
@@ -75,6 +90,15 @@ export const ServerMessage = z.discriminatedUnion("type", [
    * its screen; output continues from `offset`.
    */
   z.object({ type: z.literal("reset"), offset: z.number().int().min(0) }),
+  /**
+   * The client's offset is no longer held: clear the screen and paint `data` (the current screen
+   * and some scrollback, serialized as escape sequences); output continues from `offset`.
+   */
+  z.object({ type: z.literal("snapshot"), offset: z.number().int().min(0), data: z.string() }),
+  /** A line to show that is not terminal output (reconnected, shell ended); it has no offset. */
+  z.object({ type: z.literal("notice"), text: z.string() }),
+  /** The hello's writer's input is applied up to `seq`; the client forgets those messages. */
+  z.object({ type: z.literal("ack"), seq: z.number().int().min(0) }),
   /** The machine's SSH state changed; `message` is shown to the learner. */
   z.object({ type: z.literal("status"), state: MachineState, message: z.string().optional() }),
   z.object({ type: z.literal("pong"), t: z.number() }),

@@ -29,6 +29,13 @@ export class ReplayBuffer {
     return this.size;
   }
 
+  /** Drops everything held; the next appended byte gets `offset` (output that continues elsewhere in the log). */
+  rebase(offset: number): void {
+    this.chunks = [];
+    this.size = 0;
+    this.startOffset = this.endOffset = offset;
+  }
+
   /** Appends a chunk; returns the offset of its first byte. */
   append(chunk: Uint8Array): number {
     const offset = this.endOffset;

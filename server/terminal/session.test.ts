@@ -1,10 +1,10 @@
 /**
  * TerminalSession core with an in-memory PTY (the far edge faked; the real SSH path is covered
- * by gateway.test.ts): attach/resume/reset, read-only viewers, backpressure, early input.
+ * by gateway.test.ts): attach/resume/snapshot, read-only viewers, backpressure, early input.
  */
 import { describe, expect, it } from "vitest";
 import type { MachineState } from "./protocol";
-import { TerminalSession, type PtyChannel, type PtyConnector, type PtyHandlers, type Viewer } from "./session";
+import { TerminalSession, type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type Viewer } from "./session";
 
 class InMemoryPty implements PtyConnector {
   readonly machine = "node01";
@@ -13,19 +13,25 @@ class InMemoryPty implements PtyConnector {
   resizes: string[] = [];
   paused = false;
   opens = 0;
-  open(_size: unknown, handlers: PtyHandlers): Promise<PtyChannel> {
+  froms: (number | undefined)[] = [];
+  inputs: (InputSeq | undefined)[] = [];
+  open(_size: unknown, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
     this.opens++;
+    this.froms.push(from);
     this.handlers = handlers;
     return Promise.resolve({
-      write: (d) => void this.written.push(d),
+      write: (d, input) => {
+        this.written.push(d);
+        this.inputs.push(input);
+      },
       resize: (size) => void this.resizes.push(`${size.cols}x${size.rows}`),
       pause: () => void (this.paused = true),
       resume: () => void (this.paused = false),
       close: () => {},
     });
   }
-  emit(text: string) {
-    this.handlers!.onData(Buffer.from(text));
+  emit(text: string, offset?: number) {
+    this.handlers!.onData(Buffer.from(text), offset);
   }
 }
 
@@ -34,7 +40,22 @@ class RecordingViewer implements Viewer {
   resets: number[] = [];
   states: MachineState[] = [];
   accept = true;
-  constructor(readonly mode: "write" | "read" = "write") {}
+  snapshots: { offset: number; data: string }[] = [];
+  notices: string[] = [];
+  acks: number[] = [];
+  constructor(
+    readonly mode: "write" | "read" = "write",
+    readonly writer?: string,
+  ) {}
+  sendSnapshot(offset: number, data: string) {
+    this.snapshots.push({ offset, data });
+  }
+  sendNotice(text: string) {
+    this.notices.push(text);
+  }
+  sendAck(seq: number) {
+    this.acks.push(seq);
+  }
   sendOutput(offset: number, chunk: Uint8Array) {
     this.out.push({ offset, text: Buffer.from(chunk).toString() });
     return this.accept;
@@ -72,7 +93,7 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(viewer.states.at(-1)).toBe("connected");
   });
 
-  it("resumes a viewer from its offset and resets one whose offset is gone", async () => {
+  it("resumes a viewer from its offset and sends the current screen to one whose offset is gone", async () => {
     const pty = new InMemoryPty();
     const session = new TerminalSession(pty, { replayBufferBytes: 10 });
     const first = new RecordingViewer();
@@ -87,9 +108,35 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(back.text()).toBe("ijkl");
     expect(back.resets).toEqual([]);
     const stale = new RecordingViewer();
-    expect(session.attach(stale, 2)).toBe(4);
-    expect(stale.resets).toEqual([4]);
-    expect(stale.text()).toBe("efghijkl");
+    session.attach(stale, 2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stale.resets).toEqual([]);
+    expect(stale.snapshots).toHaveLength(1);
+    expect(stale.snapshots[0]!.offset).toBe(12);
+    expect(stale.snapshots[0]!.data).toContain("abcdefghijkl"); // the screen, not only what is buffered
+    pty.emit("mn");
+    expect(stale.out).toEqual([{ offset: 12, text: "mn" }]);
+  });
+
+  it("starts a new process's first read at the resuming viewer's offset and passes input seqs on", async () => {
+    const pty = new InMemoryPty();
+    const session = new TerminalSession(pty);
+    const viewer = new RecordingViewer("write", "page1");
+    session.attach(viewer, 5000);
+    session.input(viewer, "a", 7);
+    await tick();
+    expect(pty.froms).toEqual([5000]);
+    expect(pty.inputs).toEqual([{ writer: "page1", seq: 7 }]);
+    pty.emit("xyz", 5000);
+    expect(viewer.out).toEqual([{ offset: 5000, text: "xyz" }]);
+    pty.handlers!.onInputAck!("page1", 7);
+    pty.handlers!.onInputAck!("other", 9);
+    expect(viewer.acks).toEqual([7]);
+    // The log jumps (a reader that fell behind went on from the tail): a snapshot, never a gap.
+    pty.emit("later", 9000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(viewer.snapshots.map((s) => s.offset)).toEqual([9005]);
+    expect(viewer.out.map((o) => o.offset)).toEqual([5000]);
   });
 
   it("ignores input and resize from read-only viewers", async () => {
@@ -155,7 +202,8 @@ describe("TerminalSession (in-memory PTY)", () => {
     await new Promise((r) => setTimeout(r, 700));
     expect(pty.opens).toBe(2);
     expect(viewer.states.at(-1)).toBe("connected");
-    expect(viewer.text()).toContain("再接続しました");
+    expect(viewer.notices.join("")).toContain("再接続しました");
+    expect(viewer.text()).toBe(""); // notices are not part of the byte stream
     session.close();
   });
 

@@ -3,11 +3,20 @@
  * imports neither `ws` nor `ssh2`. A PtyConnector (server/terminal/ssh.ts) opens the shell; any
  * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
- * viewer that comes back resumes where it left off, or is told to reset.
+ * viewer that comes back resumes where it left off, or gets a snapshot of the current screen
+ * (a headless terminal, screen.ts) when its offset is no longer held.
+ *
+ * Offsets are the holder's log offsets (holder/connector.ts passes them with the output), so a
+ * browser's offset means the same in every server process: a new process starts reading the
+ * holder's log at the first viewer's offset and the browser resumes with no byte lost or repeated.
+ * Lines the gateway itself shows (reconnected, shell ended, no holder) are notices outside the
+ * byte stream. Browser input carries the browser's writer id and sequence numbers, which the
+ * holder applies once (INPUT_AS), whichever process relays them.
  */
 import { metrics } from "../ops/metrics";
 import type { MachineState, SessionOverReason } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
+import { Screen } from "./screen";
 
 /** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
 export const REPLAY_BUFFER_BYTES = 256 * 1024;
@@ -24,9 +33,16 @@ export interface PtySize {
   rows: number;
 }
 
+/** A browser's numbering of one input message: its writer id and sequence number (from 1). */
+export interface InputSeq {
+  writer: string;
+  seq: number;
+}
+
 /** A live shell with a PTY. */
 export interface PtyChannel {
-  write(data: string): void;
+  /** Keystrokes; with `input`, numbered by the browser (applied once where the shell outlives the channel). */
+  write(data: string, input?: InputSeq): void;
   resize(size: PtySize): void;
   /** Stop reading output (backpressure reaches the remote program); resume() undoes it. */
   pause(): void;
@@ -36,7 +52,12 @@ export interface PtyChannel {
 }
 
 export interface PtyHandlers {
-  onData(chunk: Uint8Array): void;
+  /** Output; `offset` is its place in the machine's output log (absent: right after the last byte). */
+  onData(chunk: Uint8Array, offset?: number): void;
+  /** A line for the viewers that is not part of the shell's output (fallback, reboot). */
+  onNotice?(text: string): void;
+  /** The shell's side applied `writer`'s input up to `seq`. */
+  onInputAck?(writer: string, seq: number): void;
   /** The shell or the connection ended; `error` is set when it was not a normal exit. */
   onClose(error?: Error): void;
 }
@@ -49,15 +70,24 @@ export class HostKeyMismatchError extends Error {
 /** Opens shells on one machine. */
 export interface PtyConnector {
   readonly machine: string;
-  open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel>;
+  /** @param from offset of the output the first viewer needs next (a resume), when this process has none yet. */
+  open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel>;
 }
 
 /** One watcher of a terminal; the transport adapter implements it. */
 export interface Viewer {
   readonly mode: "write" | "read";
+  /** The browser's writer id (its input seqs are numbered under it), if it numbers input. */
+  readonly writer?: string;
   /** Sends output starting at `offset`. Returns false when the transport is backed up. */
   sendOutput(offset: number, chunk: Uint8Array): boolean;
   sendReset(offset: number): void;
+  /** Clear the screen, paint `data` (a serialized screen); output continues from `offset`. */
+  sendSnapshot(offset: number, data: string): void;
+  /** A line to show that is not terminal output (not counted in offsets). */
+  sendNotice(text: string): void;
+  /** The writer's input is applied up to `seq`. */
+  sendAck(seq: number): void;
   sendStatus(state: MachineState, message?: string): void;
   /** The PTY's size (read-only viewers only: they render at the writer's size). */
   sendSize(size: PtySize): void;
@@ -70,6 +100,8 @@ interface ViewerState {
   next: number;
   /** True while the transport is backed up; output is held back (it stays in the buffer). */
   blocked: boolean;
+  /** True while a snapshot is being made for it; output waits. */
+  snapshotting: boolean;
 }
 
 export interface TerminalSessionOptions {
@@ -94,7 +126,10 @@ export class TerminalSession {
   private state: MachineState = "connecting";
   private message: string | undefined;
   private size: PtySize = { cols: 80, rows: 24 };
-  private pendingInput: string[] = [];
+  private pendingInput: { data: string; input?: InputSeq }[] = [];
+  private screen: Screen | null = null;
+  /** Where the first channel should start reading the holder's log (the first viewer's offset). */
+  private resumeFrom: number | undefined;
   private pendingBytes = 0;
   private paused = false;
   private closed = false;
@@ -133,12 +168,12 @@ export class TerminalSession {
    */
   attach(viewer: Viewer, offset: number, size?: PtySize): number {
     if (this.closed) throw new Error("terminal is closed");
-    let start = offset;
-    if (this.buffer.since(offset) === null) {
-      start = this.buffer.start;
-      viewer.sendReset(start);
+    if (!this.everConnected && !this.connecting && this.buffer.end === 0 && offset > 0) {
+      // A new process: read the holder's log from where this viewer stopped.
+      this.buffer.rebase(offset);
+      this.resumeFrom = offset;
     }
-    const state: ViewerState = { next: start, blocked: false };
+    const state: ViewerState = { next: offset, blocked: false, snapshotting: false };
     this.viewers.set(viewer, state);
     viewer.sendStatus(this.state, this.message);
     if (viewer.mode === "write" && size) this.resize(viewer, size);
@@ -146,7 +181,7 @@ export class TerminalSession {
     this.flush(viewer, state);
     this.updateFlow();
     if (!this.channel && !this.connecting && !this.retryTimer) void this.connect();
-    return start;
+    return offset;
   }
 
   detach(viewer: Viewer): void {
@@ -163,16 +198,20 @@ export class TerminalSession {
     this.updateFlow();
   }
 
-  /** Keystrokes from a viewer; read-only viewers are ignored (returns false). */
-  input(viewer: Viewer, data: string): boolean {
+  /**
+   * Keystrokes from a viewer; read-only viewers are ignored (returns false). `seq` is the
+   * browser's number for this input under its writer id (resends carry the same number).
+   */
+  input(viewer: Viewer, data: string, seq?: number): boolean {
     if (viewer.mode !== "write" || !this.viewers.has(viewer) || this.closed) return false;
+    const input = seq !== undefined && viewer.writer ? { writer: viewer.writer, seq } : undefined;
     if (this.channel) {
-      this.channel.write(data);
+      this.channel.write(data, input);
       return true;
     }
     const bytes = Buffer.byteLength(data);
     if (this.pendingBytes + bytes > PENDING_INPUT_BYTES) return false;
-    this.pendingInput.push(data);
+    this.pendingInput.push({ data, input });
     this.pendingBytes += bytes;
     return true;
   }
@@ -181,6 +220,7 @@ export class TerminalSession {
     if (viewer.mode !== "write" || this.closed) return false;
     const changed = size.cols !== this.size.cols || size.rows !== this.size.rows;
     this.size = size;
+    this.screen?.resize(size);
     this.channel?.resize(size);
     if (changed) for (const v of this.viewers.keys()) if (v.mode === "read") v.sendSize(size);
     return true;
@@ -199,6 +239,8 @@ export class TerminalSession {
     this.channel = null;
     if (reason) for (const viewer of this.viewers.keys()) viewer.end(reason);
     this.viewers.clear();
+    this.screen?.dispose();
+    this.screen = null;
   }
 
   private async connect(): Promise<void> {
@@ -208,20 +250,28 @@ export class TerminalSession {
     // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.
     if (this.state !== "stopped") this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
     try {
-      const channel = await this.connector.open(this.size, {
-        onData: (chunk) => this.output(chunk),
-        onClose: (error) => this.channelClosed(channel, error),
-      });
+      const channel = await this.connector.open(
+        this.size,
+        {
+          onData: (chunk, offset) => this.output(chunk, offset),
+          onNotice: (text) => this.notice(text),
+          onInputAck: (writer, seq) => this.inputAcked(writer, seq),
+          onClose: (error) => this.channelClosed(channel, error),
+        },
+        this.everConnected ? undefined : this.resumeFrom,
+      );
       if (this.closed) {
         channel.close();
         return;
       }
       this.channel = channel;
       this.attempt = 0;
-      if (this.everConnected) this.output(Buffer.from(`\r\n[${this.machine} に再接続しました]\r\n`));
+      if (this.everConnected) this.notice(`\r\n[${this.machine} に再接続しました]\r\n`);
       this.everConnected = true;
       this.setState("connected");
-      for (const data of this.pendingInput) channel.write(data);
+      for (const { data, input } of this.pendingInput) channel.write(data, input);
+      // Viewers that asked for more than the log turned out to hold get their snapshot now.
+      for (const [viewer, state] of this.viewers) if (!state.blocked && state.next > this.buffer.end) this.flush(viewer, state);
       this.pendingInput = [];
       this.pendingBytes = 0;
       if (this.paused) channel.pause();
@@ -240,7 +290,7 @@ export class TerminalSession {
       this.scheduleRetry(error);
     } else {
       // The shell exited (the learner typed `exit`): open a fresh one so the tab keeps working.
-      this.output(Buffer.from(`\r\n[シェルが終了しました。新しいシェルを開きます]\r\n`));
+      this.notice(`\r\n[シェルが終了しました。新しいシェルを開きます]\r\n`);
       this.scheduleRetry(undefined, RECONNECT_MIN_MS);
     }
   }
@@ -278,23 +328,44 @@ export class TerminalSession {
     for (const viewer of this.viewers.keys()) viewer.sendStatus(state, message);
   }
 
-  private output(chunk: Uint8Array): void {
+  private output(chunk: Uint8Array, at?: number): void {
+    if (chunk.byteLength === 0) return;
+    // The log jumped (a new holder instance, the direct PTY, a reader that fell behind): what
+    // is held starts here; viewers elsewhere get a snapshot.
+    if (at !== undefined && at !== this.buffer.end) this.buffer.rebase(at);
     const offset = this.buffer.append(chunk);
+    this.screen ??= new Screen(this.size, offset);
+    this.screen.write(offset, chunk);
     for (const [viewer, state] of this.viewers) {
-      if (state.blocked || state.next !== offset) continue;
+      if (state.blocked || state.snapshotting) continue;
+      if (state.next !== offset) {
+        if (this.buffer.since(state.next) === null) this.flush(viewer, state);
+        continue;
+      }
       state.next = offset + chunk.byteLength;
       if (!viewer.sendOutput(offset, chunk)) state.blocked = true;
     }
     this.updateFlow();
   }
 
-  /** Sends a viewer everything it is missing, or a reset when that has left the buffer. */
+  private notice(text: string): void {
+    for (const viewer of this.viewers.keys()) viewer.sendNotice(text);
+  }
+
+  private inputAcked(writer: string, seq: number): void {
+    for (const viewer of this.viewers.keys()) if (viewer.writer === writer) viewer.sendAck(seq);
+  }
+
+  /**
+   * Sends a viewer everything it is missing. When that has left the buffer (or lies beyond its
+   * end), the viewer gets the current screen instead, and output from the snapshot's offset.
+   */
   private flush(viewer: Viewer, state: ViewerState): void {
-    let chunks = this.buffer.since(state.next);
+    if (state.snapshotting) return;
+    const chunks = this.buffer.since(state.next);
     if (chunks === null) {
-      state.next = this.buffer.start;
-      viewer.sendReset(state.next);
-      chunks = this.buffer.since(state.next)!;
+      if (state.next > this.buffer.end && !this.everConnected) return; // a resume: the first read starts there
+      return this.snapshot(viewer, state);
     }
     for (const chunk of chunks) {
       const offset = state.next;
@@ -304,6 +375,30 @@ export class TerminalSession {
         return;
       }
     }
+  }
+
+  private snapshot(viewer: Viewer, state: ViewerState): void {
+    if (!this.screen) {
+      // Nothing seen yet (no output since this process attached): start from what is held.
+      state.next = this.buffer.start;
+      viewer.sendReset(state.next);
+      return this.flush(viewer, state);
+    }
+    state.snapshotting = true;
+    metrics().terminalSnapshots.inc();
+    if (this.screen.stale) this.screen.rebuild(this.buffer.start, this.buffer.since(this.buffer.start) ?? []);
+    this.screen.snapshot().then(
+      (snap) => {
+        state.snapshotting = false;
+        if (this.viewers.get(viewer) !== state) return;
+        state.next = snap.offset;
+        viewer.sendSnapshot(snap.offset, snap.data);
+        if (!state.blocked) this.flush(viewer, state);
+      },
+      () => {
+        state.snapshotting = false;
+      },
+    );
   }
 
   /**

@@ -87,6 +87,9 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
   });
 }
 
+/** Browser writers whose last input seq a direct PTY remembers (the oldest are forgotten). */
+const MAX_TYPED_WRITERS = 64;
+
 /**
  * Opens one connection per shell, so that one terminal's reconnect never disturbs another.
  * The shell is sshd's login shell with a PTY. (Running it in dtach so it would outlive the
@@ -94,6 +97,9 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
  * bytes under backpressure; see ARCHITECTURE.md.)
  */
 export function sshConnector(endpoint: SshEndpoint): PtyConnector {
+  // The highest input seq typed per browser writer: a resend after a reconnect to this process
+  // is typed once (the shell ends with this process, so memory is the right place here).
+  const typed = new Map<string, number>();
   return {
     machine: endpoint.name,
     async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
@@ -124,7 +130,16 @@ export function sshConnector(endpoint: SshEndpoint): PtyConnector {
       client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
       client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
       return {
-        write: (data) => void stream.write(data),
+        write: (data, input) => {
+          if (input) {
+            if (input.seq <= (typed.get(input.writer) ?? 0)) return handlers.onInputAck?.(input.writer, typed.get(input.writer)!);
+            typed.delete(input.writer);
+            typed.set(input.writer, input.seq);
+            if (typed.size > MAX_TYPED_WRITERS) typed.delete(typed.keys().next().value!);
+          }
+          stream.write(data);
+          if (input) handlers.onInputAck?.(input.writer, input.seq);
+        },
         resize: ({ cols, rows }) => stream.setWindow(rows, cols, 0, 0),
         pause: () => stream.pause(),
         resume: () => stream.resume(),

@@ -41,7 +41,7 @@ export interface Stack {
   /** ws://127.0.0.1:PORT/ws/terminal */
   wsUrl: string;
   db: Db;
-  /** The embedded database's URL (for a server process the test starts on the same rows). */
+  /** The embedded PostgreSQL's URL (for server processes a test starts itself). */
   databaseUrl: string;
   secret: Buffer;
   /** better-auth on the stack's database (users via server/auth/users.ts). */

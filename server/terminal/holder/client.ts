@@ -15,12 +15,14 @@
  * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 number | bytes.
  *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode, writer?} (from -1: the end, or the last
  *                    `tail` bytes; input seqs count per writer) · 0x02 INPUT tagged seq+bytes ·
- *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id}
+ *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id} ·
+ *                    0x06 INPUT_AS u8 idlen | id | u8 wlen | writer | u64 seq | bytes (input numbered by
+ *                    a named writer: a browser's own seqs, applied once whichever process relays them)
  *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid} ·
  *                    0x82 OPENED json {id, start, end, oldest, lastSeq, spawned} ·
  *                    0x83 OUTPUT tagged offset+bytes · 0x84 ACK tagged seq ·
  *                    0x85 GONE json {id, requested, oldest} · 0x86 EXIT json {id, end, status} ·
- *                    0x87 ERROR json {message, id?}
+ *                    0x87 ERROR json {message, id?} · 0x88 ACK_AS u8 idlen | id | u8 wlen | writer | u64 seq
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -51,6 +53,7 @@ const T = {
   RESIZE: 0x03,
   DETACH: 0x04,
   KILL: 0x05,
+  INPUT_AS: 0x06,
   HELLO: 0x81,
   OPENED: 0x82,
   OUTPUT: 0x83,
@@ -58,6 +61,7 @@ const T = {
   GONE: 0x85,
   EXIT: 0x86,
   ERROR: 0x87,
+  ACK_AS: 0x88,
 } as const;
 
 const Hello = z.object({ protocol: z.number(), version: z.string(), bootId: z.string(), instance: z.string(), pid: z.number().int() });
@@ -92,12 +96,18 @@ function jsonFrame(type: number, value: object): Buffer {
   return frame(type, Buffer.from(JSON.stringify(value)));
 }
 
-function taggedFrame(type: number, id: string, n: number, data?: Uint8Array): Buffer {
+/** u8 idlen | id | [u8 wlen | writer] | u64 n | data */
+function taggedFrame(type: number, id: string, n: number, data?: Uint8Array, writer?: Buffer): Buffer {
   const tag = Buffer.from(id);
-  const head = Buffer.allocUnsafe(1 + tag.length + 8);
+  const named = writer ? 1 + writer.length : 0;
+  const head = Buffer.allocUnsafe(1 + tag.length + named + 8);
   head.writeUInt8(tag.length, 0);
   tag.copy(head, 1);
-  head.writeBigUInt64BE(BigInt(n), 1 + tag.length);
+  if (writer) {
+    head.writeUInt8(writer.length, 1 + tag.length);
+    writer.copy(head, 2 + tag.length);
+  }
+  head.writeBigUInt64BE(BigInt(n), 1 + tag.length + named);
   return frame(type, data ? Buffer.concat([head, data]) : head);
 }
 
@@ -106,6 +116,7 @@ export interface HolderLinkEvents {
   opened: [HolderOpened];
   output: [id: string, offset: number, data: Buffer];
   ack: [id: string, seq: number];
+  ackAs: [id: string, writer: string, seq: number];
   gone: [z.infer<typeof Gone>];
   exit: [z.infer<typeof Exit>];
   holderError: [z.infer<typeof ErrorMessage>];
@@ -159,6 +170,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
 
   input(id: string, seq: number, data: Uint8Array): void {
     this.send(taggedFrame(T.INPUT, id, seq, data));
+  }
+
+  /** Input numbered by `writer` (its own sequence, e.g. a browser's), not this link's OPEN writer. */
+  inputAs(id: string, writer: string, seq: number, data: Uint8Array): void {
+    if (!TERMINAL_ID.test(writer)) throw new Error(`writer must match ${TERMINAL_ID}`);
+    const w = Buffer.from(writer);
+    this.send(taggedFrame(T.INPUT_AS, id, seq, data, w));
   }
 
   resize(id: string, size: TerminalSize): void {
@@ -226,6 +244,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   }
 
   private dispatch(type: number, body: Buffer): void {
+    if (type === T.ACK_AS) {
+      const n = body[0]!;
+      const id = body.toString("utf8", 1, 1 + n);
+      const w = body[1 + n]!;
+      const writer = body.toString("utf8", 2 + n, 2 + n + w);
+      return void this.emit("ackAs", id, writer, Number(body.readBigUInt64BE(2 + n + w)));
+    }
     if (type === T.OUTPUT || type === T.ACK) {
       const n = body[0]!;
       const id = body.toString("utf8", 1, 1 + n);
@@ -306,12 +331,21 @@ export interface HolderTerminalHandlers {
   onGone?(requested: number, oldest: number): void;
   /** The shell ended at `end`. */
   onExit?(end: number, status: number | null | undefined): void;
+  /** The holder applied `writer`'s input (writeAs) up to `seq`. */
+  onInputAck?(writer: string, seq: number): void;
 }
 
 interface UnackedInput {
   seq: number;
   data: Buffer;
 }
+
+interface UnackedNamedInput extends UnackedInput {
+  writer: string;
+}
+
+/** Named writers (writeAs) whose unacknowledged input a terminal keeps; the oldest go first. */
+const MAX_NAMED_WRITERS = 64;
 
 /**
  * One terminal on a holder, kept across links: `attach(link)` after every (re)connect. Output
@@ -332,6 +366,9 @@ export class HolderTerminal {
   private unacked: UnackedInput[] = [];
   private unackedBytes = 0;
   private unsequenced: Buffer[] = [];
+  /** writeAs input not yet acknowledged, per writer, oldest first (resent on every attach). */
+  private named = new Map<string, UnackedNamedInput[]>();
+  private namedBytes = 0;
   private size: TerminalSize;
   private detachers: (() => void)[] = [];
 
@@ -357,7 +394,7 @@ export class HolderTerminal {
 
   /** Input bytes not yet acknowledged by the holder. */
   get pendingInputBytes(): number {
-    return this.unackedBytes + this.unsequenced.reduce((n, b) => n + b.length, 0);
+    return this.unackedBytes + this.namedBytes + this.unsequenced.reduce((n, b) => n + b.length, 0);
   }
 
   /** Attaches to a link (the previous one is forgotten) and resolves with the holder's OPENED. */
@@ -388,6 +425,9 @@ export class HolderTerminal {
     on("ack", (id, seq) => {
       if (id === this.id) this.acked(seq);
     });
+    on("ackAs", (id, writer, seq) => {
+      if (id === this.id) this.ackedAs(writer, seq);
+    });
     on("exit", (exit) => {
       if (exit.id === this.id) this.handlers.onExit?.(exit.end, exit.status);
     });
@@ -405,6 +445,33 @@ export class HolderTerminal {
       return true;
     }
     for (let i = 0; i < bytes.length; i += INPUT_CHUNK_BYTES) this.sequence(bytes.subarray(i, i + INPUT_CHUNK_BYTES));
+    return true;
+  }
+
+  /**
+   * Queues input numbered by another writer (a browser's writer id and its own seqs, from 1):
+   * kept until the holder acknowledges it and resent on every attach, so whichever server
+   * process relays it, the holder applies each seq once. False when too much is unacknowledged.
+   */
+  writeAs(writer: string, seq: number, data: string | Uint8Array): boolean {
+    if (this.mode !== "write") return false;
+    if (!TERMINAL_ID.test(writer) || !Number.isSafeInteger(seq) || seq < 1) return false;
+    const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data);
+    if (bytes.length + 64 > MAX_FRAME_BYTES) return false;
+    if (this.pendingInputBytes + bytes.length > UNACKED_INPUT_BYTES) return false;
+    let queue = this.named.get(writer);
+    if (!queue) {
+      queue = [];
+      this.named.set(writer, queue);
+      for (const [old, inputs] of this.named) {
+        if (this.named.size <= MAX_NAMED_WRITERS) break;
+        this.namedBytes -= inputs.reduce((n, i) => n + i.data.length, 0);
+        this.named.delete(old);
+      }
+    }
+    queue.push({ writer, seq, data: bytes });
+    this.namedBytes += bytes.length;
+    if (this.link && !this.link.isClosed && this.nextSeq !== 0) this.link.inputAs(this.id, writer, seq, bytes);
     return true;
   }
 
@@ -436,6 +503,7 @@ export class HolderTerminal {
     // Whatever the holder applied is done; resend the rest with the same numbers.
     this.acked(info.lastSeq);
     for (const input of this.unacked) this.link!.input(this.id, input.seq, input.data);
+    for (const inputs of this.named.values()) for (const input of inputs) this.link!.inputAs(this.id, input.writer, input.seq, input.data);
     const waiting = this.unsequenced;
     this.unsequenced = [];
     for (const bytes of waiting) this.write(bytes);
@@ -447,6 +515,15 @@ export class HolderTerminal {
     this.unacked.push(input);
     this.unackedBytes += data.length;
     if (this.link && !this.link.isClosed) this.link.input(this.id, input.seq, data);
+  }
+
+  private ackedAs(writer: string, seq: number): void {
+    const queue = this.named.get(writer);
+    if (queue) {
+      while (queue.length && queue[0]!.seq <= seq) this.namedBytes -= queue.shift()!.data.length;
+      if (queue.length === 0) this.named.delete(writer);
+    }
+    this.handlers.onInputAck?.(writer, seq);
   }
 
   private acked(seq: number): void {

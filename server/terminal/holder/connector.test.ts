@@ -38,6 +38,11 @@ class TextViewer implements Viewer {
     return true;
   }
   sendReset(): void {}
+  sendSnapshot(): void {}
+  sendNotice(text: string): void {
+    this.chunks.push(Buffer.from(text)); // shown on the screen like output (outside the offsets)
+  }
+  sendAck(): void {}
   sendSize(): void {}
   sendStatus(state: MachineState): void {
     this.states.push(state);

@@ -10,7 +10,10 @@ import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
 import type { RecordingTap } from "../../recordings/recorder";
 
-/** Output a process repaints when it first attaches to a terminal it has not seen (bytes). */
+/**
+ * Output a process reads first when it attaches to a terminal it has not seen and no viewer
+ * names an offset (bytes): the headless screen (screen.ts) is rebuilt from it for snapshots.
+ */
 export const ATTACH_TAIL_BYTES = 256 * 1024;
 
 /** The holder's terminal id for a lab session's shell on a machine (a machine may serve several sessions). */
@@ -34,17 +37,20 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     {
       onOutput: (offset, data) => {
         if (bootId !== undefined) recording?.output(bootId, offset, data);
-        active?.onData(data);
+        active?.onData(data, offset);
       },
       onExit: () => onExit?.(),
       onGone: (_requested, oldest) => onGone?.(oldest),
+      onInputAck: (writer, seq) => active?.onInputAck?.(writer, seq),
     },
     { tail: ATTACH_TAIL_BYTES },
   );
 
   return {
     machine: endpoint.name,
-    async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+    async open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
+      // This process's first read of the terminal: from where the resuming viewer stopped.
+      if (term.next < 0 && from !== undefined && from > 0) term.next = from;
       const client = await connectSsh(endpoint);
       let link: HolderLink;
       try {
@@ -52,7 +58,7 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       } catch {
         client.end();
         const channel = await fallback.open(size, handlers);
-        handlers.onData(Buffer.from(`\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`));
+        handlers.onNotice?.(`\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`);
         return channel;
       }
       const rebooted = bootId !== undefined && link.hello!.bootId !== bootId;
@@ -72,15 +78,15 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       link.on("close", () => finish(new Error(`${endpoint.name}: connection lost`)));
       client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
       client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
-      if (rebooted) handlers.onData(Buffer.from(`\r\n[${endpoint.name} が再起動されました。新しいシェルです]\r\n`));
+      if (rebooted) handlers.onNotice?.(`\r\n[${endpoint.name} が再起動されました。新しいシェルです]\r\n`);
       active = handlers;
       // The shell ended: a normal close; the session opens again, which starts a fresh shell.
       onExit = () => finish();
-      // This reader fell behind the log (its viewers stopped reading while output flooded): skip
-      // to the last ATTACH_TAIL_BYTES rather than replay up to the whole log to a slow viewer.
+      // This reader fell behind the log (every viewer stopped reading while output flooded), or
+      // a resume asked for bytes no longer held: go on from the last ATTACH_TAIL_BYTES; the
+      // session rebuilds its screen from them and sends viewers a snapshot.
       onGone = () => {
         term.next = -1;
-        handlers.onData(Buffer.from(`\r\n[出力の一部を省略しました]\r\n`));
         void term.attach(link).catch(() => undefined);
       };
       term.resize(size);
@@ -97,7 +103,7 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       if (done) throw new Error(`${endpoint.name}: connection lost`);
       returned = true;
       return {
-        write: (data) => void term.write(data),
+        write: (data, input) => void (input ? term.writeAs(input.writer, input.seq, data) : term.write(data)),
         resize: (next) => {
           term.resize(next);
           recording?.resize(next.cols, next.rows);

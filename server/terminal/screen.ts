@@ -1,0 +1,110 @@
+/**
+ * A terminal's current screen, kept by a headless xterm.js fed with every output byte the
+ * TerminalSession sees, so a viewer whose offset is no longer held gets the screen as it is
+ * (serialized by @xterm/addon-serialize: cells, colours, cursor, modes) instead of a blank reset.
+ * Memory is bounded by the size and SCREEN_SCROLLBACK_LINES (measured: bench/screen.ts).
+ */
+import serializePkg from "@xterm/addon-serialize";
+import headlessPkg from "@xterm/headless";
+import type { PtySize } from "./session";
+
+// Both packages are CommonJS: Node's ESM loader sees only their default export.
+const { Terminal } = headlessPkg;
+const { SerializeAddon } = serializePkg;
+
+/** Scrollback lines the headless terminal keeps (and a snapshot carries) above the screen. */
+export const SCREEN_SCROLLBACK_LINES = 500;
+
+/**
+ * Bytes written to the headless terminal but not yet parsed beyond which it is no longer fed
+ * (a flood parses slower than it arrives; xterm would queue it all): the screen is then
+ * rebuilt from the replay buffer when a snapshot is asked for.
+ */
+export const SCREEN_BACKLOG_BYTES = 1024 * 1024;
+
+export interface Snapshot {
+  /** Offset of the first output byte after the state the snapshot shows. */
+  offset: number;
+  /** Escape sequences that repaint the screen (and scrollback) on a cleared terminal. */
+  data: string;
+}
+
+export class Screen {
+  private readonly term: InstanceType<typeof Terminal>;
+  private readonly serializer = new SerializeAddon();
+  /** Offset of the next byte written to the headless terminal. */
+  private written: number;
+  /** Bytes written and not yet parsed. */
+  private backlog = 0;
+  /** True once a flood outran the parser: bytes are skipped until the next rebuild. */
+  private lagging = false;
+  private disposed = false;
+
+  constructor(size: PtySize, startOffset = 0) {
+    this.term = new Terminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
+    this.term.loadAddon(this.serializer as never);
+    this.written = startOffset;
+  }
+
+  get end(): number {
+    return this.written;
+  }
+
+  /** Whether bytes were skipped since the last rebuild (a snapshot must rebuild first). */
+  get stale(): boolean {
+    return this.lagging;
+  }
+
+  /** Output at `offset`; a jump (bytes skipped or repeated) starts over from a blank screen. */
+  write(offset: number, chunk: Uint8Array): void {
+    if (this.disposed) return;
+    if (this.lagging || this.backlog + chunk.byteLength > SCREEN_BACKLOG_BYTES) {
+      this.lagging = true;
+      this.written = offset + chunk.byteLength;
+      return;
+    }
+    if (offset !== this.written) this.term.reset();
+    this.feed(chunk);
+    this.written = offset + chunk.byteLength;
+  }
+
+  /** Starts over from `chunks` (the replay buffer, from `start`): after a flood was skipped. */
+  rebuild(start: number, chunks: Uint8Array[]): void {
+    if (this.disposed) return;
+    this.term.reset();
+    this.lagging = false;
+    for (const chunk of chunks) this.feed(chunk);
+    this.written = start + chunks.reduce((n, c) => n + c.byteLength, 0);
+  }
+
+  private feed(chunk: Uint8Array): void {
+    const n = chunk.byteLength;
+    this.backlog += n;
+    this.term.write(chunk, () => (this.backlog -= n));
+  }
+
+  resize(size: PtySize): void {
+    if (!this.disposed && (size.cols !== this.term.cols || size.rows !== this.term.rows)) this.term.resize(size.cols, size.rows);
+  }
+
+  /**
+   * The screen after every byte written so far. xterm parses asynchronously; the callback of an
+   * empty write runs right after the bytes before it are parsed and before any written later.
+   */
+  snapshot(): Promise<Snapshot> {
+    const offset = this.written;
+    return new Promise((resolve, reject) => {
+      if (this.disposed) return reject(new Error("screen disposed"));
+      this.term.write("", () => {
+        if (this.disposed) return reject(new Error("screen disposed"));
+        resolve({ offset, data: this.serializer.serialize({ scrollback: SCREEN_SCROLLBACK_LINES }) });
+      });
+    });
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.term.dispose();
+  }
+}

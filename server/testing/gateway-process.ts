@@ -1,0 +1,42 @@
+/**
+ * One terminal gateway as its own process, for tests that kill a server process (kill -9) or run
+ * two on one database: the production TerminalRegistry (holder connector) and gateway over the
+ * database in DATABASE_URL, on 127.0.0.1:PORT. Sockets are authorized by their signed token
+ * alone (the sign-in cookie check is faked at the far edge, as in stack.ts's default).
+ * Prints `GATEWAY LISTENING <port>` once it accepts sockets.
+ *   DATABASE_URL=... LABDECK_TEST_SECRET=<hex> PORT=<n> node --import tsx server/testing/gateway-process.ts
+ */
+import http from "node:http";
+import type net from "node:net";
+import { createDb } from "../db/client";
+import { log } from "../log";
+import { machineEndpoint } from "../sessions/lab-sessions";
+import { configureMachineKeys } from "../sessions/machine-keys";
+import { TerminalRegistry } from "../terminal/registry";
+import { terminalUpgrade } from "../terminal/upgrade";
+
+const url = process.env.DATABASE_URL;
+const secretHex = process.env.LABDECK_TEST_SECRET;
+const port = Number(process.env.PORT ?? "0");
+if (!url || !secretHex || !Number.isInteger(port)) {
+  process.stderr.write("gateway-process: DATABASE_URL, LABDECK_TEST_SECRET (hex) and PORT are required\n");
+  process.exit(2);
+}
+const secret = Buffer.from(secretHex, "hex");
+configureMachineKeys(secret);
+const db = createDb(url);
+const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
+const gateway = terminalUpgrade({ secret, terminals, log, authorize: async () => null });
+const server = http.createServer((_req, res) => res.writeHead(404).end());
+server.on("upgrade", (req, socket, head) => {
+  if (!gateway.handle(req, socket, head)) socket.destroy();
+});
+server.listen(port, "127.0.0.1", () => {
+  process.stdout.write(`GATEWAY LISTENING ${(server.address() as net.AddressInfo).port}\n`);
+});
+const stop = () => {
+  gateway.closeAll();
+  void terminals.closeAll().finally(() => process.exit(0));
+};
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
