@@ -64,6 +64,7 @@ describe("SIGTERM drains a real server process", () => {
         LABDECK_SECRET: SECRET,
         LABDECK_DATA_DIR: path.join(dir, "data"),
         LABDECK_HOSTS_FILE: hostsFile,
+        LABDECK_MACHINES: "netns-demo",
         LABDECK_LABS_DIR: path.join(dir, "labs"),
         LABDECK_GRADER_INTERVAL_MS: "500",
         LABDECK_DRAIN_TIMEOUT_MS: "15000",

@@ -165,7 +165,7 @@ describe("a scripted session's recording", () => {
 });
 
 describe("the recording routes' authorization", () => {
-  const EXPECT = { anonymous: 401, owner: 200, otherLearner: 404, instructor: 200, endedInstructor: 404, admin: 200 } as const;
+  const EXPECT = { anonymous: 401, owner: 200, otherLearner: 404, instructor: 200, endedInstructor: 403, admin: 200 } as const;
   for (const [actor, status] of Object.entries(EXPECT) as [keyof typeof cookies, number][]) {
     it(`${actor}: ${status}`, async () => {
       expect((await get(actor)).status).toBe(status);
