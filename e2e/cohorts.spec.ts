@@ -141,8 +141,10 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   await admin.getByRole("button", { name: "今すぐ終了" }).click();
   await expect(admin.getByText("1 セッションを終了しました")).toBeVisible();
   await expect(admin.getByTestId("live-cohort-sessions")).toHaveCount(0);
-  await dashboard.goto(cohortId);
-  await expect(dashboard.row(learnerEmail).getByTestId("watch")).toHaveCount(0);
+  // The instructor of an ended cohort is told it ended; its learners' sessions are not shown.
+  await instructor.goto(`/cohorts/${cohortId}`);
+  await expect(instructor.getByTestId("cohort-ended")).toContainText("終了");
+  await expect(instructor.getByTestId("dashboard")).toHaveCount(0);
 
   await Promise.all([adminContext.close(), instructorContext.close(), learnerContext.close()]);
 });

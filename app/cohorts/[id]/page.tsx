@@ -19,6 +19,15 @@ export default async function CohortDashboardPage({ params, searchParams }: { pa
   try {
     await requireCohortView(db, user, id);
   } catch (error) {
+    // An instructor of an ended cohort is told so (403); anyone else learns nothing (404).
+    if (error instanceof Denied && error.code === "cohortEnded") {
+      const t = await getTranslations("revoked");
+      return (
+        <p className="mx-auto max-w-7xl px-6 py-6" data-testid="cohort-ended">
+          {t("cohortEnded")}
+        </p>
+      );
+    }
     if (error instanceof Denied) notFound();
     throw error;
   }
