@@ -9,20 +9,32 @@
  *     progress event with that step done on the EventBus. The browser leg (SSE route -> HTTP ->
  *     EventSource) is NOT measured: we time the route's serialisation of the event, and window 1
  *     reports event-loop delay, which any SSE write would wait out.
+ * Duplicate runs (two runs of one session overlapping: history rows with a negative minGapMs) are
+ * counted in every phase.
  *
- *   npx tsx bench/grader.ts [--sessions 100,500] [--seconds 30] [--interval-ms 2000] [--concurrency 16] [--json out.json]
+ * --processes N (N >= 2): the graders run in N child processes (bench/grader-child.ts), each a
+ * real Grader over the stack's database, as N server processes would; this process keeps the
+ * stack, the sessions and the unlock measurement (the children's progress events arrive over
+ * LISTEN/NOTIFY). Every phase is measured twice, first with one child grading (the baseline)
+ * and then with all N; CPU is the children's own (process.cpuUsage). Then a takeover phase:
+ * kill -9 one child and time how long until a survivor checks the sessions it checked last (those
+ * whose check it was running wait out the claim lease, claims.ts).
+ *
+ *   npx tsx bench/grader.ts [--sessions 100,500] [--seconds 30] [--interval-ms 2000] [--concurrency 16] [--processes 1] [--json out.json]
  */
+import { fork, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { z } from "zod";
 import type { Progress } from "../server/grader/progress";
 
-const SUBNET = 78; // third octet of the hosts' 10.213.S.0/24
+const SUBNET = 97; // third octet of the hosts' 10.213.S.0/24
 const MACHINE = "node01"; // every check and flag runs here (hosts are shared by all sessions; /root is per host)
 const JITTER = 0.2; // the grader's default interval jitter, fraction
 const LAT_SESSIONS = 20; // sessions doing unlock trials side by side, each its own lab and flag file
@@ -34,19 +46,25 @@ const SAMPLE_MS = 100; // period of the in-flight / RSS sampler, ms
 const DRAIN_MS = 15_000; // longest wait for in-flight checks after stopping the grader, ms
 const CLK_TCK = 100; // Linux USER_HZ: ticks per second in /proc/<pid>/stat
 const MIB = 1024 * 1024; // bytes
+const STEP_TIMEOUT_S = 10; // every bench step's timeoutSeconds (writeLab): a check's claim lease is this + LEASE_SLACK_S
+const CHILD_READY_MS = 60_000; // longest wait for a grader child to start, ms
+const CHILD_REPLY_MS = 15_000; // longest wait for a grader child's reply to a command, ms
+const TAKEOVER_MS = 90_000; // longest wait for the survivors to check every session of the killed child, ms
+const TAKEOVER_POLL_MS = 250; // how often the survivors are asked, ms
 
 const Flags = z.object({
   sessions: z.string().regex(/^\d+(,\d+)*$/, "comma-separated counts").default("100,500").transform((s) => s.split(",").map(Number)),
   seconds: z.coerce.number().positive().max(3600).default(30),
   "interval-ms": z.coerce.number().int().min(100).max(600_000).default(2_000),
   concurrency: z.coerce.number().int().min(1).max(1000).default(16),
+  processes: z.coerce.number().int().min(1).max(8).default(1),
   json: z.string().min(1).optional(),
 });
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--json FILE]";
+  const usage = "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--processes N] [--json FILE]";
   try {
     const str = { type: "string" } as const;
-    const { values } = parseArgs({ options: { sessions: str, seconds: str, "interval-ms": str, concurrency: str, json: str }, strict: true, allowPositionals: false });
+    const { values } = parseArgs({ options: { sessions: str, seconds: str, "interval-ms": str, concurrency: str, processes: str, json: str }, strict: true, allowPositionals: false });
     const parsed = Flags.safeParse(values);
     if (parsed.success) return parsed.data;
     console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
@@ -61,6 +79,7 @@ const intervalMs = opts["interval-ms"];
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
 const { SshExecPool } = await import("../server/machines/ssh-exec");
+const { LEASE_SLACK_S } = await import("../server/grader/claims");
 
 /** SQL statements this process sends, by first word (Prisma's pg adapter goes through pg.Client#query). */
 const sql: Record<string, number> = {};
@@ -84,7 +103,7 @@ function stats(samples: number[]) {
 async function writeLab(labsDir: string, slug: string, steps: { id: string; file: string }[]) {
   const put = (file: string, text: string, mode = 0o644) =>
     fs.mkdir(path.dirname(path.join(labsDir, slug, file)), { recursive: true }).then(() => fs.writeFile(path.join(labsDir, slug, file), text, { mode }));
-  const yaml = steps.map((s) => `  - { id: ${s.id}, title: ${s.id}, machine: ${MACHINE}, timeoutSeconds: 10 }`);
+  const yaml = steps.map((s) => `  - { id: ${s.id}, title: ${s.id}, machine: ${MACHINE}, timeoutSeconds: ${STEP_TIMEOUT_S} }`);
   await put("lab.yaml", ["title: grader bench", "summary: grader benchmark lab", "durationMinutes: 5", "steps:", ...yaml].join("\n"));
   await put("lesson.md", "# bench\n");
   for (const s of steps) {
@@ -121,6 +140,63 @@ function groupTicks() {
   return { postgres: sum((c) => c === "postgres"), sshd: sum((c) => c.startsWith("sshd")) };
 }
 
+/** What a grader child reports (bench/grader-child.ts): cumulative since it started. */
+interface ChildStats {
+  cpuUs: number;
+  checks: number;
+  inFlight: number;
+  rss: number;
+  /** Per session, Date.now() of this child's newest check start. */
+  lastStart: Record<string, number>;
+  /** Per watched session, its first check start on this child at or after the watch's `since`. */
+  firstSince: Record<string, number>;
+}
+interface Child {
+  proc: ChildProcess;
+  ask(cmd: "start" | "stop" | "watch", extra?: { sessions: string[]; since: number }): Promise<void>;
+  stats(): Promise<ChildStats>;
+}
+const CHILD_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), "grader-child.ts");
+/** Forks one grader child over the stack's database; resolves once it is ready (not yet grading). */
+async function startChild(databaseUrl: string, secret: Buffer, labsDir: string): Promise<Child> {
+  const proc = fork(CHILD_SCRIPT, [labsDir, String(intervalMs), String(JITTER), String(opts.concurrency)], {
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, DATABASE_URL: databaseUrl, BENCH_SECRET_HEX: secret.toString("hex") },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  let next = 0;
+  const waiting = new Map<number, { resolve: (m: unknown) => void; reject: (e: Error) => void }>();
+  proc.on("message", (m: { id?: number }) => {
+    if (m.id === undefined) return;
+    waiting.get(m.id)?.resolve(m);
+    waiting.delete(m.id);
+  });
+  proc.once("exit", (code, signal) => {
+    for (const w of waiting.values()) w.reject(new Error(`grader child ${proc.pid} exited (${signal ?? code})`));
+    waiting.clear();
+  });
+  const request = (body: object) =>
+    new Promise<unknown>((resolve, reject) => {
+      const id = next++;
+      const timer = setTimeout(() => reject(new Error(`grader child ${proc.pid}: no reply in ${CHILD_REPLY_MS} ms`)), CHILD_REPLY_MS);
+      const done = <T,>(fn: (x: T) => void) => (x: T) => (clearTimeout(timer), fn(x));
+      waiting.set(id, { resolve: done(resolve), reject: done(reject) });
+      proc.send({ id, ...body });
+    });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`grader child not ready in ${CHILD_READY_MS} ms`)), CHILD_READY_MS);
+    proc.once("exit", (code) => (clearTimeout(timer), reject(new Error(`grader child exited before ready (${code})`))));
+    proc.on("message", (m: { ready?: boolean }) => m.ready && (clearTimeout(timer), resolve()));
+  });
+  return {
+    proc,
+    ask: async (cmd, extra) => void (await request({ cmd, ...extra })),
+    stats: async () => (await request({ cmd: "stats" })) as ChildStats,
+  };
+}
+const children: Child[] = [];
+const alive = () => children.filter((c) => c.proc.exitCode === null && c.proc.signalCode === null);
+
 let stack: Awaited<ReturnType<typeof startTestStack>> | undefined;
 const running = () => (stack?.grader as unknown as { running: number } | undefined)?.running ?? 0; // the grader's private in-flight count, read only
 const actor = new SshExecPool(); // the "learner": its own SSH connection, apart from the grader's
@@ -145,8 +221,10 @@ try {
   const lat: string[] = [];
   for (let i = 0; i < LAT_SESSIONS; i++) lat.push(await stack.startSession(`lat-${i}`, `bench-lat-${i}`));
   const template = await db.machine.findMany({ where: { sessionId: lat[0]! } });
-  console.error(`stack up in ${Date.now() - t0} ms; machine ${backgroundPct}% busy before start`);
-  grader.start();
+  const multi = opts.processes > 1;
+  if (multi) for (let i = 0; i < opts.processes; i++) children.push(await startChild(stack.databaseUrl, stack.secret, labsDir));
+  else grader.start();
+  console.error(`stack up in ${Date.now() - t0} ms${multi ? ` with ${opts.processes} grader processes` : ""}; machine ${backgroundPct}% busy before start`);
 
   const encoder = new TextEncoder();
   /** One unlock: rewind session i to step 0 without its flag, wait a random phase, make the flag, time the event. */
@@ -176,14 +254,24 @@ try {
   }
 
   const loadIds: string[] = [];
-  async function phase(n: number) {
+  /** Rows of CheckRun whose runs overlapped (negative smallest gap), and the smallest gap of all, ms. */
+  const duplicates = async () => ({
+    rows: await db.checkRun.count({ where: { minGapMs: { lt: 0 } } }),
+    minGapMs: (await db.checkRun.aggregate({ _min: { minGapMs: true } }))._min.minGapMs,
+  });
+
+  /** One phase: n load sessions (+ the latency ones); in --processes mode, `procs` of the children grade. */
+  async function phase(n: number, procs: number) {
     // Load sessions: rows copying a real session's machines (same endpoints), ready, on a step that never passes.
     const add = Array.from({ length: Math.max(0, n - loadIds.length) }, (_, k) => `load-${loadIds.length + k}`);
     await db.labSession.createMany({ data: add.map((id) => ({ id, labSlug: "bench-load", learnerId: id, provider: "static", state: "ready" as const })) });
     await db.machine.createMany({ data: add.flatMap((sessionId) => template.map(({ id: _i, sessionId: _s, createdAt: _c, ...m }) => ({ ...m, sessionId }))) });
     loadIds.push(...add);
+    const active = children.slice(0, procs);
+    for (const [i, c] of children.entries()) await c.ask(i < procs ? "start" : "stop");
+    const dup0 = await duplicates();
     await sleep(WARMUP_INTERVALS * intervalMs);
-    console.error(`phase ${n}+${LAT_SESSIONS} sessions: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} unlocks per latency session`);
+    console.error(`phase ${n}+${LAT_SESSIONS} sessions${multi ? `, ${procs} grader process(es)` : ""}: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} unlocks per latency session`);
 
     // Window 1: the grader alone.
     let inflight = 0, atCap = 0, samples = 0, rssMax = 0;
@@ -197,12 +285,13 @@ try {
     loop.enable();
     // History rows count their runs (server/grader/history.ts): runs in the window are count deltas.
     const runCounts = async () => new Map((await db.checkRun.groupBy({ by: ["sessionId", "outcome"], _sum: { count: true } })).map((g) => [`${g.sessionId}|${g.outcome}`, g._sum.count ?? 0]));
-    const counts0 = await runCounts();
+    // History counts and the children's own counts read side by side, so both windows match.
+    const [counts0, c0] = await Promise.all([runCounts(), Promise.all(active.map((c) => c.stats()))]);
     const [sql0, wall0, cpu0, m0, g0, at0] = [{ ...sql }, performance.now(), process.cpuUsage(), machineTicks(), groupTicks(), new Date()];
     await sleep(opts.seconds * 1000);
     const [wall1, cpu1, m1, g1, at1] = [performance.now(), process.cpuUsage(cpu0), machineTicks(), groupTicks(), new Date()];
     const sqlDelta = Object.entries(sql).map(([verb, c]) => [verb, c - (sql0[verb] ?? 0)] as const).filter(([, c]) => c > 0);
-    const counts1 = await runCounts();
+    const [counts1, c1] = await Promise.all([runCounts(), Promise.all(active.map((c) => c.stats()))]);
     loop.disable();
     clearInterval(sampler);
 
@@ -212,6 +301,7 @@ try {
     await Promise.all(lat.map(async (sid, i) => {
       for (let r = 0; r < LAT_ROUNDS; r++) unlock.push(await trial(i, sid, encodeUs));
     }));
+    const dup1 = await duplicates();
 
     const perSession = new Map<string, number>();
     const outcomes: Record<string, number> = {};
@@ -230,53 +320,130 @@ try {
     const touched = await db.checkRun.findMany({ where: { lastAt: { gte: at0, lt: at1 } }, select: { durationMs: true } });
     const seconds = (wall1 - wall0) / 1000;
     const pctOfCore = (ticks: number) => (ticks / CLK_TCK / seconds) * 100;
-    const [proc, postgres, sshd] = [((cpu1.user + cpu1.system) / 1000 / (wall1 - wall0)) * 100, pctOfCore(g1.postgres - g0.postgres), pctOfCore(g1.sshd - g0.sshd)];
+    // The graders' CPU: this process's in-process mode, else the children's sum (this process then only seeds and times unlocks).
+    const benchMs = (cpu1.user + cpu1.system) / 1000;
+    const childChecks = c1.map((c, i) => c.checks - c0[i]!.checks);
+    const childMs = c1.map((c, i) => (c.cpuUs - c0[i]!.cpuUs) / 1000);
+    const graderMs = multi ? childMs.reduce((a, b) => a + b, 0) : benchMs;
+    const [proc, postgres, sshd] = [(graderMs / (wall1 - wall0)) * 100, pctOfCore(g1.postgres - g0.postgres), pctOfCore(g1.sshd - g0.sshd)];
     const machine = ((m1.busy - m0.busy) / (m1.total - m0.total)) * 100;
     // The rest: other tenants of this machine, kernel work (veth, fork), not yet reaped check processes.
-    const rest = machine * os.cpus().length - proc - postgres - sshd;
+    const rest = machine * os.cpus().length - proc - (multi ? (benchMs / (wall1 - wall0)) * 100 : 0) - postgres - sshd;
     const perCheck = (x: number) => (runTotal ? r1(x / runTotal) : null);
+    const graderMsPerCheck = runTotal ? graderMs / runTotal : null;
     return {
       loadSessions: n,
       latencySessions: LAT_SESSIONS,
+      graderProcesses: multi ? procs : 1,
       windowS: r1(seconds),
       unlockMs: stats(unlock),
       unlockTimeouts: unlock.filter((x) => x === Infinity).length,
       sseEncodeUs: stats(encodeUs),
       eventLoopDelayMs: { p99: r1(loop.percentile(99) / 1e6), max: r1(loop.max / 1e6) },
       checksPerS: r1(runTotal / seconds),
+      checksPerSByProcess: multi ? childChecks.map((c) => r1(c / seconds)) : [r1(runTotal / seconds)],
+      checksByGraders: multi ? childChecks.reduce((a, b) => a + b, 0) : null,
+      checksInHistory: runTotal,
+      checksNeeded: Math.round(((n + LAT_SESSIONS) * seconds * 1000) / intervalMs),
+      // Over the whole phase (warm-up, window, unlock trials): new history rows whose runs overlapped.
+      duplicateRows: dup1.rows - dup0.rows,
+      duplicateRowsEver: dup1.rows,
+      smallestGapEverMs: dup1.minGapMs,
       neededChecksPerS: r1((n + LAT_SESSIONS) / (intervalMs / 1000)),
       intervalMs: stats(intervals),
       sessionsNotChecked: [...polled].filter((id) => !perSession.has(id)).length,
       checkDurationMs: stats(touched.map((r) => r.durationMs)),
       outcomes,
-      inFlightAvg: r1(inflight / samples),
+      inFlightAvg: multi ? null : r1(inflight / samples),
+      childInFlightAtEnd: multi ? c1.map((c) => c.inFlight) : null,
       atConcurrencyCapPct: r1((atCap / samples) * 100),
       cpu: { processPctOfCore: r1(proc), postgresPctOfCore: r1(postgres), sshdAndChecksPctOfCore: r1(sshd), restPctOfCore: r1(rest), machinePctOfAllCores: r1(machine) },
-      rssMaxMiB: Math.round(rssMax / MIB),
-      processCpuMsPerCheck: perCheck((cpu1.user + cpu1.system) / 1000),
+      rssMaxMiB: multi ? Math.max(...c1.map((c) => Math.round(c.rss / MIB))) : Math.round(rssMax / MIB),
+      processCpuMsPerCheck: graderMsPerCheck === null ? null : Math.round(graderMsPerCheck * 100) / 100,
+      processCpuMsByProcess: multi ? childMs.map((ms, i) => (childChecks[i] ? Math.round((ms / childChecks[i]!) * 100) / 100 : null)) : null,
+      // Sessions one core of grader processes keeps at the interval: interval / CPU per check.
+      sessionsPerCore: graderMsPerCheck ? Math.round(intervalMs / graderMsPerCheck) : null,
+      benchProcessCpuPctOfCore: multi ? r1((benchMs / (wall1 - wall0)) * 100) : null,
       sshdCpuMsPerCheck: perCheck(((g1.sshd - g0.sshd) * 1000) / CLK_TCK),
-      sqlPerCheck: Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runTotal ? Math.round((c / runTotal) * 100) / 100 : null])),
+      sqlPerCheck: multi ? {} : Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runTotal ? Math.round((c / runTotal) * 100) / 100 : null])),
     };
   }
   const phases: Awaited<ReturnType<typeof phase>>[] = [];
   for (const n of [0, ...opts.sessions]) {
-    phases.push(await phase(n));
-    console.error(JSON.stringify(phases.at(-1))); // kept should a later phase fail
+    for (const procs of multi ? [1, opts.processes] : [1]) {
+      phases.push(await phase(n, procs));
+      console.error(JSON.stringify(phases.at(-1))); // kept should a later phase fail
+    }
   }
 
-  const result = { flags: { ...opts, jitter: JITTER }, backgroundMachineCpuPct: backgroundPct, phases };
+  /**
+   * Takeover: with every child grading (the last phase's state), kill -9 the last child and time
+   * how long until the survivors check each session it checked last. Those it was not checking
+   * are due again within an interval; one whose check it was running waits out that check's
+   * claim lease (STEP_TIMEOUT_S + LEASE_SLACK_S) first.
+   */
+  async function takeover() {
+    const victim = children.at(-1)!;
+    const survivors = children.slice(0, -1);
+    const all = await Promise.all(children.map((c) => c.stats()));
+    const owner = new Map<string, number>();
+    all.forEach((st, i) => {
+      for (const [sid, at] of Object.entries(st.lastStart)) if (!owner.has(sid) || at > all[owner.get(sid)!]!.lastStart[sid]!) owner.set(sid, i);
+    });
+    const theirs = [...owner].filter(([, i]) => i === children.length - 1).map(([sid]) => sid);
+    const killAt = Date.now() + 100; // the survivors watch from this instant; the kill follows it
+    await Promise.all(survivors.map((c) => c.ask("watch", { sessions: theirs, since: killAt })));
+    await sleep(Math.max(0, killAt - Date.now()));
+    victim.proc.kill("SIGKILL");
+    // Its claims still held: the checks it was running when it died (a survivor may have just claimed one of its sessions, and then runs it at once).
+    const leased = new Set((await db.labSession.findMany({ where: { id: { in: theirs }, checkUntil: { gt: new Date() } }, select: { id: true } })).map((s) => s.id));
+    console.error(`takeover: killed grader child ${victim.proc.pid} (checked ${theirs.length} sessions last, ${leased.size} claims held); waiting up to ${TAKEOVER_MS / 1000} s`);
+    let first = new Map<string, number>();
+    while (Date.now() - killAt < TAKEOVER_MS) {
+      await sleep(TAKEOVER_POLL_MS);
+      first = new Map();
+      for (const st of await Promise.all(survivors.map((c) => c.stats())))
+        for (const [sid, at] of Object.entries(st.firstSince)) first.set(sid, Math.min(at, first.get(sid) ?? Infinity));
+      if (first.size >= theirs.length) break;
+    }
+    const after = theirs.filter((sid) => first.has(sid)).map((sid) => first.get(sid)! - killAt);
+    const afterLeased = [...leased].filter((sid) => first.has(sid)).map((sid) => first.get(sid)! - killAt);
+    // Longer than one interval (+ jitter, + a refresh): waited for a lease, not for the due time.
+    const dueBound = intervalMs * (1 + JITTER) + 1_000;
+    return {
+      lastCheckedByProcess: children.map((_, i) => [...owner.values()].filter((o) => o === i).length),
+      killedSessions: theirs.length,
+      claimsHeldAtKill: leased.size,
+      leaseS: STEP_TIMEOUT_S + LEASE_SLACK_S,
+      leasedTakeoverMs: stats(afterLeased),
+      firstMs: after.length ? Math.min(...after) : null,
+      takeoverMs: stats(after),
+      pastOneIntervalCount: after.filter((ms) => ms > dueBound).length,
+      notTakenOver: theirs.length - after.length,
+      duplicatesAfter: await duplicates(),
+    };
+  }
+  const takeoverResult = multi ? await takeover() : null;
+
+  const result = { flags: { ...opts, jitter: JITTER }, backgroundMachineCpuPct: backgroundPct, phases, takeover: takeoverResult };
   const rows: [string, (p: (typeof phases)[number]) => string | number | null | undefined][] = [
     ["unlock ms p50/p95/max (n, timeouts)", (p) => `${p.unlockMs.p50}/${p.unlockMs.p95}/${p.unlockMs.max} (${p.unlockMs.n}, ${p.unlockTimeouts})`.replaceAll("Infinity", `>${UNLOCK_TIMEOUT_MS}`)],
     ["event→SSE bytes µs p50/p95", (p) => `${p.sseEncodeUs.p50}/${p.sseEncodeUs.p95}`],
     ["event-loop delay ms p99/max", (p) => `${p.eventLoopDelayMs.p99}/${p.eventLoopDelayMs.max}`],
     ["checks/s achieved (needed)", (p) => `${p.checksPerS} (${p.neededChecksPerS})`],
+    ["checks/s per grader process", (p) => p.checksPerSByProcess.join(" / ")],
+    ["runs: history / graders / needed", (p) => `${p.checksInHistory} / ${p.checksByGraders ?? "-"} / ${p.checksNeeded}`],
+    ["duplicate rows phase (ever, min gap)", (p) => `${p.duplicateRows} (${p.duplicateRowsEver}, ${p.smallestGapEverMs ?? "-"} ms)`],
     ["interval ms p50/p95/max", (p) => `${p.intervalMs.p50}/${p.intervalMs.p95}/${p.intervalMs.max}`],
     ["sessions never checked", (p) => `${p.sessionsNotChecked} of ${p.loadSessions || p.latencySessions}`],
     ["check duration ms p50/p95", (p) => `${p.checkDurationMs.p50}/${p.checkDurationMs.p95}`],
-    ["in flight avg (at cap %)", (p) => `${p.inFlightAvg} (${p.atConcurrencyCapPct}%)`],
+    ["in flight avg (at cap %)", (p) => (p.inFlightAvg === null ? `at end ${p.childInFlightAtEnd!.join("/")}` : `${p.inFlightAvg} (${p.atConcurrencyCapPct}%)`)],
     ["outcomes", (p) => Object.entries(p.outcomes).map(([k, v]) => `${k}:${v}`).join(" ")],
     ["grader process CPU % one core", (p) => p.cpu.processPctOfCore],
     ["grader process CPU ms per check", (p) => p.processCpuMsPerCheck],
+    ["  per grader process", (p) => p.processCpuMsByProcess?.map((x) => x ?? "-").join(" / ")],
+    ["sessions per grader core implied", (p) => p.sessionsPerCore],
+    ["bench process CPU % one core", (p) => p.benchProcessCpuPctOfCore],
     ["grader process RSS max MiB", (p) => p.rssMaxMiB],
     ["SQL statements per check", (p) => Object.entries(p.sqlPerCheck).map(([verb, c]) => `${verb}:${c}`).join(" ")],
     ["postgres CPU % one core", (p) => p.cpu.postgresPctOfCore],
@@ -286,14 +453,35 @@ try {
     ["machine CPU % of all cores", (p) => p.cpu.machinePctOfAllCores],
   ];
   console.log(`\nGrader benchmark: interval ${intervalMs} ms ±${JITTER * 100}%, concurrency ${opts.concurrency}, ${opts.seconds} s windows; ${os.cpus().length} cores, ${backgroundPct}% busy before start`);
-  console.log("".padEnd(36) + phases.map((p) => `${p.loadSessions}+${p.latencySessions} sessions`.padStart(26)).join(""));
+  console.log("".padEnd(36) + phases.map((p) => `${p.loadSessions}+${p.latencySessions} sessions${multi ? ` ${p.graderProcesses}p` : ""}`.padStart(26)).join(""));
   for (const [label, f] of rows) console.log(label.padEnd(36) + phases.map((p) => String(f(p) ?? "-").padStart(26)).join(""));
+  if (takeoverResult) {
+    const t = takeoverResult;
+    console.log(`\nTakeover after kill -9 of 1 of ${opts.processes} grader processes (claim lease ${t.leaseS} s = step timeout ${STEP_TIMEOUT_S} s + ${LEASE_SLACK_S} s):`);
+    console.log(`  sessions checked last by each process ${t.lastCheckedByProcess.join(" / ")}; by the killed one ${t.killedSessions}; first re-checked after ${t.firstMs ?? "-"} ms`);
+    console.log(`  kill -> survivor's first check ms p50/p95/max ${t.takeoverMs.p50}/${t.takeoverMs.p95}/${t.takeoverMs.max}; past one interval ${t.pastOneIntervalCount}; never within ${TAKEOVER_MS / 1000} s ${t.notTakenOver}`);
+    console.log(`  its claims held at kill ${t.claimsHeldAtKill}: re-checked after ms p50/max ${t.leasedTakeoverMs.p50}/${t.leasedTakeoverMs.max} (lease ${t.leaseS * 1000} ms from each claim)`);
+    console.log(`  duplicate rows ever ${t.duplicatesAfter.rows}, smallest gap ever ${t.duplicatesAfter.minGapMs ?? "-"} ms`);
+  }
   console.log(JSON.stringify(result));
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");
 } catch (error) {
   console.error(`bench failed: ${(error as Error).stack ?? error}`);
   exitCode = 1;
 } finally {
+  // Children first: stop polling, let their checks finish, then close their IPC (they exit on it).
+  await Promise.all(alive().map((c) => c.ask("stop").catch(() => {})));
+  for (let waited = 0; waited < DRAIN_MS; waited += 100) {
+    const busy = await Promise.all(alive().map((c) => c.stats().then((st) => st.inFlight, () => 0)));
+    if (busy.every((x) => x === 0)) break;
+    await sleep(100);
+  }
+  for (const c of alive()) {
+    const exited = new Promise((r) => c.proc.once("exit", r));
+    c.proc.disconnect();
+    await Promise.race([exited, sleep(5_000)]);
+    if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGKILL");
+  }
   stack?.grader.stop();
   // Let checks in flight finish before the database goes away (stop() only ends the polling).
   for (let waited = 0; running() > 0 && waited < DRAIN_MS; waited += 50) await sleep(50);

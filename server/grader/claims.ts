@@ -11,7 +11,7 @@
 import type { Db } from "../db/client";
 
 /** Slack added to a check's own timeout for its lease (SSH connect, recording the run), s. */
-const LEASE_SLACK_S = 15;
+export const LEASE_SLACK_S = 15;
 
 /**
  * Claims the next check of a session for this process. `due`: a poll, only when its due time has
