@@ -30,6 +30,13 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
   const fallback = options.fallback ?? sshConnector(endpoint);
   let active: PtyHandlers | null = null;
   let bootId: string | undefined;
+  let instance: string | undefined;
+  // Viewers' offsets keep rising across a reboot or a holder restart (a new holder's log starts
+  // at 0 again): this process adds the log ends of the holder instances it saw before. A process
+  // that starts after a reboot knows no earlier one; its viewers get a snapshot instead (the
+  // session's rebase).
+  let base = 0;
+  let holderEnd = 0;
   let onExit: (() => void) | null = null;
   let onGone: ((oldest: number) => void) | null = null;
   const term = new HolderTerminal(
@@ -37,7 +44,8 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     {
       onOutput: (offset, data) => {
         if (bootId !== undefined) recording?.output(bootId, offset, data);
-        active?.onData(data, offset);
+        holderEnd = offset + data.byteLength;
+        active?.onData(data, base + offset);
       },
       onExit: () => onExit?.(),
       onGone: (_requested, oldest) => onGone?.(oldest),
@@ -50,7 +58,7 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     machine: endpoint.name,
     async open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
       // This process's first read of the terminal: from where the resuming viewer stopped.
-      if (term.next < 0 && from !== undefined && from > 0) term.next = from;
+      if (term.next < 0 && from !== undefined && from > 0) term.next = from - base;
       const client = await connectSsh(endpoint);
       let link: HolderLink;
       try {
@@ -63,6 +71,14 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
       }
       const rebooted = bootId !== undefined && link.hello!.bootId !== bootId;
       bootId = link.hello!.bootId;
+      const restarted = instance !== undefined && link.hello!.instance !== instance;
+      instance = link.hello!.instance;
+      if (restarted) {
+        // The fresh shell's log, from its first byte, right after what viewers have.
+        base += holderEnd;
+        holderEnd = 0;
+        term.next = 0;
+      }
       let done = false;
       let returned = false; // onClose only for a channel the session has been given
       const finish = (error?: Error) => {
