@@ -7,6 +7,8 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
 import type { MachineState, SessionOverReason } from "../protocol";
@@ -14,6 +16,7 @@ import { TerminalSession, type Viewer } from "../session";
 import { connectSsh, type SshEndpoint } from "../ssh";
 import { connectHolder } from "./client";
 import { holderConnector, holderTerminalId } from "./connector";
+import { holderFile } from "./install";
 
 const SUBNET = 66; // 10.213.66.0/24: a host with a holder
 const BARE_SUBNET = 67; // a host without one
@@ -31,14 +34,20 @@ function endpoint(h: NetnsHost): SshEndpoint {
 class TextViewer implements Viewer {
   readonly mode = "write" as const;
   chunks: Buffer[] = [];
+  /** Output offsets as sent: [offset, length]. */
+  spans: [number, number][] = [];
+  snapshots = 0;
   states: MachineState[] = [];
   ended: SessionOverReason[] = [];
-  sendOutput(_offset: number, chunk: Uint8Array): boolean {
+  sendOutput(offset: number, chunk: Uint8Array): boolean {
     this.chunks.push(Buffer.from(chunk));
+    this.spans.push([offset, chunk.byteLength]);
     return true;
   }
   sendReset(): void {}
-  sendSnapshot(): void {}
+  sendSnapshot(): void {
+    this.snapshots++;
+  }
   sendNotice(text: string): void {
     this.chunks.push(Buffer.from(text)); // shown on the screen like output (outside the offsets)
   }
@@ -62,18 +71,23 @@ class TextViewer implements Viewer {
   }
 }
 
-/** Resolves when the holder says the terminal's shell has ended (a read-only look: spawns nothing). */
-async function shellEnded(h: NetnsHost, id: string): Promise<void> {
+/**
+ * Watches a terminal on the holder (a read-only look: spawns nothing); the returned promise,
+ * given once the watch is open, resolves when the holder says its shell ended. Open it before
+ * the shell is ended: a read-only open of a shell that already ended hears nothing.
+ */
+async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise<void> }> {
   const ssh = await connectSsh(endpoint(h));
-  try {
-    const link = await connectHolder(ssh);
-    const ended = new Promise<void>((resolve) => link.on("exit", (e) => e.id === id && resolve()));
-    link.open(id, -1, { cols: 80, rows: 24 }, "read");
-    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000))]);
+  const link = await connectHolder(ssh);
+  const opened = new Promise<void>((resolve) => link.on("opened", (o) => o.id === id && resolve()));
+  const exit = new Promise<void>((resolve) => link.on("exit", (e) => e.id === id && resolve()));
+  link.open(id, -1, { cols: 80, rows: 24 }, "read");
+  await opened;
+  const ended = Promise.race([exit, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000))]).finally(() => {
     link.close();
-  } finally {
     ssh.end();
-  }
+  });
+  return { ended };
 }
 
 function open(h: NetnsHost, sessionId: string): { session: TerminalSession; viewer: TextViewer } {
@@ -119,12 +133,38 @@ describe("holder connector", () => {
     other.session.close("learner");
 
     // The lab session ends: its shell is hung up; the next TerminalSession gets a fresh shell.
+    const watch = await watchShellEnd(host, holderTerminalId("lab-session-1"));
     second.session.close("learner");
-    await shellEnded(host, holderTerminalId("lab-session-1"));
+    await watch.ended;
     const third = open(host, "lab-session-1");
     third.session.input(third.viewer, "echo after-end-${X:-unset}\r");
     await third.viewer.waitForText("after-end-unset\r\n");
     third.session.close("learner");
+  }, 60_000);
+
+  it("a holder that restarts (as at a reboot) gives a fresh shell, and viewers' offsets keep rising without a gap or snapshot", async () => {
+    const host = set.hosts[0]!;
+    const { session, viewer } = open(host, "lab-session-4");
+    session.input(viewer, "Y=7; seq 1 200; echo before-$((6*7))\r");
+    await viewer.waitForText("before-42\r\n");
+    // The holder dies and another instance starts in the host's namespaces (what a reboot does
+    // to the holder's log: it starts at 0 again).
+    process.kill(host.holderPid!, "SIGKILL");
+    // The pid file the set's destroy() finds it by.
+    const pidFile = path.join(dir, "hc", host.namespace, "holder.pid");
+    await fs.rm(pidFile, { force: true });
+    // Its output away from our pipes (execFile would wait for the detached holder to close them).
+    await promisify(execFile)("nsenter", ["-t", String(host.pid), "-m", "-u", "-n", "--", "sh", "-c", 'setsid -f /usr/bin/python3 "$0" --pid-file "$1" </dev/null >/dev/null 2>&1', holderFile(), pidFile]);
+    const mark = viewer.text().length;
+    await expect.poll(async () => {
+      session.input(viewer, "echo after-${Y:-unset}-$((6*7))\r");
+      await new Promise((r) => setTimeout(r, 500));
+      return viewer.text().slice(mark).includes("after-unset-42");
+    }, { timeout: 30_000, interval: 500 }).toBe(true);
+    expect(viewer.snapshots).toBe(0);
+    for (let i = 1; i < viewer.spans.length; i++) expect(viewer.spans[i]![0]).toBe(viewer.spans[i - 1]![0] + viewer.spans[i - 1]![1]);
+    host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
+    session.close("learner");
   }, 60_000);
 
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {

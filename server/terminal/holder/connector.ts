@@ -88,7 +88,13 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
         onExit = onGone = null;
         term.detach();
         link.end();
-        client.end();
+        // The SSH connection ends once the link has flushed its last frames (a KILL must reach the
+        // holder: ending the connection at once let sshd drop it now and then), or after 2 s.
+        if (link.isClosed) client.end();
+        else {
+          link.once("close", () => client.end());
+          setTimeout(() => client.end(), 2_000).unref?.();
+        }
         if (returned) handlers.onClose(error);
       };
       link.on("close", () => finish(new Error(`${endpoint.name}: connection lost`)));
