@@ -891,6 +891,22 @@ async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, patter
 }
 
 /** A terminal socket attached (ready, shell connected) with `cookie`, for the token `sub` holds on `sid`. */
+/** A cohort of one learner and one instructor (new accounts named after `prefix`), both signed in. */
+async function cohortOfTwo(prefix: string, name: string, labs: string[]) {
+  const make = (key: string, role: "learner" | "instructor") =>
+    createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
+  const learner = await make(`${prefix}-learner`, "learner");
+  const teacher = await make(`${prefix}-teacher`, "instructor");
+  const cohort = await stack.db.cohort.create({ data: { name, labs } });
+  await stack.db.cohortMember.createMany({
+    data: [
+      { cohortId: cohort.id, userId: learner.id, role: "learner" },
+      { cohortId: cohort.id, userId: teacher.id, role: "instructor" },
+    ],
+  });
+  return { learner, teacher, cohort, teacherCookie: await signIn(teacher.email), learnerCookie: await signIn(learner.email) };
+}
+
 async function attached(sid: string, sub: string, mode: "write" | "read", cookie: string): Promise<TerminalTestClient> {
   const client = await TerminalTestClient.connect(stack.wsUrl, { token: signTerminalToken(stack.secret, { sid, m: "node01", mode, sub }) }, { cookie });
   await client.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
@@ -907,19 +923,7 @@ async function openStream(res: Response): Promise<ReadableStreamDefaultReader<Ui
 
 describe("access drift (issue 17): live sockets and streams close at once, with a reason", () => {
   it("an ended cohort's instructor gets 403 for its dashboard, events, watch tokens and session events; open ones close with cohortEnded", async () => {
-    const make = (key: string, role: "learner" | "instructor") =>
-      createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
-    const learner = await make("drift-learner", "learner");
-    const teacher = await make("drift-teacher", "instructor");
-    const cohort = await stack.db.cohort.create({ data: { name: "CKA drift", labs: ["preinstall-checks"] } });
-    await stack.db.cohortMember.createMany({
-      data: [
-        { cohortId: cohort.id, userId: learner.id, role: "learner" },
-        { cohortId: cohort.id, userId: teacher.id, role: "instructor" },
-      ],
-    });
-    const teacherCookie = await signIn(teacher.email);
-    const learnerCookie = await signIn(learner.email);
+    const { learner, teacher, cohort, teacherCookie, learnerCookie } = await cohortOfTwo("drift", "CKA drift", ["preinstall-checks"]);
     // A session of a lab outside the cohort: ending the cohort does not end it, so what closes the
     // instructor's socket is the recheck of their access, not the session's end.
     const sid = await stack.startSession(learner.id, LAB);
@@ -975,19 +979,7 @@ describe("access drift (issue 17): live sockets and streams close at once, with 
   }, 60_000);
 
   it("removing a learner closes the instructors' watch sockets; removing the instructor closes their dashboard stream (accessRevoked)", async () => {
-    const make = (key: string, role: "learner" | "instructor") =>
-      createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
-    const learner = await make("removed-learner", "learner");
-    const teacher = await make("removed-teacher", "instructor");
-    const cohort = await stack.db.cohort.create({ data: { name: "CKA removal", labs: [LAB] } });
-    await stack.db.cohortMember.createMany({
-      data: [
-        { cohortId: cohort.id, userId: learner.id, role: "learner" },
-        { cohortId: cohort.id, userId: teacher.id, role: "instructor" },
-      ],
-    });
-    const teacherCookie = await signIn(teacher.email);
-    const learnerCookie = await signIn(learner.email);
+    const { learner, teacher, cohort, teacherCookie, learnerCookie } = await cohortOfTwo("removed", "CKA removal", [LAB]);
     const sid = await stack.startSession(learner.id, "removal-lab");
     const watch = await attached(sid, teacher.id, "read", teacherCookie);
     const own = await attached(sid, learner.id, "write", learnerCookie);
