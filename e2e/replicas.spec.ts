@@ -5,7 +5,8 @@
  * through nginx to the other process, the grader there keeps unlocking steps, the dashboard keeps
  * updating, no check ran twice at once for a session, and no session is left starting or ending.
  * The shell is the same one (it lives in the machine's terminal holder): a variable set before
- * the kill is still set after it.
+ * the kill is still set after it. Before that, a sign-out through the process that does not hold
+ * the learner's terminal socket closes it on the one that does (the access notice over PostgreSQL).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import pg from "pg";
@@ -69,6 +70,28 @@ async function serverWithWriter(): Promise<Replicas["servers"][number] | undefin
   }
   return undefined;
 }
+
+test("signing out through one process closes the terminal socket the other process holds", async ({ browser }) => {
+  // Runs before the kill test, on its own sign-in: the learner's other sign-ins are not touched.
+  const learnerContext = await signedIn(browser, info.learner);
+  const lab = new LabPage(await learnerContext.newPage());
+  await lab.goto("hello-terminal");
+  await lab.open("node01");
+  await expect.poll(serverWithWriter, { timeout: 10_000 }).toBeDefined();
+  const holder = (await serverWithWriter())!;
+  const other = info.servers.find((s) => s !== holder)!;
+
+  // Straight to the process that does not hold the socket (not through nginx): only the access
+  // notice over PostgreSQL can tell the holder.
+  const res = await learnerContext.request.post(`http://127.0.0.1:${other.port}/api/auth/sign-out`, { data: {}, headers: { origin: info.publicUrl } });
+  expect(res.ok(), `sign-out through the other process: HTTP ${res.status()}`).toBe(true);
+  const signedOutAt = Date.now();
+  await expect(lab.terminal("node01")).toHaveAttribute("data-status", "failed", { timeout: 10_000 });
+  await expect(lab.terminal("node01")).toContainText("サインアウトしたため");
+  console.log(`replicas: socket on the other process closed ${Date.now() - signedOutAt} ms after sign-out`);
+  await expect.poll(serverWithWriter, { timeout: 10_000 }).toBeUndefined();
+  await learnerContext.close();
+});
 
 test("kill -9 of the process serving a learner: the page and the dashboard carry on through the other", async ({ browser }) => {
   const learnerContext = await signedIn(browser, info.learner);
