@@ -29,9 +29,19 @@ export interface TerminalScreen {
   writerSize?(size: { cols: number; rows: number }): void;
 }
 
-/** Reconnect backoff: first wait and cap, in ms; each wait gets up to 30 % jitter. */
-const RECONNECT_MIN_MS = 300;
-const RECONNECT_MAX_MS = 8_000;
+/**
+ * Reconnect backoff: first wait and cap, in ms; each wait gets up to 30 % jitter. The cap is what
+ * a page waits, at worst, after a killed or restarted server listens again (plus up to 30 %): at
+ * 2 s every page is back within the 5 s a restart may take (bench/restart.ts), for one refused
+ * connect or proxy 502 per terminal every 2 s while the server is away.
+ */
+export const RECONNECT_MIN_MS = 300;
+export const RECONNECT_MAX_MS = 2_000;
+
+/** The wait before reconnect attempt `attempt` (0 for the first after a drop), in ms. */
+export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
+  return Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** attempt) * (1 + random() * 0.3);
+}
 /** Application ping, which also keeps idle proxies from closing the socket. */
 const PING_INTERVAL_MS = 20_000;
 /** Unacknowledged keystrokes (typed while disconnected, or in flight) are kept up to this many characters. */
@@ -231,8 +241,7 @@ export class TerminalConnection {
       return;
     }
     this.events.onStatus("reconnecting", this.events.messages.lost);
-    const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt++);
-    this.retryTimer = setTimeout(() => void this.connect(false), base * (1 + Math.random() * 0.3));
+    this.retryTimer = setTimeout(() => void this.connect(false), reconnectDelayMs(this.attempt++));
   }
 
   private report(message?: string): void {

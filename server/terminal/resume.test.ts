@@ -11,10 +11,11 @@
  *    echo, memory stays bounded, and the watcher then gets a snapshot of the screen.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/resume.test.ts
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startTestStack, type TestStack } from "../testing/stack";
+import { kill9, spawnGateway, type GatewayProcess } from "../testing/spawn-gateway";
 import { ResumingTestClient } from "../testing/terminal-client";
 
 const SUBNET = 83; // 10.213.83.0/24
@@ -22,35 +23,12 @@ const SUBNET = 83; // 10.213.83.0/24
 let stack: TestStack;
 const children = new Set<ChildProcess>();
 
-interface Gateway {
-  child: ChildProcess;
-  port: number;
-  /** performance.now() when it printed that it listens. */
-  listeningAt: number;
-}
-
-/** Starts a gateway process on `port`; resolves once it listens. */
-function startGateway(port: number): Promise<Gateway> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/testing/gateway-process.ts"], {
-    env: { ...process.env, DATABASE_URL: stack.databaseUrl, LABDECK_TEST_SECRET: stack.secret.toString("hex"), PORT: String(port), LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.add(child);
-  child.once("exit", () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString("utf8");
-      if (out.includes("GATEWAY LISTENING")) resolve({ child, port, listeningAt: performance.now() });
-    });
-    child.once("exit", (code) => reject(new Error(`gateway process exited (${code}) before listening: ${out}`)));
-  });
-}
-
-async function kill9(gateway: Gateway): Promise<void> {
-  const exited = new Promise((r) => gateway.child.once("exit", r));
-  gateway.child.kill("SIGKILL");
-  await exited;
+/** Starts a gateway process on `port`, tracked for afterAll; resolves once it listens. */
+async function startGateway(port: number): Promise<GatewayProcess> {
+  const gateway = await spawnGateway({ databaseUrl: stack.databaseUrl, secret: stack.secret, port });
+  children.add(gateway.child);
+  gateway.child.once("exit", () => children.delete(gateway.child));
+  return gateway;
 }
 
 function rssMiB(pid: number): number {

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import { decodeOutput, parseServerMessage, type ClientMessage, type ServerMessage } from "../terminal/protocol";
+import { reconnectDelayMs } from "../../components/terminal/connection";
 
 export class TerminalTestClient {
   readonly messages: ServerMessage[] = [];
@@ -155,12 +156,16 @@ export class ResumingTestClient {
   private waiters: (() => void)[] = [];
   private paused = false;
   private kept = 0;
+  /** Reconnect attempts since the last ready (browserBackoff). */
+  private attempt = 0;
 
   constructor(
     private readonly url: () => string,
     private readonly token: string,
     private readonly options: {
       retryMs?: number;
+      /** Reconnect as a browser page does (connection.ts's backoff, reset once ready) instead of every retryMs. */
+      browserBackoff?: boolean;
       size?: { cols: number; rows: number };
       /** Keep only about this many output bytes (a flood); default all. */
       keepBytes?: number;
@@ -253,7 +258,8 @@ export class ResumingTestClient {
       this.ws = null;
       this.ready = false;
       this.wake();
-      if (!this.stopped) setTimeout(() => this.connect(), this.options.retryMs ?? 100);
+      if (this.stopped) return;
+      setTimeout(() => this.connect(), this.options.browserBackoff ? reconnectDelayMs(this.attempt++) : (this.options.retryMs ?? 100));
     });
   }
 
@@ -263,6 +269,7 @@ export class ResumingTestClient {
     switch (message.type) {
       case "ready":
         this.ready = true;
+        this.attempt = 0;
         for (const input of this.unacked) this.send({ type: "input", ...input });
         return;
       case "reset":
