@@ -14,7 +14,7 @@ import pino from "pino";
 import { z } from "zod";
 import { parseEnv } from "./config";
 import { labImageStatus } from "./labs/image-status";
-import { listLabs, loadLab, LabError, type Lab } from "./labs/load";
+import { formatLabIssue, labWarnings, listLabs, loadLab, LabError, type Lab } from "./labs/load";
 import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
@@ -77,7 +77,11 @@ async function main(argv: string[]): Promise<number> {
 
   if (group === "labs" && command === "validate" && rest.length === 0) {
     const { labs, errors } = await listLabs(labsDir);
-    for (const lab of labs) process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps)\n`);
+    for (const lab of labs) {
+      const fixtures = lab.steps.reduce((n, s) => n + s.shortcuts.length + s.alternatives.length, 0);
+      process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps${fixtures ? `, ${fixtures} fixtures` : ""})\n`);
+      for (const warning of labWarnings(lab)) process.stdout.write(`warn  ${formatLabIssue(warning)}\n`);
+    }
     for (const error of errors) process.stdout.write(`error ${error.slug ?? "?"}\n${indent(error.message)}\n`);
     return errors.length > 0 ? 1 : 0;
   }
@@ -87,8 +91,12 @@ async function main(argv: string[]): Promise<number> {
     const pool = new SshExecPool();
     try {
       process.stdout.write(`testing ${lab.slug} (${lab.steps.length} steps) on ${options.data.machines}\n`);
-      const results = await testLab(lab, machines, pool, (r) =>
-        process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
+      const results = await testLab(
+        lab,
+        machines,
+        pool,
+        (r) => process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
+        (step, f) => process.stdout.write(`    ${f.ok ? "ok  " : "FAIL"} ${step.id} ${f.kind} ${f.name}${f.problem ? `: ${f.problem}` : ""}\n`),
       );
       process.stdout.write(`\n${formatResults(lab, results)}\n`);
       return results.every((r) => r.ok) ? 0 : 1;
@@ -113,6 +121,8 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
     return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`));
   }
   if (spec === "netns") {
+    // netns hosts are this machine: its kernel, swap, sysctl, systemd and /etc.
+    if (lab.manifest.changesMachine) throw new Error(`${lab.slug} changes its machines (changesMachine: true): netns hosts would change this machine; use --machines qemu`);
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
     const set = await createNetnsHosts({ id: "lt", names: [...names], subnet: 90, dir });
     return {

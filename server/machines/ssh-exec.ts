@@ -132,6 +132,11 @@ export class SshExecPool {
     });
   }
 
+  /** Closes the pooled connection to one machine (its next run connects afresh). */
+  close(endpoint: SshEndpoint): void {
+    if (this.connections.has(endpointKey(endpoint))) this.dropKey(endpointKey(endpoint));
+  }
+
   closeAll(): void {
     clearInterval(this.sweeper);
     for (const key of [...this.connections.keys()]) this.dropKey(key);
