@@ -94,7 +94,22 @@ boot_modules() {
       [ -f "$f" ] && cat "$f"
     done
     tr ' ' '\n' </proc/cmdline | sed -n -e 's/^rd\.//' -e 's/^modules[-_]load=//p' | tr ',' '\n'; } 2>/dev/null |
-    sed -e 's/\r$//' -e 's/[#;].*//' -e 's/[[:space:]]//g' -e 's/-/_/g' | grep -v '^$' | sort -u
+    modules_load_names
+}
+
+# modules-load.d(5) lines as systemd-modules-load reads them: whole-line # and ; comments only; a
+# line with a space inside ("overlay # for containerd") names no module, so it loads nothing.
+modules_load_names() {
+  sed -e 's/\r$//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' | grep -v -e '^[#;]' -e '^$' -e '[[:space:]]' | sed 's/-/_/g' | sort -u
+}
+
+# Lines of modules-load.d files that name no module (systemd-modules-load fails on them), "file: line".
+boot_module_bad_lines() {
+  local f
+  for f in $(conf_files "${MODULES_BOOT_DIRS[@]}"); do
+    [ -f "$f" ] && sed -e 's/\r$//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$f" | grep -v -e '^[#;]' -e '^$' | grep '[[:space:]]' | sed "s#^#$f: #"
+  done
+  return 0
 }
 
 # True when MODULE is loaded at boot. Example: boot_module br_netfilter || echo "not at boot"
@@ -111,7 +126,7 @@ module_loaded() {
 run_module_files() {
   local f
   for f in /run/modules-load.d/*.conf; do
-    [ -f "$f" ] && sed -e 's/[#;].*//' -e 's/[[:space:]]//g' -e 's/-/_/g' "$f" | grep -qx -- "${1//-/_}" && echo "$f"
+    [ -f "$f" ] && modules_load_names <"$f" | grep -qx -- "${1//-/_}" && echo "$f"
   done
   return 0
 }
@@ -221,6 +236,26 @@ boot_unit_state() {
 # True when UNIT starts at boot (compatibility name; enabled-runtime and runtime links do not count).
 unit_enabled() {
   boot_unit_starts "$1"
+}
+
+# The values a setting (ExecStart=, ListenStream=, ...) of UNIT has at the next boot: its file, then
+# its persistent drop-ins (UNIT.d/*.conf, /run left out) in systemd's order; an empty assignment
+# clears what came before (list settings). One value a line.
+boot_unit_setting() {
+  local unit=$1 key=$2 f d drop=()
+  f=$(boot_unit_file "$unit") || return 0
+  for d in "${UNIT_BOOT_DIRS[@]}"; do drop+=("$d/$unit.d"); done
+  { cat "$f"; for d in $(conf_files "${drop[@]}"); do cat "$d"; done; } 2>/dev/null | awk -v k="$key" '
+    { sub(/\r$/, "") }
+    /^[[:space:]]*[#;]/ { next }
+    {
+      line = $0; sub(/^[[:space:]]+/, "", line)
+      if (index(line, k "=") != 1) next
+      v = substr(line, length(k) + 2); sub(/^[[:space:]]+/, "", v); sub(/[[:space:]]+$/, "", v)
+      if (v == "") { n = 0; next }
+      vals[++n] = v
+    }
+    END { for (i = 1; i <= n; i++) print vals[i] }'
 }
 
 # Runtime-only entries about UNIT (a mask or enable --runtime link under /run/systemd), one path a line.

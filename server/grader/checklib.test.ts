@@ -143,11 +143,15 @@ describe("kernel modules at boot", () => {
     expect(await sh(root, "run_module_files br_netfilter")).toBe("/run/modules-load.d/k8s.conf");
   });
 
-  it("an /etc file of the same name masks a vendor file; CRLF, spaces and dashes are read as modprobe does", async () => {
+  it("an /etc file of the same name masks a vendor file; CRLF, spaces and dashes are read as systemd-modules-load does, inline comments are not", async () => {
     const masked = machine({ "usr/lib/modules-load.d/k8s.conf": "overlay\n", "etc/modules-load.d/k8s.conf": { link: "/dev/null" } });
     expect(await sh(masked, yesNo("boot_module overlay"))).toBe("no");
-    const sloppy = machine({ "etc/modules-load.d/k8s.conf": "  overlay \r\nbr-netfilter ; bridge netfilter\r\n" });
+    const sloppy = machine({ "etc/modules-load.d/k8s.conf": "  overlay \r\nbr-netfilter\r\n; comment\n" });
     expect(await sh(sloppy, "boot_modules")).toBe("br_netfilter\noverlay");
+    // systemd-modules-load has no inline comments: the whole line is taken as one module name.
+    const inline = machine({ "etc/modules-load.d/k8s.conf": "overlay # for containerd\nbr_netfilter\n" });
+    expect(await sh(inline, "boot_modules")).toBe("br_netfilter");
+    expect(await sh(inline, "boot_module_bad_lines")).toBe("/etc/modules-load.d/k8s.conf: overlay # for containerd");
   });
 });
 
@@ -213,6 +217,18 @@ describe("systemd units at boot", () => {
     // Wanted only by a target no boot reaches.
     const stray = machine({ "etc/systemd/system/legacy.service": AGENT, "etc/systemd/system/rescue.target.wants/legacy.service": { link: "/etc/systemd/system/legacy.service" } });
     expect(await sh(stray, "boot_unit_state legacy.service")).toBe("disabled");
+  });
+});
+
+describe("unit settings at boot", () => {
+  it("drop-ins in /etc override the unit's ExecStart (an empty one clears it); a /run drop-in is gone at boot", async () => {
+    const root = machine({
+      "etc/systemd/system/legacy.service": AGENT,
+      "etc/systemd/system/legacy.service.d/port.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m http.server 10251\n",
+      "run/systemd/system/legacy.service.d/zz-back.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m http.server 10250\n",
+    });
+    expect(await sh(root, "boot_unit_setting legacy.service ExecStart")).toBe("/usr/bin/python3 -m http.server 10251");
+    expect(await sh(machine({ "etc/systemd/system/legacy.service": AGENT }), "boot_unit_setting legacy.service ExecStart")).toBe("/usr/bin/python3 -m http.server 10250");
   });
 });
 
