@@ -182,7 +182,7 @@ const seconds = (ms: number | undefined) => (ms === undefined ? "-" : `${(ms / 1
 
 /** The result table `labs test` prints: per step, then the timings a learner would feel. */
 export function formatResults(lab: Lab, results: StepTestResult[]): string {
-  const rows = [["step", "before (want fail)", "shortcuts (want fail)", "alternatives (want pass)", "solution", "after (want pass)", "after reboot", "result"]];
+  const rows = [["step", "before (want fail)", "solution", "after (want pass)", "after reboot", "shortcuts (want fail)", "alternatives (want pass)", "result"]];
   const timing = [["step", "fix s", "fix→pass s", "reboot→pass s", "snapshot s", "restores s", "fixture reboots s"]];
   for (const r of results) {
     const step = lab.steps.find((s) => s.id === r.stepId);
@@ -194,11 +194,11 @@ export function formatResults(lab: Lab, results: StepTestResult[]): string {
     rows.push([
       r.stepId,
       r.before.outcome,
-      count("shortcut"),
-      count("alternative"),
       r.solution.outcome,
       r.after.outcome,
       r.afterReboot?.outcome ?? (step?.verifyByReboot ? "-" : "n/a"),
+      count("shortcut"),
+      count("alternative"),
       r.ok ? "OK" : `FAIL: ${r.problem}`,
     ]);
     const restores = r.fixtures.map((f) => f.restoreMs).filter((ms) => ms > 0);
