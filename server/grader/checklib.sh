@@ -139,9 +139,18 @@ UNIT_BOOT_DIRS=(/etc/systemd/system.control /etc/systemd/system /etc/systemd/sys
 # Runtime unit directories: links and masks here are gone at boot.
 UNIT_RUNTIME_DIRS=(/run/systemd/system.control /run/systemd/transient /run/systemd/system /run/systemd/system.attached)
 
+# A unit name as systemctl reads it: without a type suffix it is a service ("kubelet").
+unit_name() {
+  case $1 in
+    *.service | *.socket | *.target | *.timer | *.path | *.swap | *.mount | *.automount | *.device | *.slice | *.scope) echo "$1" ;;
+    *) echo "$1.service" ;;
+  esac
+}
+
 # The file UNIT loads from at the next boot (an instance falls back to its template); fails when none.
 boot_unit_file() {
   local d name
+  set -- "$(unit_name "$1")"
   for name in "$1" $(case $1 in *@?*.*) echo "${1%%@*}@.${1##*.}" ;; esac); do
     for d in "${UNIT_BOOT_DIRS[@]}"; do
       if [ -e "$d/$name" ]; then echo "$d/$name"; return 0; fi
@@ -154,6 +163,7 @@ boot_unit_file() {
 # (systemctl mask --runtime: /run/systemd/system/UNIT -> /dev/null) is not.
 boot_unit_masked() {
   local f
+  set -- "$(unit_name "$1")"
   f=$(boot_unit_file "$1") || return 1
   [ "$(readlink -f "$f")" = /dev/null ] || [ ! -s "$f" ]
 }
@@ -161,6 +171,7 @@ boot_unit_masked() {
 # UNIT and the other names it is known by at boot (aliases: symlinks between unit names).
 boot_unit_names() {
   local f d l real
+  set -- "$(unit_name "$1")"
   echo "$1"
   f=$(boot_unit_file "$1") || return 0
   real=$(readlink -f "$f")
@@ -177,6 +188,7 @@ boot_unit_names() {
 # Upholds=/BindsTo= lines (unit files and drop-ins), persistent directories only. One name a line.
 boot_unit_wanted_by() {
   local n d l f
+  set -- "$(unit_name "$1")"
   for n in $(boot_unit_names "$1"); do
     for d in "${UNIT_BOOT_DIRS[@]}"; do
       for l in "$d"/*.wants/"$n" "$d"/*.requires/"$n" "$d"/*.upholds/"$n"; do
@@ -208,7 +220,8 @@ boot_targets() {
 # True when UNIT is started at the next boot: not masked, and a boot target (or, up to 4 levels, a
 # unit started at boot) pulls it in. A service also counts when its .socket, .timer or .path does.
 boot_unit_starts() {
-  local unit=$1 depth=${2:-4} w
+  local unit depth=${2:-4} w
+  unit=$(unit_name "$1")
   if [ "${unit##*.}" = service ] && [ "$depth" = 4 ]; then
     for w in "${unit%.service}.socket" "${unit%.service}.timer" "${unit%.service}.path"; do
       boot_unit_file "$w" >/dev/null && boot_unit_starts "$w" 3 && ! boot_unit_masked "$unit" && return 0
@@ -226,6 +239,7 @@ boot_unit_starts() {
 
 # UNIT at the next boot, one word: starts | masked | disabled | not-found.
 boot_unit_state() {
+  set -- "$(unit_name "$1")"
   if ! boot_unit_file "$1" >/dev/null; then echo not-found
   elif boot_unit_masked "$1"; then echo masked
   elif boot_unit_starts "$1"; then echo starts
@@ -242,7 +256,8 @@ unit_enabled() {
 # its persistent drop-ins (UNIT.d/*.conf, /run left out) in systemd's order; an empty assignment
 # clears what came before (list settings). One value a line.
 boot_unit_setting() {
-  local unit=$1 key=$2 f d drop=()
+  local unit key=$2 f d drop=()
+  unit=$(unit_name "$1")
   f=$(boot_unit_file "$unit") || return 0
   for d in "${UNIT_BOOT_DIRS[@]}"; do drop+=("$d/$unit.d"); done
   { cat "$f"; for d in $(conf_files "${drop[@]}"); do cat "$d"; done; } 2>/dev/null | awk -v k="$key" '
@@ -261,6 +276,7 @@ boot_unit_setting() {
 # Runtime-only entries about UNIT (a mask or enable --runtime link under /run/systemd), one path a line.
 unit_runtime_links() {
   local d l
+  set -- "$(unit_name "$1")"
   for d in "${UNIT_RUNTIME_DIRS[@]}"; do
     for l in "$d/$1" "$d"/*.wants/"$1" "$d"/*.requires/"$1"; do
       [ -e "$l" ] || [ -L "$l" ] && echo "$l"
@@ -271,7 +287,7 @@ unit_runtime_links() {
 
 # True when UNIT runs now (active, activating: a Restart= waiting to start it again, reloading).
 unit_active_now() {
-  case "$(systemctl is-active -- "$1" 2>/dev/null)" in
+  case "$(systemctl is-active -- "$(unit_name "$1")" 2>/dev/null)" in
     active | activating | reloading | deactivating) return 0 ;;
     *) return 1 ;;
   esac

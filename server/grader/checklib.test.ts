@@ -163,6 +163,7 @@ describe("systemd units at boot", () => {
 
   it("enabled (a wants link in /etc) starts at boot; disabled does not", async () => {
     expect(await sh(machine(enabled), "boot_unit_state legacy.service")).toBe("starts");
+    expect(await sh(machine(enabled), yesNo("unit_enabled legacy"))).toBe("yes"); // a bare name is a service, as for systemctl
     expect(await sh(machine({ "etc/systemd/system/legacy.service": AGENT }), "boot_unit_state legacy.service")).toBe("disabled");
     expect(await sh(machine({}), "boot_unit_state legacy.service")).toBe("not-found");
   });
