@@ -18,6 +18,10 @@ import { runLabSetup } from "./setup";
 const SOLUTION_TIMEOUT_S = 300;
 /** The snapshot each step's fixtures start from (one at a time: replaced at the next step). */
 const STEP_SNAPSHOT = "labs-test-step";
+/** Pause after closing SSH connections before a snapshot is saved or loaded, ms. */
+const CLOSE_SETTLE_MS = 500;
+/** Longest wait for SSH after a snapshot's load, ms (the guest runs on at once; slirp may need a retry). */
+const SSH_AFTER_RESTORE_MS = 60_000;
 
 export interface FixtureResult {
   kind: "shortcut" | "alternative";
@@ -89,9 +93,26 @@ async function testStep(lab: Lab, step: LoadedStep, machines: LabTestMachines, p
   const touched = [...new Set([step.machine, solutionMachine])];
   const check = () => pool.run(checkOn, checkScript(lab, step), step.timeoutSeconds);
   const runScript = async (content: string) => pool.run(await machines.endpoint(solutionMachine), `${CHECK_LIB}\n${content}`, SOLUTION_TIMEOUT_S);
-  /** Open SSH connections do not survive a snapshot's load: the pool reconnects afterwards. */
+  /**
+   * Open SSH connections do not survive a snapshot's load: the pool's are closed first (and given
+   * a moment to finish, so no half-closed connection is saved), and SSH is asked until it answers.
+   */
   const closeConnections = async () => {
     for (const m of touched) pool.close(await machines.endpoint(m));
+    await new Promise((r) => setTimeout(r, CLOSE_SETTLE_MS));
+  };
+  const sshAnswers = async () => {
+    for (const m of touched) {
+      const endpoint = await machines.endpoint(m);
+      const deadline = Date.now() + SSH_AFTER_RESTORE_MS;
+      for (;;) {
+        const probe = await pool.run(endpoint, "true", 10);
+        if (probe.outcome === "pass") break;
+        pool.close(endpoint);
+        if (Date.now() > deadline) throw new Error(`${m}: no SSH within ${SSH_AFTER_RESTORE_MS / 1000} s after a snapshot's load: ${probe.output}`);
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
   };
   const reboot = async (): Promise<number> => {
     const started = Date.now();
@@ -109,11 +130,13 @@ async function testStep(lab: Lab, step: LoadedStep, machines: LabTestMachines, p
     const started = Date.now();
     for (const m of touched) await machines.snapshot!(m, STEP_SNAPSHOT);
     snapshotMs = Date.now() - started;
+    await sshAnswers();
   }
   const restore = async (): Promise<number> => {
     await closeConnections();
     const started = Date.now();
     for (const m of touched) await machines.restore!(m, STEP_SNAPSHOT);
+    await sshAnswers();
     return Date.now() - started;
   };
 
