@@ -33,6 +33,9 @@ describe("labdeck CLI", () => {
   it("validates every lab in the repository", () => {
     const r = labdeck("labs", "validate");
     expect(r.out).toContain("ok    hello-terminal");
+    expect(r.out).toMatch(/ok    preinstall-checks \(7 steps, \d+ fixtures\)/);
+    // A warning, not a failure: a boot-state step nobody proved against "true only until the next boot".
+    expect(r.out).toMatch(/warn  labs\/multi-node\/steps\/revive-node02: verifyByReboot step without shortcuts/);
     expect(r.code).toBe(0);
   });
 
@@ -47,8 +50,8 @@ describe("labdeck CLI", () => {
 
   it("proves the demo lab on real hosts: each check fails before and passes after its solution", () => {
     const r = labdeck("labs", "test", "hello-terminal");
-    expect(r.out).toMatch(/hello-file\s+fail\s+pass\s+pass\s+n\/a\s+OK/);
-    expect(r.out).toMatch(/node02-hostname\s+fail\s+pass\s+pass\s+n\/a\s+OK/);
+    expect(r.out).toMatch(/hello-file\s+fail\s+pass\s+pass\s+n\/a\s+none\s+none\s+OK/);
+    expect(r.out).toMatch(/node02-hostname\s+fail\s+pass\s+pass\s+n\/a\s+none\s+none\s+OK/);
     expect(r.code).toBe(0);
   });
 
@@ -58,7 +61,15 @@ describe("labdeck CLI", () => {
     expect(r.code).toBe(1);
   });
 
+  it("refuses a lab that changes its machines on netns hosts (they are this machine), before making any", () => {
+    const r = labdeck("labs", "test", "preinstall-checks", "--machines", "netns");
+    expect(r.out).toMatch(/preinstall-checks changes its machines \(changesMachine: true\).*use --machines qemu/);
+    expect(r.code).toBe(1);
+  });
+
   it.each([
+    [["labs", "test", "hello-terminal", "--steps", "nope"], /--steps: hello-terminal has no step nope/],
+    [["labs", "test", "hello-terminal", "--steps", "a,,b"], /--steps: must be step ids/],
     [["labs"], /unknown command/],
     [["labs", "test", "x", "--machines", "bogus"], /--machines: must be qemu, netns or hosts:<file>/],
     [["labs", "validate", "--frob"], /Unknown option '--frob'/],

@@ -14,7 +14,7 @@ import pino from "pino";
 import { z } from "zod";
 import { parseEnv } from "./config";
 import { labImageStatus } from "./labs/image-status";
-import { listLabs, loadLab, LabError, type Lab } from "./labs/load";
+import { formatLabIssue, labWarnings, listLabs, loadLab, LabError, type Lab } from "./labs/load";
 import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
@@ -27,14 +27,15 @@ import { loadStaticHosts } from "./machines/static-hosts";
 
 const USAGE = `usage:
   labdeck labs validate [--labs-dir DIR]
-  labdeck labs test <slug> [--labs-dir DIR] [--machines qemu|netns|hosts:<file>]
+  labdeck labs test <slug> [--labs-dir DIR] [--machines qemu|netns|hosts:<file>] [--steps ID,ID]
   labdeck image build|list ...       labdeck session up|down|list ...   (QEMU; see --help of each)
   labdeck users invite --email <address> --role learner|instructor|admin [--days N]
 
   --machines qemu          fresh local QEMU VMs from the built image (real kernels; reboots work)
   --machines netns         three throw-away sshd hosts in network namespaces (default; they share
                            this machine's kernel and /etc, so only for labs that change neither)
-  --machines hosts:<file>  the first group of a static hosts file (real machines you provide)`;
+  --machines hosts:<file>  the first group of a static hosts file (real machines you provide)
+  --steps ID,ID            test only these steps (the others' solutions still run, in order)`;
 
 class UsageError extends Error {}
 
@@ -47,6 +48,10 @@ const Options = z.object({
     .string()
     .regex(/^(qemu|netns|hosts:.+)$/, "must be qemu, netns or hosts:<file>")
     .default("netns"),
+  steps: z
+    .string()
+    .regex(/^[a-z0-9-]+(,[a-z0-9-]+)*$/, "must be step ids separated by commas")
+    .optional(),
 });
 
 async function main(argv: string[]): Promise<number> {
@@ -66,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { "labs-dir": { type: "string" }, machines: { type: "string" } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { "labs-dir": { type: "string" }, machines: { type: "string" }, steps: { type: "string" } } });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -77,18 +82,30 @@ async function main(argv: string[]): Promise<number> {
 
   if (group === "labs" && command === "validate" && rest.length === 0) {
     const { labs, errors } = await listLabs(labsDir);
-    for (const lab of labs) process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps)\n`);
+    for (const lab of labs) {
+      const fixtures = lab.steps.reduce((n, s) => n + s.shortcuts.length + s.alternatives.length, 0);
+      process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps${fixtures ? `, ${fixtures} fixtures` : ""})\n`);
+      for (const warning of labWarnings(lab)) process.stdout.write(`warn  ${formatLabIssue(warning)}\n`);
+    }
     for (const error of errors) process.stdout.write(`error ${error.slug ?? "?"}\n${indent(error.message)}\n`);
     return errors.length > 0 ? 1 : 0;
   }
   if (group === "labs" && command === "test" && rest.length === 1) {
     const lab = await loadLab(labsDir, rest[0]!);
+    const only = options.data.steps ? new Set(options.data.steps.split(",")) : undefined;
+    const unknown = [...(only ?? [])].filter((id) => !lab.steps.some((s) => s.id === id));
+    if (unknown.length > 0) throw new UsageError(`--steps: ${lab.slug} has no step ${unknown.join(", ")}`);
     const { machines, close } = await openMachines(options.data.machines, lab);
     const pool = new SshExecPool();
     try {
       process.stdout.write(`testing ${lab.slug} (${lab.steps.length} steps) on ${options.data.machines}\n`);
-      const results = await testLab(lab, machines, pool, (r) =>
-        process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
+      const results = await testLab(
+        lab,
+        machines,
+        pool,
+        (r) => process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
+        (step, f) => process.stdout.write(`    ${f.ok ? "ok  " : "FAIL"} ${step.id} ${f.kind} ${f.name}${f.problem ? `: ${f.problem}` : ""}\n`),
+        only,
       );
       process.stdout.write(`\n${formatResults(lab, results)}\n`);
       return results.every((r) => r.ok) ? 0 : 1;
@@ -113,6 +130,8 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
     return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`));
   }
   if (spec === "netns") {
+    // netns hosts are this machine: its kernel, swap, sysctl, systemd and /etc.
+    if (lab.manifest.changesMachine) throw new Error(`${lab.slug} changes its machines (changesMachine: true): netns hosts would change this machine; use --machines qemu`);
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
     const set = await createNetnsHosts({ id: "lt", names: [...names], subnet: 90, dir });
     return {

@@ -56,7 +56,8 @@ echo "systemctl=$(command -v systemctl)"
 echo "vars=$(env | cut -d= -f1 | sort | paste -sd, -)"
 echo "boot_swap=$(boot_swap | grep -c fake.swap)"
 echo "shim_swap=$(swapon --show 2>/dev/null | grep -c shim.swap)"
-unit_enabled labdeck-no-such-unit.service && echo "unit=enabled" || echo "unit=not-enabled"
+echo "unit=$(systemctl is-enabled labdeck-no-such-unit.service 2>/dev/null | head -1)"
+unit_enabled labdeck-no-such-unit.service && echo "boot_unit=enabled" || echo "boot_unit=not-enabled"
 `;
 
 let set: NetnsHostSet;
@@ -110,6 +111,8 @@ describe("checks run clean (real sshd with PAM, a learner's traps on the machine
     expect(field(out, "swapon")).toBe("/root/bin/swapon");
     expect(field(out, "shim_swap")).toBe("1");
     expect(field(out, "unit")).toBe("enabled");
+    // checklib's own unit helpers read unit files, not systemctl's answer: not fooled even here.
+    expect(field(out, "boot_unit")).toBe("not-enabled");
   });
 
   it("a platform check sees only env -i's PATH, HOME and LANG: no /etc/environment, no profile, no BASH_ENV, no shim", async () => {
@@ -124,7 +127,8 @@ describe("checks run clean (real sshd with PAM, a learner's traps on the machine
     // bash itself adds PWD, SHLVL and _; nothing else comes in.
     expect(field(out, "vars")).toBe("HOME,LANG,PATH,PWD,SHLVL,_");
     expect(field(out, "shim_swap")).toBe("0");
-    expect(field(out, "unit")).toBe("not-enabled");
+    expect(field(out, "unit")).not.toBe("enabled");
+    expect(field(out, "boot_unit")).toBe("not-enabled");
   });
 
   it("LABDECK_ROOT set by the learner redirects nothing: checklib reads the machine's own /etc/fstab", async () => {

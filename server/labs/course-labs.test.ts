@@ -164,6 +164,8 @@ const RECORDED_LABS: RecordedLab[] = [
         step: "revive-node02",
         expect: [/kubelet が動いていません\(状態: inactive\)/, /enable されていません/, /まだ Ready ではありません/],
       },
+      // `systemctl enable --runtime kubelet`: the wants link lives in /run, gone at the next boot.
+      { state: "mistake-node02-enabled-runtime", step: "revive-node02", expect: [/enable されていません。今は動いていても、次に再起動するとまた戻ってきません/] },
     ],
   },
   {

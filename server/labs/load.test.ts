@@ -2,7 +2,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LabError, listLabs, loadLab } from "./load";
+import { LabError, labWarnings, listLabs, loadLab } from "./load";
 
 let labsDir: string;
 
@@ -220,6 +220,43 @@ describe("lab steps", () => {
     expect(lab.steps).toHaveLength(1);
     expect(lab.steps[0]).toMatchObject({ id: "one", machine: "node01", timeoutSeconds: 15, verifyByReboot: false, textMarkdown: "do it\n" });
     expect(lab.steps[0]!.check.content).toContain("true");
+  });
+
+  it("reads shortcuts/ and alternatives/ fixtures sorted by name, with their expect-output lines; warns for a verifyByReboot step without shortcuts", async () => {
+    await writeLab("fx", {
+      "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01, verifyByReboot: true }\n  - { id: two, title: 二, machine: node01, verifyByReboot: true }\n"),
+      "lesson.md": "#\n",
+      ...stepFiles("one"),
+      ...stepFiles("two"),
+      "steps/one/shortcuts/b-runtime.sh": "#!/bin/bash\n# expect-output: 再起動後:\n#  expect-output:  /run/x  \ntrue\n",
+      "steps/one/shortcuts/a-now.sh": "#!/bin/bash\ntrue\n",
+      "steps/one/alternatives/other.sh": "#!/bin/bash\ntrue\n",
+    });
+    for (const id of ["one", "two"]) await makeExecutable("fx", id);
+    for (const f of ["shortcuts/b-runtime.sh", "shortcuts/a-now.sh", "alternatives/other.sh"]) await chmod(path.join(labsDir, "fx/steps/one", f), 0o755);
+    const lab = await loadLab(labsDir, "fx");
+    const [one, two] = lab.steps;
+    expect(one!.shortcuts.map((f) => [f.name, f.expectOutput])).toEqual([
+      ["a-now", []],
+      ["b-runtime", ["再起動後:", "/run/x"]],
+    ]);
+    expect(one!.alternatives.map((f) => f.file)).toEqual([expect.stringMatching(/steps\/one\/alternatives\/other\.sh$/)]);
+    expect(two!.shortcuts).toEqual([]);
+    expect(labWarnings(lab).map((w) => [w.file, w.message])).toEqual([[expect.stringMatching(/steps\/two$/), expect.stringMatching(/verifyByReboot step without shortcuts/)]]);
+  });
+
+  it("refuses a fixture that is not an executable *.sh", async () => {
+    await writeLab("badfx", {
+      "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01 }\n"),
+      "lesson.md": "#\n",
+      ...stepFiles("one"),
+      "steps/one/shortcuts/typo.bash": "#!/bin/bash\ntrue\n",
+      "steps/one/alternatives/noexec.sh": "#!/bin/bash\ntrue\n",
+    });
+    await makeExecutable("badfx", "one");
+    const err = await labErrorOf(() => loadLab(labsDir, "badfx"));
+    expect(err.message).toMatch(/steps\/one\/shortcuts\/typo\.bash: steps\[0\]: not a fixture: only \*\.sh files belong here/);
+    expect(err.message).toMatch(/steps\/one\/alternatives\/noexec\.sh: not executable/);
   });
 
   it("names a missing check file", async () => {

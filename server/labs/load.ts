@@ -8,7 +8,7 @@ import { access, constants, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
-import { LAB_SLUG_PATTERN, LabManifest, STEP_FILES, type LabStep } from "./schema";
+import { FIXTURE_EXPECT_OUTPUT, LAB_SLUG_PATTERN, LabManifest, STEP_FILES, STEP_FIXTURE_DIRS, type LabStep } from "./schema";
 
 /**
  * The lab content directory the Next.js pages read: LABDECK_LABS_DIR, else ./labs (the same
@@ -47,6 +47,17 @@ export type LoadedStep = LabStep & {
   hintMarkdown: string;
   check: LabScript;
   solution: LabScript;
+  /** `shortcuts/*.sh`, by file name: states the check must refuse (schema.ts STEP_FIXTURE_DIRS). */
+  shortcuts: Fixture[];
+  /** `alternatives/*.sh`, by file name: other correct fixes the check must accept. */
+  alternatives: Fixture[];
+};
+
+export type Fixture = LabScript & {
+  /** File name without `.sh`. */
+  name: string;
+  /** Texts the check's output must contain after it (`# expect-output:` lines). */
+  expectOutput: string[];
 };
 
 /** One problem in lab content: where it is (file, then field inside it) and what is wrong. */
@@ -115,17 +126,41 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
     }
     return { file: displayPath(file), content: content ?? "" };
   };
+  /** A fixture folder's `*.sh`, sorted by name; anything else in it is an issue (a typo would silently not run). */
+  const readFixtures = async (relative: string, field: string): Promise<Fixture[]> => {
+    let entries;
+    try {
+      entries = await readdir(path.join(dir, relative), { withFileTypes: true });
+    } catch (err) {
+      if (isErrnoCode(err, "ENOENT")) return [];
+      issues.push({ file: displayPath(path.join(dir, relative)), message: fsReason(err) });
+      return [];
+    }
+    const fixtures: Fixture[] = [];
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      if (!entry.isFile() || !entry.name.endsWith(".sh")) {
+        issues.push({ file: displayPath(path.join(dir, relative, entry.name)), field, message: "not a fixture: only *.sh files belong here" });
+        continue;
+      }
+      const script = await readPart(`${relative}/${entry.name}`, field, true);
+      const expectOutput = [...script.content.matchAll(FIXTURE_EXPECT_OUTPUT)].map((m) => m[1]!);
+      fixtures.push({ ...script, name: entry.name.slice(0, -3), expectOutput });
+    }
+    return fixtures;
+  };
   const steps = await Promise.all(
     manifest.steps.map(async (step, i): Promise<LoadedStep> => {
       const base = `steps/${step.id}`;
       const field = `steps[${i}]`;
-      const [text, hint, check, solution] = await Promise.all([
+      const [text, hint, check, solution, shortcuts, alternatives] = await Promise.all([
         readPart(`${base}/${STEP_FILES.text}`, field, false),
         readPart(`${base}/${STEP_FILES.hint}`, field, false),
         readPart(`${base}/${STEP_FILES.check}`, field, true),
         readPart(`${base}/${STEP_FILES.solution}`, field, true),
+        readFixtures(`${base}/${STEP_FIXTURE_DIRS.shortcuts}`, field),
+        readFixtures(`${base}/${STEP_FIXTURE_DIRS.alternatives}`, field),
       ]);
-      return { ...step, textMarkdown: text.content, hintMarkdown: hint.content, check, solution };
+      return { ...step, textMarkdown: text.content, hintMarkdown: hint.content, check, solution, shortcuts, alternatives };
     }),
   );
   const setup: Record<string, LabScript[]> = {};
@@ -135,6 +170,25 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
   const checkLib = manifest.checkLib ? (await readPart(manifest.checkLib, "checkLib", false)).content : "";
   if (issues.length > 0) throw new LabError(slug, issues);
   return { slug, manifest, lessonMarkdown, dir, steps, setup, checkLib };
+}
+
+/**
+ * What `labs validate` reports without refusing the lab: steps about boot-time state
+ * (verifyByReboot) without shortcuts/, whose check nobody proved against "true only until the
+ * next boot".
+ */
+export function labWarnings(lab: Lab): LabIssue[] {
+  return lab.steps
+    .filter((step) => step.verifyByReboot && step.shortcuts.length === 0)
+    .map((step) => ({
+      file: displayPath(path.join(lab.dir, "steps", step.id)),
+      message: `verifyByReboot step without ${STEP_FIXTURE_DIRS.shortcuts}/*.sh: add the states its check must refuse (true only until the next boot)`,
+    }));
+}
+
+/** A warning or issue as one line, `file: field: message`. */
+export function formatLabIssue(issue: LabIssue): string {
+  return formatIssue(issue);
 }
 
 async function isExecutable(file: string): Promise<boolean> {

@@ -51,6 +51,16 @@ export const STEP_FILES = {
   solution: "solution.sh",
 } as const;
 
+/**
+ * Optional fixture folders of a step, for `labs test` (never sent to learners): `shortcuts/*.sh`
+ * reach states the check must refuse (true only until the next boot, or only looking right) and
+ * `alternatives/*.sh` other correct fixes it must accept. Each runs from the state before the
+ * step's solution (the machine is reset between them). A shortcut may name text the check's output
+ * must contain, one `# expect-output: <text>` line each (e.g. which half fails).
+ */
+export const STEP_FIXTURE_DIRS = { shortcuts: "shortcuts", alternatives: "alternatives" } as const;
+export const FIXTURE_EXPECT_OUTPUT = /^#\s*expect-output:\s*(.+?)\s*$/gm;
+
 export const LabStep = z
   .strictObject({
     id: z.string().regex(STEP_ID_PATTERN, `must match ${STEP_ID_PATTERN}`).describe("Folder under steps/ with step.md, check.sh, hint.md, solution.sh"),
@@ -67,7 +77,9 @@ export const LabStep = z
     verifyByReboot: z
       .boolean()
       .default(false)
-      .describe("`labs test` reboots the machine after the solution and requires the check to pass again"),
+      .describe(
+        "The step is about boot-time state: `labs test` reboots the machine after the solution and after each alternative and requires the check to pass again; `labs validate` warns when it has no shortcuts/",
+      ),
   })
   .describe("One step of the lab");
 export type LabStep = z.infer<typeof LabStep>;

@@ -91,7 +91,17 @@ export class SshExecPool {
     }
     const command = scriptCommand(timeoutSeconds);
     return new Promise<ScriptResult | Error>((resolve) => {
-      client.exec(command, (error, channel) => {
+      // A pooled client whose connection just closed throws "Not connected" at once: a failed
+      // attempt like an exec error (nothing ran), so run() retries on a fresh connection.
+      const exec = (fn: Parameters<Client["exec"]>[1]) => {
+        try {
+          client.exec(command, fn);
+        } catch (error) {
+          this.drop(endpoint);
+          resolve(error as Error);
+        }
+      };
+      exec((error, channel) => {
         if (error) {
           this.drop(endpoint);
           resolve(error);
@@ -130,6 +140,11 @@ export class SshExecPool {
         channel.end(script);
       });
     });
+  }
+
+  /** Closes the pooled connection to one machine (its next run connects afresh). */
+  close(endpoint: SshEndpoint): void {
+    if (this.connections.has(endpointKey(endpoint))) this.dropKey(endpointKey(endpoint));
   }
 
   closeAll(): void {

@@ -40,6 +40,10 @@ nics() { printf 'controlplane eth0=10.0.2.15 eth1=192.168.56.10\nnode01 eth0=10.
 endpoints() { rec 0 kubectl get endpoints kubernetes -n default -o 'jsonpath={.subsets[0].addresses[0].ip}' <<<'192.168.56.10'; }
 ds_ok() { rec 0 kubectl -n kube-flannel get daemonset kube-flannel-ds -o 'jsonpath={.spec.template.spec.containers[0].args}' <<<'["--ip-masq","--kube-subnet-mgr","--iface=eth1"]'; }
 nodes() { rec 0 kubectl get nodes -o "jsonpath=$NODES"; }
+# kubelet's unit as the Debian package installs it; enabled = the wants link `systemctl enable` makes in
+# /etc (checklib reads unit files, not systemctl's answer); --runtime puts the link under /run instead.
+kubelet_unit() { mkdir -p "$S/fs/usr/lib/systemd/system"; printf '[Unit]\nDescription=kubelet: The Kubernetes Node Agent\n\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\n\n[Install]\nWantedBy=multi-user.target\n' >"$S/fs/usr/lib/systemd/system/kubelet.service"; }
+kubelet_enabled() { mkdir -p "$S/fs/${1:-etc}/systemd/system/multi-user.target.wants"; ln -s /usr/lib/systemd/system/kubelet.service "$S/fs/${1:-etc}/systemd/system/multi-user.target.wants/kubelet.service"; }
 
 state 00-setup
 
@@ -95,12 +99,11 @@ web-6d4cf56db6-zr8tw   1/1     Running   0          2m41s   10.244.2.3   node02 
 O
 # node02, not rebooted yet: kubelet was started by kubeadm join but never enabled.
 rec 0 systemctl is-active kubelet <<<'active'
-rec 1 systemctl is-enabled -- kubelet <<<'disabled'
+kubelet_unit
 rec 0 kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'True'
 
-state 09-revive-node02; nics; admin
+state 09-revive-node02; nics; admin; kubelet_unit; kubelet_enabled
 rec 0 systemctl is-active kubelet <<<'active'
-rec 0 systemctl is-enabled -- kubelet <<<'enabled'
 rec 0 kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'True'
 
 # Mistakes a learner makes, each for one step's check (its feedback must name the mistake).
@@ -116,7 +119,10 @@ nodes <<'O'
 controlplane 192.168.56.10 True 10.0.2.15
 O
 
-state mistake-node02-rebooted-enabled-not-started; nics; admin
+state mistake-node02-rebooted-enabled-not-started; nics; admin; kubelet_unit
 rec 3 systemctl is-active kubelet <<<'inactive'
-rec 1 systemctl is-enabled -- kubelet <<<'disabled'
 rec "1 >&2" kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'The connection to the server 192.168.56.10:6443 was refused - did you specify the right host or port?'
+
+state mistake-node02-enabled-runtime; nics; admin; kubelet_unit; kubelet_enabled run
+rec 0 systemctl is-active kubelet <<<'active'
+rec 0 kubectl --kubeconfig=/etc/kubernetes/kubelet.conf get node node02 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' <<<'True'

@@ -2,15 +2,22 @@
 # Plants the three leftovers the lesson describes, as they are found in real life.
 set -euo pipefail
 
-# 1. A swap file someone made when memory was short, registered in fstab and active now.
+# 1. A swap file someone made when memory was short, registered in fstab with a priority and
+#    active now. The priority is this session's own random number: the record-before step's check
+#    finds it in what the learner saved, a fact only this machine gives (not a hand-typed line).
 #    Written with dd (not fallocate/truncate): swapon refuses files with holes.
 if [ ! -f /swapfile ]; then
   dd if=/dev/zero of=/swapfile bs=1M count=128 status=none
   chmod 600 /swapfile
   mkswap /swapfile >/dev/null
 fi
-grep -q '^/swapfile ' /etc/fstab || echo '/swapfile none swap sw 0 0' >>/etc/fstab
-swapon /swapfile 2>/dev/null || true
+pri=$((100 + RANDOM % 900))
+mkdir -p /var/lib/preinstall-checks
+echo "$pri" >/var/lib/preinstall-checks/swap-priority
+sed -i '/^\/swapfile[[:space:]]/d' /etc/fstab
+echo "/swapfile none swap sw,pri=$pri 0 0" >>/etc/fstab
+swapoff /swapfile 2>/dev/null || true
+swapon -p "$pri" /swapfile
 
 # 2. An old monitoring agent serving HTTP on 10250 (kubelet's port), restarted by systemd.
 mkdir -p /opt/legacy-agent

@@ -2,8 +2,9 @@
  * Fresh QEMU VMs for `labs test` (server/labs/lab-test.ts): one throw-away session per run, with
  * real reboots for the steps that must hold after one. A reboot is the one a learner does
  * (`systemctl reboot` inside: services stop, file systems are synced and unmounted), not the
- * provider's hard reset, which would lose what is still in the page cache. Used by the CLI and
- * the real-VM lab test.
+ * provider's hard reset, which would lose what is still in the page cache. Resets between a
+ * step's fixtures are internal snapshots of the VM (savevm/loadvm: memory and disk, seconds). Used
+ * by the CLI and the real-VM lab test.
  */
 import type { LabTestMachines } from "../../labs/lab-test";
 import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
@@ -32,9 +33,16 @@ export async function qemuLabMachines(
     if (!e) throw new Error(`no machine ${name}`);
     return e;
   };
+  const provisionedOf = (name: string) => {
+    const m = provisioned.find((p) => p.name === name);
+    if (!m) throw new Error(`no machine ${name}`);
+    return m;
+  };
   return {
     machines: {
       endpoint: async (name) => endpoint(name),
+      snapshot: (name, tag) => provider.saveState(sessionId, provisionedOf(name), tag),
+      restore: (name, tag) => provider.loadState(sessionId, provisionedOf(name), tag),
       async reboot(name) {
         const t = Date.now();
         say(`  rebooting ${name} (systemctl reboot)…`);

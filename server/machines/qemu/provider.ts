@@ -30,7 +30,7 @@ import { InternetNotOfferedError } from "./network";
 import { hostsFile, seedFile } from "./seed";
 import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
-import { adoptVm, ensureOverlay, resetVm, setVmNice, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
+import { adoptVm, ensureOverlay, loadVmState, resetVm, saveVmState, setVmNice, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
 
 /** Guest RAM per VM when not configured, MiB: what the course's machines need without Kubernetes images running. */
 export const DEFAULT_MEMORY_MIB = 512;
@@ -92,6 +92,10 @@ export interface QemuProvider extends MachineProvider {
   health(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
   reboot(sessionId: string, machine: ProvisionedMachine): Promise<void>;
   reset(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  /** Saves a running machine's whole state (memory and disk) as snapshot TAG; for `labs test`. */
+  saveState(sessionId: string, machine: ProvisionedMachine, tag: string): Promise<void>;
+  /** Puts a running machine back to snapshot TAG; its SSH connections from before are dead. */
+  loadState(sessionId: string, machine: ProvisionedMachine, tag: string): Promise<void>;
   promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
@@ -457,6 +461,16 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  async function vmState(sessionId: string, machine: ProvisionedMachine, act: (vm: VmProcess) => Promise<void>): Promise<void> {
+    const { id, name } = locate(sessionId, machine);
+    await serialised(id, async () => {
+      const runtime = await runtimeOrThrow(id);
+      const vm = runtime.vms.get(name);
+      if (!vm || vm.hasExited()) throw new Error(`session ${id}: machine ${name} is not running`);
+      await act(vm);
+    });
+  }
+
   /** Gives a session's VMs normal CPU priority (a spare set handed to a learner). */
   async function promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
     const runtime = runtimes.get(sessionOf(sessionId, machines));
@@ -647,7 +661,22 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return provisioned(found.state);
   }
 
-  return { name: "qemu", create, destroy, health, reboot, reset, suspend, resume, promote, adoptOrCleanup, list, machinesOf };
+  return {
+    name: "qemu",
+    create,
+    destroy,
+    health,
+    reboot,
+    reset,
+    saveState: (sessionId, machine, tag) => vmState(sessionId, machine, (vm) => saveVmState(vm, tag)),
+    loadState: (sessionId, machine, tag) => vmState(sessionId, machine, (vm) => loadVmState(vm, tag)),
+    suspend,
+    resume,
+    promote,
+    adoptOrCleanup,
+    list,
+    machinesOf,
+  };
 }
 
 /** The session id in a process's argv when one argument lies under `sessionsRoot`. */

@@ -18,7 +18,7 @@ const QmpMessage = z.object({
 });
 
 /** Runs one QMP command and resolves with its `return` value; rejects with QEMU's error text. */
-export function qmpCommand(socketPath: string, command: string, args?: Record<string, unknown>): Promise<unknown> {
+export function qmpCommand(socketPath: string, command: string, args?: Record<string, unknown>, timeoutMs = QMP_TIMEOUT_MS): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(socketPath);
     let buffer = "";
@@ -29,7 +29,7 @@ export function qmpCommand(socketPath: string, command: string, args?: Record<st
       if (error) reject(new Error(`QMP ${command} on ${socketPath}: ${error.message}`));
       else resolve(value);
     };
-    const timer = setTimeout(() => finish(new Error(`no answer within ${QMP_TIMEOUT_MS} ms`)), QMP_TIMEOUT_MS);
+    const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     socket.on("error", (error) => finish(error));
     socket.on("close", () => finish(new Error("monitor closed the connection")));
     socket.on("data", (chunk) => {

@@ -351,6 +351,37 @@ export async function resetVm(vm: VmProcess): Promise<void> {
   await qmpCommand(vm.paths.qmp, "system_reset");
 }
 
+/** Longest a savevm/loadvm of one VM may take, in ms (RAM plus disk metadata; seconds under TCG). */
+const VM_STATE_TIMEOUT_MS = 120_000;
+/** Names of internal snapshots: they go into an HMP command line. */
+const VM_STATE_TAG = /^[A-Za-z0-9_-]{1,40}$/;
+
+/**
+ * Saves the running VM's whole state (RAM, devices, disk) as an internal snapshot TAG of its
+ * qcow2 overlay, replacing an earlier one of the name (HMP `savevm`; the guest pauses meanwhile).
+ * For `labs test`'s reset between fixtures; open TCP connections into the guest do not survive a
+ * later `loadVmState`, so callers close theirs first.
+ */
+export async function saveVmState(vm: Pick<VmProcess, "name" | "paths">, tag: string): Promise<void> {
+  await hmp(vm, `savevm ${checkTag(tag)}`);
+}
+
+/** Puts the VM back to snapshot TAG (HMP `loadvm`): memory, disk and devices as they were saved. */
+export async function loadVmState(vm: Pick<VmProcess, "name" | "paths">, tag: string): Promise<void> {
+  await hmp(vm, `loadvm ${checkTag(tag)}`);
+}
+
+function checkTag(tag: string): string {
+  if (!VM_STATE_TAG.test(tag)) throw new Error(`snapshot name ${JSON.stringify(tag)} must match ${VM_STATE_TAG}`);
+  return tag;
+}
+
+/** An HMP command through QMP: HMP reports its errors as text in the answer, not as a QMP error. */
+async function hmp(vm: Pick<VmProcess, "name" | "paths">, commandLine: string): Promise<void> {
+  const answer = await qmpCommand(vm.paths.qmp, "human-monitor-command", { "command-line": commandLine }, VM_STATE_TIMEOUT_MS);
+  if (typeof answer === "string" && answer.trim() !== "") throw new Error(`${vm.name}: ${commandLine}: ${answer.trim()}`);
+}
+
 /** Resolves once something at host:port sends an SSH banner line. */
 export function probeBanner(host: string, port: number, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {

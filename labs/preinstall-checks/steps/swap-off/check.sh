@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-problems=()
-active=$(swapon --show --noheadings 2>/dev/null | awk '{print $1}' | paste -sd, -)
-[ -z "$active" ] || problems+=("今もスワップが有効です: $active(swapoff で止められます)")
-atboot=$(boot_swap | awk '{print $1}' | paste -sd, -)
-[ -z "$atboot" ] || problems+=("/etc/fstab にスワップの行が残っているため、再起動すると有効に戻ります: $atboot")
+# Now: no swap in use (swapon --show). After a boot: nothing turns swap on (checklib boot_swap:
+# /etc/fstab lines, .swap units, swapon from a service, rc.local, cron @reboot ...).
+# Correct ways, each accepted:
+#  - swapoff -a, and the fstab line commented out (the lesson's way) or deleted, or given noauto;
+#  - swapoff -a, and swap.target masked with the fstab line kept (kubespray's 0010-swapoff.yml);
+#  - swapoff -a, and the line's own unit masked (systemctl mask swapfile.swap).
+# Refused: swapoff alone; a runtime mask (mask --runtime: /run is gone at boot); the fstab line
+# commented while the swap is still on.
+active=$(swap_now | paste -sd, -)
+[ -z "$active" ] || now_problem "スワップが有効です: $active(swapoff で止められます)"
+while IFS=$'\t' read -r what how; do
+  [ -n "$what" ] || continue
+  case $how in
+    /etc/fstab*) boot_problem "$what が有効に戻ります。/etc/fstab の行が残っています(行をコメントアウトするか、swap.target をマスクします)" ;;
+    *) boot_problem "$what が有効に戻ります($how)" ;;
+  esac
+done < <(boot_swap)
 if [ ${#problems[@]} -gt 0 ]; then
-  printf '%s\n' "${problems[@]}"
-  exit 1
+  for l in $(unit_runtime_links swap.target) $(for w in $(boot_swap_fstab); do unit_runtime_links "$(swap_unit_name "$w")"; done); do
+    problems+=("($l は /run にあるため、再起動で消えます。mask --runtime ではなく mask を使います)")
+  done
 fi
-echo "スワップは今も無効で、/etc/fstab からも有効になりません。"
+finish "スワップは今も無効で、次の起動でも有効になりません。"

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# kubespray's way (roles/kubernetes/preinstall/tasks/0010-swapoff.yml): swap.target masked, the fstab line kept.
+swapoff -a
+systemctl mask swap.target
