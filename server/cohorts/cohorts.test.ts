@@ -227,10 +227,10 @@ describe("sessions: extend time, dashboard", () => {
     const slow = await mk("slow@x.test");
     const idle = await mk("idle@x.test");
     // fast: passed step 0 at 09:10, on step 1 since then.
-    const sf = await db.labSession.create({ data: { learnerId: fast.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStep: 1, currentStepSince: new Date("2026-12-01T09:10:00Z") } });
-    await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, stepIndex: 0, completedAt: new Date("2026-12-01T09:10:00Z") } });
+    const sf = await db.labSession.create({ data: { learnerId: fast.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[1]!.id, currentStepSince: new Date("2026-12-01T09:10:00Z") } });
+    await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, completedAt: new Date("2026-12-01T09:10:00Z") } });
     // slow: still on step 0 since 09:00 with a failing check.
-    const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepSince: t0 } });
+    const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[0]!.id, currentStepSince: t0 } });
     await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "poll", outcome: "fail", output: "file missing", durationMs: 20, createdAt: new Date("2026-12-01T09:30:00Z"), lastAt: new Date("2026-12-01T09:40:00Z"), count: 300 } });
     await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "manual", outcome: "fail", output: "still missing", durationMs: 25, createdAt: new Date("2026-12-01T09:50:00Z"), lastAt: new Date("2026-12-01T09:50:00Z") } });
     const d = await cohortDashboard(db, labs, c.id, undefined, now);
@@ -253,7 +253,7 @@ describe("sessions: extend time, dashboard", () => {
   });
 
   it("stuck-longest order puts finished learners last", () => {
-    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, currentStepId: "a", lastFailure: null, stepSeconds: [], expiresAt: null };
+    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, doneStepIds: [], currentStepId: "a", labVersion: null, outdated: false, lastFailure: null, stepSeconds: [], expiresAt: null };
     const list = [
       { ...base, name: "done", completed: true, currentSince: null },
       { ...base, name: "recent", completed: false, currentSince: "2026-12-01T09:59:00Z" },
