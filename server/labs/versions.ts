@@ -81,3 +81,8 @@ export function firstOpenStep(lab: Pick<Lab, "steps">, done: ReadonlySet<string>
   return lab.steps.find((s) => !done.has(s.id))?.id ?? null;
 }
 
+
+/** Forgets this process's copies (tests: what a fresh process, or one after a restart, would read). */
+export function clearLabVersionCache(): void {
+  cache.clear();
+}

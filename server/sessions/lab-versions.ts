@@ -113,7 +113,7 @@ export async function moveSessionToCurrentVersion(db: Db, labs: CurrentLabs, ses
     throw new VersionMoveError("labUnavailable", 409, `lab ${session.labSlug} cannot be loaded: ${(error as Error).message.split("\n")[0]}`);
   }
   return db.$transaction(async (tx) => {
-    const completions = await tx.stepCompletion.findMany({ where: { sessionId }, select: { stepId: true } });
+    const completions = await tx.stepCompletion.findMany({ where: { sessionId }, select: { stepId: true }, orderBy: { completedAt: "asc" } });
     const ids = new Set(current.lab.steps.map((s) => s.id));
     const kept = completions.map((c) => c.stepId).filter((id) => ids.has(id));
     const dropped = completions.map((c) => c.stepId).filter((id) => !ids.has(id));

@@ -1,8 +1,8 @@
 -- Progress by step id, lab content pinned per session (issue 14 item 5).
--- Data: "currentStep" (an index) is dropped here; every passed step already has its StepCompletion
+-- Data: "currentStep" (an index) is dropped here. Every passed step already has its StepCompletion
 -- row by step id (written in the same transaction as the index moved), so the start-up backfill
--- (server/labs/versions.ts backfillLabVersions) pins each old session to the current lab and sets
--- "currentStepId" to the first step of it not completed. SQL cannot do it: the step order is on disk.
+-- (server/sessions/lab-versions.ts backfillLabVersions) pins each old session to the current lab and sets
+-- "currentStepId" to the first step of it not completed (SQL cannot: the step order is on disk).
 
 -- AlterTable
 ALTER TABLE "LabSession" DROP COLUMN "currentStep",
