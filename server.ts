@@ -17,6 +17,7 @@ import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { SingletonRole } from "./server/leases/roles";
 import { LabCatalog } from "./server/labs/catalog";
+import { backfillLabVersions } from "./server/sessions/lab-versions";
 import { refuseUnbuiltImage } from "./server/labs/image-status";
 import { SshExecPool } from "./server/machines/ssh-exec";
 import { createDbWithPool } from "./server/db/client";
@@ -97,6 +98,9 @@ async function main(): Promise<void> {
   });
   // Starts and teardowns a dead predecessor left half-done are settled before serving.
   await sweeper.reconcile();
+  // Sessions from before lab versions: pinned to the current lab, current step by step id.
+  const backfill = await backfillLabVersions(db, labs);
+  if (backfill.pinned > 0 || backfill.failed.length > 0) log.info({ pinned: backfill.pinned, failed: backfill.failed }, "lab versions backfilled");
   grader.start();
   sweeperRole.start();
   provisioner.start();

@@ -2,6 +2,7 @@ import Link from "next/link";
 import { getFormatter, getTranslations } from "next-intl/server";
 import { pageUser } from "@/server/auth/page";
 import { labsDirFromEnv, listLabs, type Lab } from "@/server/labs/load";
+import { storedLabVersion } from "@/server/labs/versions";
 import { getServicesOrThrow } from "@/server/services";
 import { LIVE_STATES } from "@/server/sessions/lifecycle";
 
@@ -17,7 +18,7 @@ export default async function HomePage() {
     db.labSession.findMany({
       where: { learnerId: user.id, state: { in: [...LIVE_STATES] } },
       orderBy: { createdAt: "desc" },
-      select: { id: true, labSlug: true, createdAt: true, currentStep: true, completedAt: true, state: true, expiresAt: true },
+      select: { id: true, labSlug: true, labVersion: true, createdAt: true, completedAt: true, state: true, expiresAt: true, _count: { select: { completions: true } } },
     }),
     db.cohortMember.findMany({
       where: { userId: user.id, cohort: { endedAt: null } },
@@ -29,6 +30,10 @@ export default async function HomePage() {
   const t = await getTranslations("home");
   const format = await getFormatter();
   const liveBySlug = new Map(live.map((s) => [s.labSlug, s]));
+  // Steps of each live session's own lab version (it may run an older one than the files on disk).
+  const stepCounts = new Map(
+    await Promise.all(live.map(async (s) => [s.id, s.labVersion ? (await storedLabVersion(db, s.labSlug, s.labVersion))?.steps.length : undefined] as const)),
+  );
   const titles = new Map(labs.map((l) => [l.slug, l]));
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
@@ -48,7 +53,7 @@ export default async function HomePage() {
                       {t("startedAt", { date: format.dateTime(s.createdAt, "dateTime") })}
                     </span>
                     <span className="text-xs text-slate-500">
-                      {s.completedAt ? t("completed") : t("progress", { done: s.currentStep, total: lab?.steps.length ?? 0 })}
+                      {s.completedAt ? t("completed") : t("progress", { done: s._count.completions, total: stepCounts.get(s.id) ?? lab?.steps.length ?? 0 })}
                     </span>
                     {s.state === "suspended" && (
                       <span className="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900" data-testid="session-suspended">

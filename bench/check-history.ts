@@ -140,13 +140,13 @@ async function main() {
     // Each learner's session on the step the model has them on at the hour's end.
     const stepAtEnd = hours.map((h) => Math.min(STEPS.length - 1, h.filter((c) => c.result.outcome === "pass").length));
     await client.query(
-      `INSERT INTO "LabSession" ("id", "labSlug", "learnerId", "state", "provider", "updatedAt", "currentStep", "currentStepSince", "createdAt")
-       SELECT 'ls' || i, 'bench', 'u' || i, 'ready', 'static', now(), ($2::int[])[i], now() - interval '5 minutes', now() - interval '1 hour' FROM generate_series(1, $1::int) i`,
+      `INSERT INTO "LabSession" ("id", "labSlug", "learnerId", "state", "provider", "updatedAt", "currentStepId", "currentStepSince", "createdAt")
+       SELECT 'ls' || i, 'bench', 'u' || i, 'ready', 'static', now(), 's' || ($2::int[])[i], now() - interval '5 minutes', now() - interval '1 hour' FROM generate_series(1, $1::int) i`,
       [flags.learners, stepAtEnd],
     );
     await client.query(
-      `INSERT INTO "StepCompletion" ("id", "sessionId", "stepId", "stepIndex", "completedAt")
-       SELECT 'sc' || i || '-' || k, 'ls' || i, 's' || k, k, now() - make_interval(mins => 50 - k * 10)
+      `INSERT INTO "StepCompletion" ("id", "sessionId", "stepId", "completedAt")
+       SELECT 'sc' || i || '-' || k, 'ls' || i, 's' || k, now() - make_interval(mins => 50 - k * 10)
          FROM generate_series(1, $1::int) i, generate_series(0, 4) k WHERE k < ($2::int[])[i]`,
       [flags.learners, stepAtEnd],
     );
@@ -185,7 +185,7 @@ async function main() {
 
     const beforeGrid = async () => {
       const sessions = await client.query(
-        `SELECT s.*, (SELECT json_agg(json_build_object('i', c."stepIndex", 'at', c."completedAt")) FROM "StepCompletion" c WHERE c."sessionId" = s."id") AS completions
+        `SELECT s.*, (SELECT json_agg(json_build_object('s', c."stepId", 'at', c."completedAt")) FROM "StepCompletion" c WHERE c."sessionId" = s."id") AS completions
            FROM "LabSession" s WHERE s."learnerId" = ANY($1::text[]) AND s."labSlug" = 'bench' ORDER BY s."createdAt" DESC`,
         [(await client.query(`SELECT "userId" FROM "CohortMember" WHERE "cohortId" = $1 AND "role" = 'learner'`, [cohort.id])).rows.map((r) => r.userId)],
       );
@@ -193,18 +193,18 @@ async function main() {
         sessions.rows.map((s) =>
           client.query(
             `SELECT "outcome", "output", "createdAt" FROM "CheckRunBefore" WHERE "sessionId" = $1 AND "stepId" = $2 AND "outcome" <> 'pass' ORDER BY "createdAt" DESC LIMIT 1`,
-            [s.id, STEPS[s.currentStep]],
+            [s.id, s.currentStepId],
           ),
         ),
       );
     };
     const beforeMs = await timed(flags.repeat, beforeGrid);
-    const afterMs = await timed(flags.repeat, () => gridRows(db, cohort.id, "bench", STEPS));
-    const rows = await gridRows(db, cohort.id, "bench", STEPS);
+    const afterMs = await timed(flags.repeat, () => gridRows(db, cohort.id, "bench"));
+    const rows = await gridRows(db, cohort.id, "bench");
     const withFailure = rows.filter((r) => r.failOutput).length;
     console.log(`  before: ${beforeMs.toFixed(1)} ms median (${flags.learners + 2} queries: members, sessions + completions, one newest-failure lookup per learner)`);
     console.log(`  after:  ${afterMs.toFixed(1)} ms median (1 query; ${rows.length} rows, ${withFailure} with a failure shown)`);
-    const plan = await db.$queryRaw<{ "QUERY PLAN": string }[]>(Prisma.sql`EXPLAIN (ANALYZE, BUFFERS) ${gridQuery(cohort.id, "bench", STEPS)}`);
+    const plan = await db.$queryRaw<{ "QUERY PLAN": string }[]>(Prisma.sql`EXPLAIN (ANALYZE, BUFFERS) ${gridQuery(cohort.id, "bench")}`);
     console.log("  EXPLAIN ANALYZE of the grid query:");
     for (const line of plan) console.log(`    ${line["QUERY PLAN"]}`);
 

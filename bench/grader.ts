@@ -231,7 +231,7 @@ try {
   async function trial(i: number, sid: string, encodeUs: number[]): Promise<number> {
     await cmd(`rm -f /root/flag-${i}`);
     // A bench-only rewind (the grader only moves forward), forgetting the step's completion.
-    await db.$transaction([db.stepCompletion.deleteMany({ where: { sessionId: sid } }), db.labSession.update({ where: { id: sid }, data: { currentStep: 0 } })]);
+    await db.$transaction([db.stepCompletion.deleteMany({ where: { sessionId: sid } }), db.labSession.update({ where: { id: sid }, data: { currentStepId: "flag", completedAt: null } })]);
     const resetAt = Date.now();
     await sleep(Math.random() * intervalMs);
     let doneAt = Infinity;

@@ -3,6 +3,7 @@
  *   labs validate                      check every lab under LABDECK_LABS_DIR (or --labs-dir)
  *   labs test <slug> [--machines M]    prove each step on real machines (M: qemu | netns | hosts:<file>)
  *   image build|list, session up|down|list   the local QEMU machines (server/machines/qemu/cli.ts)
+ *   labs move-sessions <slug> [--session ID]   live sessions onto the lab's current version (server/sessions/lab-versions.ts)
  *   users invite --email E --role R    an invitation link (server/auth/cli.ts)
  * Exit codes: 0 ok, 1 the command found problems or failed, 2 bad command line.
  */
@@ -29,6 +30,8 @@ const USAGE = `usage:
   labdeck labs validate [--labs-dir DIR]
   labdeck labs test <slug> [--labs-dir DIR] [--machines qemu|netns|hosts:<file>] [--steps ID,ID]
   labdeck image build|list ...       labdeck session up|down|list ...   (QEMU; see --help of each)
+  labdeck labs move-sessions <slug> [--session ID] [--labs-dir DIR]
+                                     move live sessions (all of the lab's, or one) to the lab's current version
   labdeck users invite --email <address> --role learner|instructor|admin [--days N]
 
   --machines qemu          fresh local QEMU VMs from the built image (real kernels; reboots work)
@@ -52,6 +55,7 @@ const Options = z.object({
     .string()
     .regex(/^[a-z0-9-]+(,[a-z0-9-]+)*$/, "must be step ids separated by commas")
     .optional(),
+  session: z.string().min(1).max(100).optional(),
 });
 
 async function main(argv: string[]): Promise<number> {
@@ -71,7 +75,11 @@ async function main(argv: string[]): Promise<number> {
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { "labs-dir": { type: "string" }, machines: { type: "string" }, steps: { type: "string" } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { "labs-dir": { type: "string" }, machines: { type: "string" }, steps: { type: "string" }, session: { type: "string" } },
+    });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -89,6 +97,9 @@ async function main(argv: string[]): Promise<number> {
     }
     for (const error of errors) process.stdout.write(`error ${error.slug ?? "?"}\n${indent(error.message)}\n`);
     return errors.length > 0 ? 1 : 0;
+  }
+  if (group === "labs" && command === "move-sessions" && rest.length === 1) {
+    return moveSessionsCli(labsDir, rest[0]!, options.data.session);
   }
   if (group === "labs" && command === "test" && rest.length === 1) {
     const lab = await loadLab(labsDir, rest[0]!);
@@ -115,6 +126,50 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   throw new UsageError(`unknown command: ${parsed.positionals.join(" ") || "(none)"}`);
+}
+
+/**
+ * Moves the lab's live sessions on another version (or the one named) to its current version,
+ * one line per session; the learners' pages and dashboards follow through the event bus.
+ */
+async function moveSessionsCli(labsDir: string, slug: string, sessionId: string | undefined): Promise<number> {
+  const { openDatabase } = await import("./auth/cli");
+  const { createDb } = await import("./db/client");
+  const { EventBus } = await import("./events/bus");
+  const { LabCatalog } = await import("./labs/catalog");
+  const { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } = await import("./sessions/lab-versions");
+  const env = parseEnv();
+  const database = await openDatabase(env);
+  const db = createDb(database.url);
+  const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
+  const bus = new EventBus({ db, databaseUrl: database.url, log });
+  const labs = new LabCatalog(labsDir);
+  try {
+    const ids = sessionId ? [sessionId] : await outdatedSessions(db, labs, slug);
+    let failed = 0;
+    for (const id of ids) {
+      try {
+        const row = await db.labSession.findUnique({ where: { id }, select: { labSlug: true } });
+        if (row?.labSlug !== slug) throw new VersionMoveError("noSuchSession", 404, `no session ${id} of lab ${slug}`);
+        const move = await moveSessionToCurrentVersion(db, labs, id, null);
+        if (move.moved) await Promise.all([bus.publishProgress(id), bus.publishSessionChange(id)]);
+        process.stdout.write(
+          `${move.moved ? "moved" : "same "} ${id} -> ${move.to.slice(0, 12)}: current ${move.currentStepId ?? "(done)"}, kept ${move.kept.length}, dropped ${move.dropped.length}${move.dropped.length ? ` (${move.dropped.join(", ")})` : ""}
+`,
+        );
+      } catch (error) {
+        failed++;
+        process.stdout.write(`error ${id}: ${(error as Error).message}
+`);
+      }
+    }
+    if (ids.length === 0) process.stdout.write(`no live session of ${slug} runs another version
+`);
+    return failed > 0 ? 1 : 0;
+  } finally {
+    await db.$disconnect();
+    await database.stop();
+  }
 }
 
 async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {

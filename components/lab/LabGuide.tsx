@@ -6,6 +6,7 @@
  * back to a lab they have already worked on, so they land on their current step.
  */
 import { useTranslations } from "next-intl";
+import { useRouter } from "next/navigation";
 import { useEffect, useId, useRef, useState } from "react";
 import { Lesson } from "@/components/lesson/Lesson";
 import { sessionErrorText, sessionTokens } from "@/components/terminal/session-tokens";
@@ -15,13 +16,15 @@ import { useProgress } from "./useProgress";
 /** Wait before asking for the lab session again after it could not start, in ms. */
 const SESSION_RETRY_MS = 5_000;
 
-export function LabGuide({ slug, lessonMarkdown, steps }: { slug: string; lessonMarkdown: string; steps: readonly StepText[] }) {
+export function LabGuide(props: { slug: string; version: string; lessonMarkdown: string; steps: readonly StepText[] }) {
+  const { slug, version, lessonMarkdown, steps } = props;
   const t = useTranslations("lab");
   const { sessionId, sessionError } = useSessionId(slug);
   const feed = useProgress(sessionId);
   const { progress } = feed;
   const [lessonOpen, setLessonOpen] = useState(true);
   const lessonId = useId();
+  useVersionFollow(version, progress?.labVersion);
 
   // Once, on the first progress, unless the learner has already folded or unfolded the lesson.
   // Not on lastCheck: the grader's background checks set it before the learner has done anything.
@@ -63,6 +66,20 @@ export function LabGuide({ slug, lessonMarkdown, steps }: { slug: string; lesson
       </StepPanel>
     </div>
   );
+}
+
+/**
+ * The page's steps are of one lab version; the session may run another (it started after the lab
+ * changed, or an admin moved it): then the page is rendered again from the server, once per version.
+ */
+function useVersionFollow(pageVersion: string, sessionVersion: string | undefined): void {
+  const router = useRouter();
+  const followed = useRef<string>(undefined);
+  useEffect(() => {
+    if (sessionVersion === undefined || sessionVersion === pageVersion || followed.current === sessionVersion) return;
+    followed.current = sessionVersion;
+    router.refresh();
+  }, [pageVersion, sessionVersion, router]);
 }
 
 /**

@@ -22,6 +22,8 @@ export type LabWorkspaceLab = {
   slug: string;
   title: string;
   machines: string[];
+  /** The lab version the page's steps are of (the session's, or the current one before a session). */
+  version: string;
 };
 
 export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
@@ -31,7 +33,7 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
   const machineSwitch = useMemo<MachineSwitch>(() => ({ machines: lab.machines, select: setActiveMachine }), [lab.machines]);
   return (
     <MachineSwitchProvider value={machineSwitch}>
-      <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug}>
+      <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug} data-lab-version={lab.version}>
         <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
           <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
             ← {t("back")}
@@ -46,7 +48,7 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
           <Group orientation="horizontal" id="lab-workspace">
             <Panel id="lesson" defaultSize="42%" minSize="20%" className="bg-white">
               {steps.length > 0 ? (
-                <LabGuide slug={lab.slug} lessonMarkdown={lessonMarkdown} steps={steps} />
+                <LabGuide slug={lab.slug} version={lab.version} lessonMarkdown={lessonMarkdown} steps={steps} />
               ) : (
                 <Lesson markdown={lessonMarkdown} />
               )}

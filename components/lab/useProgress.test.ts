@@ -7,6 +7,7 @@ function progress(over: Partial<Progress> & { done?: number }): Progress {
   const ids = ["a", "b", "c"];
   return {
     sessionId: "s1",
+    labVersion: "v1",
     steps: ids.map((id, i) => ({ id, title: id, state: i < done ? "done" : i === done ? "current" : "locked" })),
     currentStepId: ids[done] ?? null,
     lastCheck: null,

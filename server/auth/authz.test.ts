@@ -39,6 +39,7 @@ import * as cohortDashboardRoute from "@/app/api/cohorts/[id]/dashboard/route";
 import * as cohortEventsRoute from "@/app/api/cohorts/[id]/events/route";
 import * as timelineRoute from "@/app/api/sessions/[id]/timeline/route";
 import * as extendRoute from "@/app/api/sessions/[id]/extend/route";
+import * as labVersionRoute from "@/app/api/sessions/[id]/lab-version/route";
 import * as capacityRoute from "@/app/api/capacity/route";
 import { refuseUnbuiltImage } from "@/server/labs/image-status";
 
@@ -411,6 +412,18 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: ADMIN_ONLY,
     call: (a) => extendRoute.POST(request(a, `/api/sessions/${sessionId}/extend`, { method: "POST", body: JSON.stringify({ minutes: 10 }) }), params({ id: sessionId })),
     works: async (_a, res) => expect(Date.parse(((await res.json()) as { expiresAt: string }).expiresAt)).toBeGreaterThan(Date.now() + 65 * 60_000),
+  },
+  {
+    name: "POST /api/sessions/:id/lab-version (move to the lab's current version)",
+    expect: ADMIN_ONLY,
+    call: (a) => labVersionRoute.POST(request(a, `/api/sessions/${sessionId}/lab-version`, { method: "POST" }), params({ id: sessionId })),
+    works: async (_a, res) => {
+      // The lab on disk is unchanged: the session already runs its current version.
+      const row = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+      expect(await res.json()).toMatchObject({ sessionId, moved: false, from: row.labVersion, to: row.labVersion });
+      const missing = await labVersionRoute.POST(request("admin", "/api/sessions/nope/lab-version", { method: "POST" }), params({ id: "nope" }));
+      expect([missing.status, ((await missing.json()) as { code: string }).code]).toEqual([404, "noSuchSession"]);
+    },
   },
   {
     name: "GET /api/capacity",

@@ -57,7 +57,7 @@ export async function runUsersCli(argv: string[]): Promise<number> {
   }
 }
 
-async function openDatabase(env: ReturnType<typeof parseEnv>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function openDatabase(env: ReturnType<typeof parseEnv>): Promise<{ url: string; stop(): Promise<void> }> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, stop: async () => {} };
   const running = await embeddedPostgresUrl(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
   if (running && (await answers(running))) return { url: running, stop: async () => {} };

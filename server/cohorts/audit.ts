@@ -16,6 +16,7 @@ export const AuditAction = z.enum([
   "cohort.provision",
   "invitation.revoke",
   "session.extend",
+  "session.labVersion",
   "session.watch",
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;

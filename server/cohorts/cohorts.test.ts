@@ -227,10 +227,10 @@ describe("sessions: extend time, dashboard", () => {
     const slow = await mk("slow@x.test");
     const idle = await mk("idle@x.test");
     // fast: passed step 0 at 09:10, on step 1 since then.
-    const sf = await db.labSession.create({ data: { learnerId: fast.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStep: 1, currentStepSince: new Date("2026-12-01T09:10:00Z") } });
-    await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, stepIndex: 0, completedAt: new Date("2026-12-01T09:10:00Z") } });
+    const sf = await db.labSession.create({ data: { learnerId: fast.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[1]!.id, currentStepSince: new Date("2026-12-01T09:10:00Z") } });
+    await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, completedAt: new Date("2026-12-01T09:10:00Z") } });
     // slow: still on step 0 since 09:00 with a failing check.
-    const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepSince: t0 } });
+    const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[0]!.id, currentStepSince: t0 } });
     await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "poll", outcome: "fail", output: "file missing", durationMs: 20, createdAt: new Date("2026-12-01T09:30:00Z"), lastAt: new Date("2026-12-01T09:40:00Z"), count: 300 } });
     await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "manual", outcome: "fail", output: "still missing", durationMs: 25, createdAt: new Date("2026-12-01T09:50:00Z"), lastAt: new Date("2026-12-01T09:50:00Z") } });
     const d = await cohortDashboard(db, labs, c.id, undefined, now);
@@ -252,8 +252,27 @@ describe("sessions: extend time, dashboard", () => {
     ]);
   });
 
+  it("dashboard: cells match by step id; a session on an older lab version says so (columns: the current version)", async () => {
+    const lab = await labs.get(LAB);
+    const c = await createCohort(db, labs, { name: "Versions", labs: [LAB] }, null);
+    const u = await user("old-version@x.test");
+    await db.cohortMember.create({ data: { cohortId: c.id, userId: u.id, role: "learner" } });
+    // An older version of the lab: its first step, then one the current lab does not have.
+    const old = { ...lab, steps: [lab.steps[0]!, { ...lab.steps[1]!, id: "gone-step" }, ...lab.steps.slice(1)] };
+    await db.labVersion.create({ data: { slug: LAB, hash: "old-hash", content: JSON.parse(JSON.stringify(old)) } });
+    const s = await db.labSession.create({ data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", labVersion: "old-hash", currentStepId: "gone-step" } });
+    await db.stepCompletion.create({ data: { sessionId: s.id, stepId: lab.steps[0]!.id } });
+    const d = await cohortDashboard(db, labs, c.id);
+    expect(d.labVersion).toMatch(/^[0-9a-f]{64}$/);
+    expect(d.steps.map((x) => x.id)).toEqual(lab.steps.map((x) => x.id));
+    expect(d.learners[0]).toMatchObject({ labVersion: "old-hash", outdated: true, doneStepIds: [lab.steps[0]!.id], stepsDone: 1, currentStepId: "gone-step" });
+    expect(d.funnel[0]).toBe(1);
+    await db.labSession.update({ where: { id: s.id }, data: { state: "ended", endedAt: new Date() } });
+    expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ outdated: false });
+  });
+
   it("stuck-longest order puts finished learners last", () => {
-    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, currentStepId: "a", lastFailure: null, stepSeconds: [], expiresAt: null };
+    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, doneStepIds: [], currentStepId: "a", labVersion: null, outdated: false, lastFailure: null, stepSeconds: [], expiresAt: null };
     const list = [
       { ...base, name: "done", completed: true, currentSince: null },
       { ...base, name: "recent", completed: false, currentSince: "2026-12-01T09:59:00Z" },

@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { Db } from "../db/client";
 import { Prisma } from "../db/generated/client";
 import type { Lab } from "../labs/load";
+import { labVersionHash } from "../labs/versions";
 import { getCohortOrThrow } from "./cohorts";
 
 export const DashboardLearner = z.object({
@@ -21,7 +22,13 @@ export const DashboardLearner = z.object({
   sessionId: z.string().nullable(),
   state: z.enum(["none", "starting", "ready", "suspended", "ended"]),
   stepsDone: z.number().int(),
+  /** Ids of the steps the session passed (progress is by step id, so it reads the same in any version). */
+  doneStepIds: z.array(z.string()),
   currentStepId: z.string().nullable(),
+  /** The lab version the session runs (LabVersion.hash); null: none yet. */
+  labVersion: z.string().nullable(),
+  /** The session runs another version than the lab's current one (an admin may move it). */
+  outdated: z.boolean(),
   /** ISO time the current step became current (time on step = now − this). */
   currentSince: z.string().nullable(),
   completed: z.boolean(),
@@ -36,6 +43,8 @@ export type DashboardLearner = z.infer<typeof DashboardLearner>;
 export const Dashboard = z.object({
   cohortId: z.string(),
   labSlug: z.string().nullable(),
+  /** The lab's current version; `steps` are its steps, a learner's cells are matched by step id. */
+  labVersion: z.string().nullable(),
   steps: z.array(z.object({ id: z.string(), title: z.string() })),
   learners: z.array(DashboardLearner),
   /** funnel[i]: learners who passed step i. */
@@ -49,12 +58,28 @@ export interface LabSource {
   get(slug: string): Promise<Lab>;
 }
 
+/** Seconds on each step of a session by step id: a passed step from the pass before it (or the start), the current one until now. */
+function secondsByStep(s: SessionColumns, now: Date): Map<string, number> {
+  const seconds = new Map<string, number>();
+  let start = s.createdAt.getTime();
+  for (const c of [...(s.completions ?? [])].sort((a, b) => a.at - b.at)) {
+    seconds.set(c.s, Math.max(0, Math.round((c.at - start) / 1000)));
+    start = c.at;
+  }
+  if (s.currentStepId && !s.completedAt) {
+    const end = s.state === "ended" ? (s.endedAt ?? now) : now;
+    seconds.set(s.currentStepId, Math.max(0, Math.round((end.getTime() - s.currentStepSince.getTime()) / 1000)));
+  }
+  return seconds;
+}
+
 export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string, labSlug?: string, now = new Date()): Promise<Dashboard> {
   const cohort = await getCohortOrThrow(db, cohortId);
   const slug = labSlug && cohort.labs.includes(labSlug) ? labSlug : (cohort.labs[0] ?? null);
   const lab = slug ? await labs.get(slug).catch(() => null) : null;
+  const labVersion = lab ? labVersionHash(lab) : null;
   const steps = lab?.steps.map((s) => ({ id: s.id, title: s.title })) ?? [];
-  const rows = await gridRows(db, cohortId, slug, steps.map((s) => s.id));
+  const rows = await gridRows(db, cohortId, slug);
 
   const learners: DashboardLearner[] = rows.map((r) => {
     if (!r.sessionId) {
@@ -65,7 +90,10 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
         sessionId: null,
         state: "none",
         stepsDone: 0,
+        doneStepIds: [],
         currentStepId: null,
+        labVersion: null,
+        outdated: false,
         currentSince: null,
         completed: false,
         lastFailure: null,
@@ -74,16 +102,9 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
       };
     }
     const s = r as GridRow & SessionColumns;
-    const done = Math.min(s.currentStep, steps.length);
-    const completedAt = new Map((s.completions ?? []).map((c) => [c.i, new Date(c.at)]));
-    // A step starts when the one before it was passed (the first: when the session became ready).
-    const stepSeconds = steps.map((_, i) => {
-      if (i > s.currentStep) return null;
-      const start = i === 0 ? s.createdAt : (completedAt.get(i - 1) ?? null);
-      const end = i < s.currentStep ? (completedAt.get(i) ?? null) : s.state === "ended" ? (s.endedAt ?? now) : now;
-      if (i === s.currentStep && s.completedAt) return null;
-      return start && end ? Math.max(0, Math.round((end.getTime() - start.getTime()) / 1000)) : null;
-    });
+    const doneStepIds = (s.completions ?? []).map((c) => c.s);
+    const seconds = secondsByStep(s, now);
+    const stepSeconds = steps.map((step) => seconds.get(step.id) ?? null);
     return {
       userId: s.userId,
       name: s.name,
@@ -91,8 +112,11 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
       sessionId: s.sessionId,
       // Machines still being released: over, as far as anyone watching is concerned.
       state: s.state === "ending" ? "ended" : s.state,
-      stepsDone: done,
-      currentStepId: s.completedAt ? null : (steps[s.currentStep]?.id ?? null),
+      stepsDone: doneStepIds.length,
+      doneStepIds,
+      currentStepId: s.completedAt ? null : s.currentStepId,
+      labVersion: s.labVersion,
+      outdated: labVersion !== null && s.labVersion !== labVersion && s.state !== "ended" && s.state !== "ending",
       currentSince: s.completedAt ? null : s.currentStepSince.toISOString(),
       completed: s.completedAt !== null,
       lastFailure: s.failOutcome ? { outcome: s.failOutcome, output: s.failOutput!, at: s.failAt!.toISOString() } : null,
@@ -101,8 +125,8 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
     };
   });
   learners.sort(byStuckLongest(now));
-  const funnel = steps.map((_, i) => learners.filter((l) => l.stepsDone > i).length);
-  return { cohortId, labSlug: slug, steps, learners, funnel, at: now.toISOString() };
+  const funnel = steps.map((step) => learners.filter((l) => l.doneStepIds.includes(step.id)).length);
+  return { cohortId, labSlug: slug, labVersion, steps, learners, funnel, at: now.toISOString() };
 }
 
 interface GridRow {
@@ -114,14 +138,15 @@ interface GridRow {
 interface SessionColumns {
   sessionId: string;
   state: "starting" | "ready" | "suspended" | "ending" | "ended";
-  currentStep: number;
+  currentStepId: string | null;
+  labVersion: string | null;
   currentStepSince: Date;
   createdAt: Date;
   endedAt: Date | null;
   completedAt: Date | null;
   expiresAt: Date | null;
-  /** Passed steps: index and epoch ms. */
-  completions: { i: number; at: number }[] | null;
+  /** Passed steps: step id and epoch ms. */
+  completions: { s: string; at: number }[] | null;
   /** The newest non-pass history row of the current step: since when it has failed this way. */
   failOutcome: string | null;
   failOutput: string | null;
@@ -132,18 +157,18 @@ interface SessionColumns {
  * The grid in one query, every join an index lookup: each learner member of the cohort, their
  * newest session of the lab (a live one before an ended one; LabSession(learnerId, labSlug,
  * state)), its passed steps (StepCompletion(sessionId, stepId)) and the newest failing history
- * row of its current step (CheckRun(sessionId, stepId, lastAt)). `stepIds` are the lab's steps
- * in order (the current step's id is stepIds[currentStep]). bench/check-history.ts EXPLAINs it.
+ * row of its current step (CheckRun(sessionId, stepId, lastAt)), all by step id.
+ * bench/check-history.ts EXPLAINs it.
  */
-export function gridRows(db: Db, cohortId: string, slug: string | null, stepIds: string[]): Promise<(GridRow & Partial<SessionColumns>)[]> {
-  return db.$queryRaw<(GridRow & Partial<SessionColumns>)[]>(gridQuery(cohortId, slug, stepIds));
+export function gridRows(db: Db, cohortId: string, slug: string | null): Promise<(GridRow & Partial<SessionColumns>)[]> {
+  return db.$queryRaw<(GridRow & Partial<SessionColumns>)[]>(gridQuery(cohortId, slug));
 }
 
 /** The grid's SQL (for gridRows, and for EXPLAIN in the bench). */
-export function gridQuery(cohortId: string, slug: string | null, stepIds: string[]): Prisma.Sql {
+export function gridQuery(cohortId: string, slug: string | null): Prisma.Sql {
   return Prisma.sql`
     SELECT u."id" AS "userId", u."name", u."email",
-           s."id" AS "sessionId", s."state"::text AS "state", s."currentStep", s."currentStepSince", s."createdAt", s."endedAt", s."completedAt", s."expiresAt",
+           s."id" AS "sessionId", s."state"::text AS "state", s."currentStepId", s."labVersion", s."currentStepSince", s."createdAt", s."endedAt", s."completedAt", s."expiresAt",
            comp."completions", f."outcome"::text AS "failOutcome", f."output" AS "failOutput", f."createdAt" AS "failAt"
       FROM "CohortMember" m
       JOIN "User" u ON u."id" = m."userId"
@@ -153,12 +178,12 @@ export function gridQuery(cohortId: string, slug: string | null, stepIds: string
          ORDER BY (ls."state" IN ('ending', 'ended')), ls."createdAt" DESC LIMIT 1
       ) s ON true
       LEFT JOIN LATERAL (
-        SELECT json_agg(json_build_object('i', c."stepIndex", 'at', EXTRACT(EPOCH FROM c."completedAt") * 1000)) AS "completions"
+        SELECT json_agg(json_build_object('s', c."stepId", 'at', EXTRACT(EPOCH FROM c."completedAt") * 1000)) AS "completions"
           FROM "StepCompletion" c WHERE c."sessionId" = s."id"
       ) comp ON true
       LEFT JOIN LATERAL (
         SELECT r."outcome", r."output", r."createdAt" FROM "CheckRun" r
-         WHERE r."sessionId" = s."id" AND r."stepId" = (${stepIds}::text[])[s."currentStep" + 1] AND r."outcome" <> 'pass'
+         WHERE r."sessionId" = s."id" AND r."stepId" = s."currentStepId" AND r."outcome" <> 'pass'
          ORDER BY r."lastAt" DESC LIMIT 1
       ) f ON true
      WHERE m."cohortId" = ${cohortId} AND m."role" = 'learner'`;

@@ -19,6 +19,7 @@ import type { Prisma } from "../db/generated/client";
 import type { EventBus } from "../events/bus";
 import type { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
+import { currentLabVersion } from "../labs/versions";
 import { PROCESS_HOLDER } from "../leases/roles";
 import { isNoCapacity, type MachineProvider } from "../machines/provider";
 import type { SshExecPool } from "../machines/ssh-exec";
@@ -198,11 +199,12 @@ export class Provisioner {
   private async provisionItem(jobId: string, cohort: CohortView, item: { id: string; learnerId: string; email: string; labSlug: string }): Promise<void> {
     const { db } = this.deps;
     try {
-      const lab = await this.deps.labs.get(item.labSlug);
+      const { lab, hash } = await currentLabVersion(db, this.deps.labs, item.labSlug);
       const session = await startOrResumeSession(
         db,
         this.deps.provider,
-        { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, idleMinutes: cohort.idleMinutes },
+        { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, idleMinutes: cohort.idleMinutes,
+          labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null } },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
       );
       // Made ahead of class: the clocks start when class does, so the machines are neither

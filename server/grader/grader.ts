@@ -17,6 +17,8 @@ import type { EventBus } from "../events/bus";
 import { metrics } from "../ops/metrics";
 import type { LabCatalog } from "../labs/catalog";
 import type { Lab, LoadedStep } from "../labs/load";
+import { firstOpenStep, type LabVersion } from "../labs/versions";
+import { sessionLab } from "../sessions/lab-versions";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { checkRunning, claimCheck, releaseCheck } from "./claims";
 import { pruneCheckRuns, recordCheckRun } from "./history";
@@ -187,23 +189,30 @@ export class Grader {
 
   /** A session's progress as the browser shows it. */
   async progress(sessionId: string): Promise<Progress> {
-    const session = await this.deps.db.labSession.findUniqueOrThrow({
-      where: { id: sessionId },
-      include: {
-        checkRuns: { where: { OR: [{ trigger: "manual" }, { outcome: "pass" }] }, orderBy: { lastAt: "desc" }, take: 1 },
-        hintReveals: { select: { stepId: true } },
-      },
-    });
-    const lab = await this.deps.labs.get(session.labSlug);
+    const load = () =>
+      this.deps.db.labSession.findUniqueOrThrow({
+        where: { id: sessionId },
+        include: {
+          checkRuns: { where: { OR: [{ trigger: "manual" }, { outcome: "pass" }] }, orderBy: { lastAt: "desc" }, take: 1 },
+          hintReveals: { select: { stepId: true } },
+          completions: { select: { stepId: true } },
+        },
+      });
+    let session = await load();
+    // The steps of the session's own lab version; a session from before versions is pinned first.
+    const { lab, hash } = await sessionLab(this.deps.db, this.deps.labs, session);
+    if (session.labVersion !== hash) session = await load();
+    const done = new Set(session.completions.map((c) => c.stepId));
     const last = session.checkRuns[0];
     return {
       sessionId,
-      steps: lab.steps.map((step, i) => ({
+      labVersion: hash,
+      steps: lab.steps.map((step) => ({
         id: step.id,
         title: step.title,
-        state: i < session.currentStep ? "done" : i === session.currentStep ? "current" : "locked",
+        state: done.has(step.id) ? "done" : step.id === session.currentStepId ? "current" : "locked",
       })),
-      currentStepId: lab.steps[session.currentStep]?.id ?? null,
+      currentStepId: session.currentStepId,
       lastCheck: last
         ? {
             stepId: last.stepId,
@@ -313,23 +322,24 @@ export class Grader {
    */
   private async check(sessionId: string, trigger: "poll" | "manual", claim: "due" | "now", delayFor: (outcome: CheckOutcome) => number): Promise<CheckOutcome> {
     const { db, labs } = this.deps;
-    const session = await db.labSession.findUnique({ where: { id: sessionId } });
+    let session = await db.labSession.findUnique({ where: { id: sessionId } });
     if (!session || session.state !== "ready" || session.completedAt) return null;
-    let lab: Lab;
+    // Graded against the session's pinned lab version, whatever the files on disk say now.
+    let version: LabVersion;
     try {
-      lab = await labs.get(session.labSlug);
+      version = await sessionLab(db, labs, session);
     } catch (error) {
       this.deps.log.warn({ sessionId, lab: session.labSlug, err: (error as Error).message }, "lab cannot be loaded; not grading");
       return "error";
     }
-    const index = session.currentStep;
-    const step = lab.steps[index];
+    if (session.labVersion !== version.hash) session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+    const step = version.lab.steps.find((s) => s.id === session.currentStepId);
     if (!step) return null;
     if (!(await claimCheck(db, sessionId, claim, step.timeoutSeconds))) return "busy";
     const work = (async () => {
       let outcome: CheckOutcome = "error";
       try {
-        outcome = await this.runClaimed(sessionId, trigger, lab, index, step);
+        outcome = await this.runClaimed(sessionId, trigger, version, step);
         return outcome;
       } finally {
         await releaseCheck(db, sessionId, delayFor(outcome)).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "check release failed"));
@@ -343,15 +353,15 @@ export class Grader {
     }
   }
 
-  private async runClaimed(sessionId: string, trigger: "poll" | "manual", lab: Lab, index: number, step: LoadedStep): Promise<ScriptResult["outcome"]> {
+  private async runClaimed(sessionId: string, trigger: "poll" | "manual", version: LabVersion, step: LoadedStep): Promise<ScriptResult["outcome"]> {
     const { db, pool, bus } = this.deps;
     const endpoint = await this.endpoint(sessionId, step.machine);
     const result: ScriptResult = endpoint
-      ? await pool.run(endpoint, checkScript(lab, step), step.timeoutSeconds)
+      ? await pool.run(endpoint, checkScript(version.lab, step), step.timeoutSeconds)
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
     const changed = await recordCheckRun(db, { sessionId, stepId: step.id, machine: step.machine, trigger, result });
     metrics().checkSeconds.observe({ outcome: result.outcome, trigger }, result.durationMs / 1000);
-    if (result.outcome === "pass") await this.advance(sessionId, index, lab);
+    if (result.outcome === "pass") await this.advance(sessionId, version, step.id);
     // What the learner sees changes only with a pass or a run they asked for; instructors'
     // dashboards show the newest failure, which only a new history row changes.
     if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);
@@ -366,16 +376,21 @@ export class Grader {
     return machines.get(machine)!;
   }
 
-  /** Moves the session from step `index` to the next; a no-op if it is not (any more) at `index`. */
-  private async advance(sessionId: string, index: number, lab: Lab): Promise<void> {
-    const next = index + 1;
-    const done = next >= lab.steps.length;
+  /**
+   * Marks step `stepId` passed and makes the version's first step not passed current (none: the
+   * session is complete); a no-op unless the session is (still) on that step of that version,
+   * so a move to another version meanwhile wins (server/sessions/lab-versions.ts).
+   */
+  private async advance(sessionId: string, version: LabVersion, stepId: string): Promise<void> {
     await this.deps.db.$transaction(async (tx) => {
+      const passed = await tx.stepCompletion.findMany({ where: { sessionId }, select: { stepId: true } });
+      const next = firstOpenStep(version.lab, new Set([...passed.map((c) => c.stepId), stepId]));
+      const now = new Date();
       const moved = await tx.labSession.updateMany({
-        where: { id: sessionId, currentStep: index },
-        data: { currentStep: next, currentStepSince: new Date(), completedAt: done ? new Date() : null },
+        where: { id: sessionId, labVersion: version.hash, currentStepId: stepId },
+        data: { currentStepId: next, currentStepSince: now, completedAt: next === null ? now : null },
       });
-      if (moved.count === 1) await tx.stepCompletion.create({ data: { sessionId, stepId: lab.steps[index]!.id, stepIndex: index } });
+      if (moved.count === 1) await tx.stepCompletion.createMany({ data: [{ sessionId, stepId }], skipDuplicates: true });
     });
   }
 }

@@ -37,6 +37,8 @@ export type CheckResult = z.infer<typeof CheckResult>;
 
 export const Progress = z.object({
   sessionId: z.string(),
+  /** The lab version the session runs (LabVersion.hash): its steps are these; the page shows the same version's texts. */
+  labVersion: z.string(),
   steps: z.array(z.object({ id: z.string(), title: z.string(), state: StepState })),
   /** Id of the current step, null when every step is done. */
   currentStepId: z.string().nullable(),

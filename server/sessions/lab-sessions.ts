@@ -40,6 +40,11 @@ export async function startOrResumeSession(
     limitMinutes?: number;
     /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
     idleMinutes?: number | null;
+    /**
+     * The lab version a new session pins (server/labs/versions.ts `currentLabVersion`) and its
+     * first step; none: pinned to the current lab on first use (server/sessions/lab-versions.ts).
+     */
+    labVersion?: { hash: string; firstStepId: string | null };
   },
   /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
   prepare?: (sessionId: string) => Promise<void>,
@@ -80,6 +85,8 @@ export async function startOrResumeSession(
         labSlug: request.labSlug,
         provider: provider.name,
         idleMinutes: request.idleMinutes ?? null,
+        labVersion: request.labVersion?.hash ?? null,
+        currentStepId: request.labVersion?.firstStepId ?? null,
         leaseUntil: new Date(Date.now() + LEASE_MS),
       },
     });

@@ -49,7 +49,7 @@ describe("session lifecycle", () => {
     const sessionId = await stack.startSession("learner-late");
     const session = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
     expect(session.expiresAt!.getTime() - session.createdAt.getTime()).toBeGreaterThan(59 * 60_000);
-    await stack.db.stepCompletion.create({ data: { sessionId, stepId: "first", stepIndex: 0 } });
+    await stack.db.stepCompletion.create({ data: { sessionId, stepId: "first" } });
 
     const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "controlplane") });
     await client.waitFor(connected, 20_000, "connected");

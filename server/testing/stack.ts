@@ -18,6 +18,7 @@ import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
 import { Grader, type GraderOptions } from "../grader/grader";
 import { LabCatalog } from "../labs/catalog";
+import { currentLabVersion } from "../labs/versions";
 import { runLabSetup } from "../labs/setup";
 import { SshExecPool } from "../machines/ssh-exec";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
@@ -220,11 +221,14 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       watchers,
       provisioner,
       async startSession(learnerId, slug = "test-lab") {
-        const lab = await labs.get(slug).catch(() => null);
+        // As the session route does: a new session pins the lab's current version.
+        const version = await currentLabVersion(db, labs, slug).catch(() => null);
+        const lab = version?.lab ?? null;
         const session = await startOrResumeSession(
           db,
           provider,
-          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES, limitMinutes: 60 },
+          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES, limitMinutes: 60,
+            labVersion: version ? { hash: version.hash, firstStepId: version.lab.steps[0]?.id ?? null } : undefined },
           lab ? (sid) => runLabSetup(pool, lab, (m) => machineEndpoint(db, sid, m)) : undefined,
         );
         return session.id;

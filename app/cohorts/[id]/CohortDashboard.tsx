@@ -20,7 +20,7 @@ const REFETCH_DEBOUNCE_MS = 300;
 /** Wait before re-opening the event stream after the server refused it, in ms. */
 const STREAM_RETRY_MS = 3_000;
 
-export function CohortDashboard(props: { cohortId: string; labs: { slug: string; title: string }[]; initial: Dashboard }) {
+export function CohortDashboard(props: { cohortId: string; labs: { slug: string; title: string }[]; initial: Dashboard; isAdmin?: boolean }) {
   const { cohortId, labs } = props;
   const t = useTranslations("dashboard");
   const router = useRouter();
@@ -143,7 +143,7 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
           <tbody>
             {data.learners.map((l) => (
               <Fragment key={l.userId}>
-                <LearnerRow learner={l} steps={data.steps} now={now} cohortId={cohortId} onTimeline={() => setOpen(open === l.userId ? null : l.userId)} />
+                <LearnerRow learner={l} steps={data.steps} now={now} cohortId={cohortId} isAdmin={props.isAdmin === true} onMoved={() => void refetch()} onTimeline={() => setOpen(open === l.userId ? null : l.userId)} />
                 {open === l.userId && l.sessionId && (
                   <tr>
                     <td colSpan={data.steps.length + 3}>
@@ -182,7 +182,7 @@ function Legend({ className, label }: { className: string; label: string }) {
   );
 }
 
-function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"]; now: number; cohortId: string; onTimeline(): void }) {
+function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"]; now: number; cohortId: string; isAdmin: boolean; onMoved(): void; onTimeline(): void }) {
   const { learner: l, steps, now, cohortId } = props;
   const t = useTranslations("dashboard");
   const onStep = l.currentSince && l.state !== "ended" ? Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000)) : null;
@@ -193,9 +193,10 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
         <div className="text-xs text-slate-500">
           {l.state === "none" ? t("notStarted") : l.completed ? t("completed") : l.state === "ended" ? t("ended") : onStep !== null ? t("onStep", { time: formatDuration(onStep) }) : ""}
         </div>
+        {l.outdated && l.sessionId && <OutdatedVersion sessionId={l.sessionId} isAdmin={props.isAdmin} onMoved={props.onMoved} />}
       </td>
       {steps.map((s, i) => {
-        const state = i < l.stepsDone ? "done" : s.id === l.currentStepId ? "current" : "locked";
+        const state = l.doneStepIds.includes(s.id) ? "done" : s.id === l.currentStepId ? "current" : "locked";
         return (
           <td key={s.id} className="border-y border-slate-200 px-0.5 text-center" data-step={s.id} data-state={state}>
             <span
@@ -233,6 +234,38 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
         )}
       </td>
     </tr>
+  );
+}
+
+/**
+ * The session runs an older version of the lab than the columns (a lab edit applies to new
+ * sessions); an admin may move it to the current version (passed steps that still exist stay passed).
+ */
+function OutdatedVersion({ sessionId, isAdmin, onMoved }: { sessionId: string; isAdmin: boolean; onMoved(): void }) {
+  const t = useTranslations("dashboard");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function move() {
+    setBusy(true);
+    const res = await callApi(`/api/sessions/${sessionId}/lab-version`, { method: "POST" });
+    setBusy(false);
+    setError(res.ok ? null : t("moveFailed", { error: res.error ?? String(res.status) }));
+    if (res.ok) onMoved();
+  }
+  return (
+    <div className="mt-0.5 flex flex-wrap items-center gap-2 text-xs" data-testid="outdated-version">
+      <span className="rounded bg-slate-200 px-1.5 py-0.5 text-slate-700">{t("olderVersion")}</span>
+      {isAdmin && (
+        <button type="button" onClick={() => void move()} disabled={busy} className="text-sky-700 hover:underline disabled:opacity-50" data-testid="move-version">
+          {busy ? t("moving") : t("moveToCurrent")}
+        </button>
+      )}
+      {error && (
+        <span role="alert" className="text-red-700">
+          {error}
+        </span>
+      )}
+    </div>
   );
 }
 

@@ -39,7 +39,7 @@ export default async function CohortDashboardPage({ params, searchParams }: { pa
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-7xl px-6 py-6">
         <h1 className="text-xl font-bold">{t("title", { name: cohort.name })}</h1>
-        <CohortDashboard cohortId={id} labs={titles} initial={initial} />
+        <CohortDashboard cohortId={id} labs={titles} initial={initial} isAdmin={user.role === "admin"} />
       </div>
     </div>
   );

@@ -4,6 +4,9 @@ import { cache } from "react";
 import { LabWorkspace } from "@/components/lab/LabWorkspace";
 import { pageUser } from "@/server/auth/page";
 import { LabError, labsDirFromEnv, loadLab, type Lab } from "@/server/labs/load";
+import { labVersionHash, storedLabVersion } from "@/server/labs/versions";
+import { getServicesOrThrow } from "@/server/services";
+import { LIVE_STATES } from "@/server/sessions/lifecycle";
 
 export const dynamic = "force-dynamic";
 
@@ -22,6 +25,19 @@ const loadLabOrNotFound = cache(async (slug: string): Promise<Lab> => {
   }
 });
 
+/**
+ * What the page shows: the lab version of the user's live session of it (a lab edit applies to
+ * new sessions only), else the lab as on disk now (the version a session started now pins).
+ */
+async function labForUser(slug: string, userId: string): Promise<{ lab: Lab; version: string }> {
+  const { db } = getServicesOrThrow();
+  const live = await db.labSession.findFirst({ where: { learnerId: userId, labSlug: slug, state: { in: [...LIVE_STATES] } }, select: { labVersion: true } });
+  const pinned = live?.labVersion ? await storedLabVersion(db, slug, live.labVersion) : null;
+  if (pinned && live?.labVersion) return { lab: pinned, version: live.labVersion };
+  const lab = await loadLabOrNotFound(slug);
+  return { lab, version: labVersionHash(lab) };
+}
+
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   const lab = await loadLabOrNotFound((await params).slug);
   return { title: `${lab.manifest.title} — Labdeck` };
@@ -29,11 +45,11 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 
 export default async function LabPage({ params }: Props) {
   const { slug } = await params;
-  await pageUser(`/labs/${encodeURIComponent(slug)}`);
-  const lab = await loadLabOrNotFound(slug);
+  const user = await pageUser(`/labs/${encodeURIComponent(slug)}`);
+  const { lab, version } = await labForUser(slug, user.id);
   return (
     <LabWorkspace
-      lab={{ slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines }}
+      lab={{ slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines, version }}
       lessonMarkdown={lab.lessonMarkdown}
       // Only what the learner may see: a step's check, hint and solution stay on the server.
       steps={lab.steps.map(({ id, title, machine, textMarkdown }) => ({ id, title, machine, textMarkdown }))}

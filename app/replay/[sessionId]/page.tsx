@@ -5,6 +5,7 @@ import { Denied } from "@/server/auth/guard";
 import { pageUser } from "@/server/auth/page";
 import { requireRecordingAccess } from "@/server/recordings/access";
 import { getServicesOrThrow } from "@/server/services";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 import { RecordingPlayer } from "@/components/recordings/RecordingPlayer";
 
 export const dynamic = "force-dynamic";
@@ -25,7 +26,7 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
   const [recordings, learner, lab] = await Promise.all([
     db.terminalRecording.findMany({ where: { sessionId }, orderBy: { machine: "asc" }, select: { machine: true, truncated: true } }),
     db.user.findUnique({ where: { id: session.learnerId }, select: { name: true } }),
-    labs.get(session.labSlug).catch(() => null),
+    sessionLabById(db, labs, sessionId).then((v) => v.lab, () => null),
   ]);
   const t = await getTranslations("recording");
   return (

@@ -8,6 +8,7 @@ import { cohortLimitsFor } from "@/server/cohorts/cohorts";
 import { apiError, apiRoute, tooManyRequests } from "@/server/http/route";
 import { consume } from "@/server/http/throttle";
 import { runLabSetup } from "@/server/labs/setup";
+import { currentLabVersion } from "@/server/labs/versions";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
 import { machineEndpoint, startOrResumeSession } from "@/server/sessions/lab-sessions";
@@ -20,8 +21,10 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   const wait = await consume(services.db, "sessionStart", user.id);
   if (wait) return tooManyRequests(request, wait);
   const { slug } = await context.params;
-  const lab = await services.labs.get(slug).catch(() => null);
-  if (!lab) return apiError(request, 404, "noSuchLab");
+  // The lab as on disk now, stored as a version: a new session pins it (an existing one keeps its own).
+  const version = await currentLabVersion(services.db, services.labs, slug).catch(() => null);
+  if (!version) return apiError(request, 404, "noSuchLab");
+  const { lab } = version;
   // A cohort's time limit and idle time for its labs, else the platform's.
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
   // Learners start the labs of their live cohorts and labs open to all; staff start any.
@@ -36,6 +39,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
       services.provider,
       { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
         idleMinutes: limits?.idleMinutes,
+        labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
       },
       (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
     );

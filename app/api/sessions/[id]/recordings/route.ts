@@ -3,6 +3,7 @@ import { requireUser } from "@/server/auth/guard";
 import { markerLabel, sessionMarkers } from "@/server/recordings/asciicast";
 import { requireRecordingAccess } from "@/server/recordings/access";
 import { apiRoute } from "@/server/http/route";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";
 
@@ -15,7 +16,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
     orderBy: { machine: "asc" },
     select: { machine: true, startedAt: true, bytes: true, truncated: true },
   });
-  const lab = await services.labs.get(session.labSlug).catch(() => null);
+  const lab = (await sessionLabById(services.db, services.labs, id).catch(() => null))?.lab ?? null;
   const titles = new Map((lab?.manifest.steps ?? []).map((s) => [s.id, s.title]));
   const markers = await sessionMarkers(services.db, id, titles);
   return Response.json({

@@ -3,6 +3,7 @@ import { getTranslations } from "next-intl/server";
 import { sessionAccess } from "@/server/auth/guard";
 import { pageRole } from "@/server/auth/page";
 import { getServicesOrThrow } from "@/server/services";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 import { WatchView } from "./WatchView";
 
 export const dynamic = "force-dynamic";
@@ -19,7 +20,8 @@ export default async function WatchPage({ params }: { params: Promise<{ id: stri
   if ((await sessionAccess(db, user, sessionId)) !== "watch") notFound();
   const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, select: { labSlug: true, learnerId: true, machines: { select: { name: true } } } });
   const learner = await db.user.findUnique({ where: { id: session.learnerId }, select: { name: true } });
-  const lab = await labs.get(session.labSlug).catch(() => null);
+  // The steps of the session's own lab version.
+  const lab = (await sessionLabById(db, labs, sessionId).catch(() => null))?.lab ?? null;
   const t = await getTranslations("dashboard");
   const machines = lab?.manifest.machines ?? session.machines.map((m) => m.name).sort();
   return (

@@ -1,6 +1,7 @@
 /** POST /api/sessions/:id/hints/:stepId — reveal a step's hint (recorded) and return it; the owner only. */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import { apiError, apiRoute } from "@/server/http/route";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";
 
@@ -9,7 +10,8 @@ export const POST = apiRoute<{ params: Promise<{ id: string; stepId: string }> }
   const { id, stepId } = await context.params;
   const session = await requireSession(services.db, user, id, "owner");
   services.sweeper.activity(id);
-  const lab = await services.labs.get(session.labSlug);
+  // The hint of the session's own lab version.
+  const { lab } = await sessionLabById(services.db, services.labs, session.id);
   const step = lab.steps.find((s) => s.id === stepId);
   if (!step) return apiError(request, 404, "noSuchStep");
   const progress = await services.grader.progress(id);

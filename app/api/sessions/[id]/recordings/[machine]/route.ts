@@ -4,6 +4,7 @@ import { Denied, requireUser } from "@/server/auth/guard";
 import { castText, loadCast, sessionMarkers } from "@/server/recordings/asciicast";
 import { requireRecordingAccess } from "@/server/recordings/access";
 import { apiRoute } from "@/server/http/route";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";
 
@@ -15,7 +16,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string; machine: string }> }
   const session = await requireRecordingAccess(services.db, user, id);
   const name = MachineName.safeParse(machine);
   if (!name.success) throw new Denied(404, "noSuchRecording");
-  const lab = await services.labs.get(session.labSlug).catch(() => null);
+  const lab = (await sessionLabById(services.db, services.labs, id).catch(() => null))?.lab ?? null;
   const titles = new Map((lab?.manifest.steps ?? []).map((s) => [s.id, s.title]));
   const cast = await loadCast(services.db, id, name.data, await sessionMarkers(services.db, id, titles), `${session.labSlug} ${name.data}`);
   if (!cast) throw new Denied(404, "noSuchRecording");

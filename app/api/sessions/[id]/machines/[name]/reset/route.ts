@@ -7,6 +7,7 @@ import { requireSession, requireUser } from "@/server/auth/guard";
 import { apiError, apiRoute } from "@/server/http/route";
 import { runLabSetup } from "@/server/labs/setup";
 import { machineEndpoint, resetMachine } from "@/server/sessions/lab-sessions";
+import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";
 
@@ -16,7 +17,8 @@ export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(
   const session = await requireSession(services.db, user, id, "owner");
   services.sweeper.activity(id);
   if (!services.provider.reset) return apiError(request, 501, "machineActionUnsupported");
-  const lab = await services.labs.get(session.labSlug);
+  // The setup of the session's own lab version.
+  const { lab } = await sessionLabById(services.db, services.labs, session.id);
   const done = await resetMachine(services.db, services.provider, id, name, () =>
     runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
   );
