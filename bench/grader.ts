@@ -46,7 +46,7 @@ const SAMPLE_MS = 100; // period of the in-flight / RSS sampler, ms
 const DRAIN_MS = 15_000; // longest wait for in-flight checks after stopping the grader, ms
 const CLK_TCK = 100; // Linux USER_HZ: ticks per second in /proc/<pid>/stat
 const MIB = 1024 * 1024; // bytes
-const STEP_TIMEOUT_S = 10; // every bench step's timeoutSeconds (writeLab): a check's claim lease is this + LEASE_SLACK_S
+const STEP_TIMEOUT_S = 10; // every bench step's timeoutSeconds (writeLab)
 const CHILD_READY_MS = 60_000; // longest wait for a grader child to start, ms
 const CHILD_REPLY_MS = 15_000; // longest wait for a grader child's reply to a command, ms
 const TAKEOVER_MS = 90_000; // longest wait for the survivors to check every session of the killed child, ms
@@ -79,7 +79,7 @@ const intervalMs = opts["interval-ms"];
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
 const { SshExecPool } = await import("../server/machines/ssh-exec");
-const { LEASE_SLACK_S } = await import("../server/grader/claims");
+const { CHECK_LEASE_S } = await import("../server/grader/claims");
 
 /** SQL statements this process sends, by first word (Prisma's pg adapter goes through pg.Client#query). */
 const sql: Record<string, number> = {};
@@ -380,7 +380,7 @@ try {
    * Takeover: with every child grading (the last phase's state), kill -9 the last child and time
    * how long until the survivors check each session it checked last. Those it was not checking
    * are due again within an interval; one whose check it was running waits out that check's
-   * claim lease (STEP_TIMEOUT_S + LEASE_SLACK_S) first.
+   * claim lease (CHECK_LEASE_S from its last renewal) first.
    */
   async function takeover() {
     const victim = children.at(-1)!;
@@ -414,7 +414,7 @@ try {
       lastCheckedByProcess: children.map((_, i) => [...owner.values()].filter((o) => o === i).length),
       killedSessions: theirs.length,
       claimsHeldAtKill: leased.size,
-      leaseS: STEP_TIMEOUT_S + LEASE_SLACK_S,
+      leaseS: CHECK_LEASE_S,
       leasedTakeoverMs: stats(afterLeased),
       firstMs: after.length ? Math.min(...after) : null,
       takeoverMs: stats(after),
@@ -457,10 +457,10 @@ try {
   for (const [label, f] of rows) console.log(label.padEnd(36) + phases.map((p) => String(f(p) ?? "-").padStart(26)).join(""));
   if (takeoverResult) {
     const t = takeoverResult;
-    console.log(`\nTakeover after kill -9 of 1 of ${opts.processes} grader processes (claim lease ${t.leaseS} s = step timeout ${STEP_TIMEOUT_S} s + ${LEASE_SLACK_S} s):`);
+    console.log(`\nTakeover after kill -9 of 1 of ${opts.processes} grader processes (claim lease ${t.leaseS} s, renewed while a check runs):`);
     console.log(`  sessions checked last by each process ${t.lastCheckedByProcess.join(" / ")}; by the killed one ${t.killedSessions}; first re-checked after ${t.firstMs ?? "-"} ms`);
     console.log(`  kill -> survivor's first check ms p50/p95/max ${t.takeoverMs.p50}/${t.takeoverMs.p95}/${t.takeoverMs.max}; past one interval ${t.pastOneIntervalCount}; never within ${TAKEOVER_MS / 1000} s ${t.notTakenOver}`);
-    console.log(`  its claims held at kill ${t.claimsHeldAtKill}: re-checked after ms p50/max ${t.leasedTakeoverMs.p50}/${t.leasedTakeoverMs.max} (lease ${t.leaseS * 1000} ms from each claim)`);
+    console.log(`  its claims held at kill ${t.claimsHeldAtKill}: re-checked after ms p50/max ${t.leasedTakeoverMs.p50}/${t.leasedTakeoverMs.max} (lease ${t.leaseS * 1000} ms from each claim or renewal)`);
     console.log(`  duplicate rows ever ${t.duplicatesAfter.rows}, smallest gap ever ${t.duplicatesAfter.minGapMs ?? "-"} ms`);
   }
   console.log(JSON.stringify(result));
