@@ -6,10 +6,12 @@
  * session to the next step (forward only) and publishes the new progress.
  *
  * Every server process runs one, over the same sessions: the schedule lives in the sessions' rows
- * (server/grader/claims.ts), each process keeps a copy refreshed every second, and a check runs
- * only on the process that wins its claim, so each due check runs once over all processes and
- * a session never has two checks at a time.
+ * (server/grader/claims.ts). Each process claims due polls in batches for its free slots (one
+ * statement, rows another process is claiming skipped), so each due check runs once over all
+ * processes and a session never has two checks at a time; a poll's record also releases its
+ * claim, so a failing poll costs two statements of which the claim is shared by its batch.
  */
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import type { Logger } from "pino";
 import type { Db } from "../db/client";
@@ -19,9 +21,9 @@ import type { LabCatalog } from "../labs/catalog";
 import type { Lab, LoadedStep } from "../labs/load";
 import { firstOpenStep, type LabVersion } from "../labs/versions";
 import { sessionLab } from "../sessions/lab-versions";
-import { machineEndpoint } from "../sessions/lab-sessions";
-import { checkRunning, claimCheck, releaseCheck } from "./claims";
-import { pruneCheckRuns, recordCheckRun } from "./history";
+import { isSealed, openPrivateKey, sealIfPlain } from "../sessions/machine-keys";
+import { checkRunning, claimDue, claimNow, oldestDueLagMs, releaseCheck, RENEW_EVERY_MS, renewChecks, type ClaimedSession } from "./claims";
+import { pruneCheckRuns, recordCheckRun, type CheckRelease } from "./history";
 import type { Progress } from "./progress";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
@@ -52,39 +54,57 @@ const DEFAULTS: Required<GraderOptions> = { intervalMs: 2_000, jitter: 0.2, conc
 /** How often old check history is pruned, ms (retention is counted in days; every process prunes, the DELETEs are idempotent). */
 const PRUNE_INTERVAL_MS = 60 * 60_000;
 
-interface Schedule {
-  nextDue: number;
-  /** Consecutive unreachable runs, for backoff. */
-  unreachable: number;
-  running: boolean;
-  /** Nudged while a check was running: check again right after it. */
-  rerun?: boolean;
-  /** The learner pressed Enter: the next check runs without waiting for the shared due time. */
-  nudged?: boolean;
-  nudgeTimer?: NodeJS.Timeout;
-}
-
 /** A nudged session is checked this long after the learner's Enter, in ms: time for the command to finish. */
 const NUDGE_DELAY_MS = 400;
-/** Longest time between two reads of the live sessions, in ms. */
-const REFRESH_MAX_MS = 1_000;
+/** A nudge that found the session's check running on another process tries again this often, at most this many times. */
+const NUDGE_RETRIES = 150;
+/** Longest time between two claims of due polls, ms (a finished check claims at once when enough slots are free). */
+const TICK_MAX_MS = 250;
+/** How often the lag (the oldest due poll nobody started) is read, ms. */
+const LAG_READ_MS = 1_000;
+/** Unreachable-run counts of sessions not checked for this long are forgotten, ms. */
+const BACKOFF_FORGET_MS = 10 * 60_000;
 /** The Check button waits this long at most for a check running elsewhere to finish, in ms. */
 const MANUAL_WAIT_MS = 60_000;
 const MANUAL_POLL_MS = 150;
 
 type CheckOutcome = ScriptResult["outcome"] | "busy" | null;
 
+/** The release a check's record may carry (`for` the outcome; none: released by the caller), and whether it was written. */
+interface ReleaseWithRecord {
+  for(outcome: ScriptResult["outcome"]): CheckRelease | undefined;
+  done: boolean;
+}
+
+/** A check of this process, from its claim to its release. */
+interface RunningCheck {
+  /** Nudged while it ran: the next poll is due NUDGE_DELAY_MS after it, not an interval. */
+  rerun: boolean;
+}
+
 export class Grader {
   private readonly options: Required<GraderOptions>;
-  private readonly schedules = new Map<string, Schedule>();
+  /** This grader's id in the claims it holds (`LabSession.checkBy`). */
+  private readonly owner = randomUUID();
+  /** Checks of this process by session, from claim to release. */
+  private readonly checks = new Map<string, RunningCheck>();
+  /** Polls and nudged checks running now (manual checks are limited per learner by the route, not here). */
   private running = 0;
   private timer: NodeJS.Timeout | null = null;
-  private refreshing = false;
+  private claiming = false;
+  /** The last claim filled every free slot: more polls may be due, so finished checks claim again at once. */
+  private backlog = false;
+  private lagTimer: NodeJS.Timeout | null = null;
+  /** The lag as last read (ms) and when (Date.now()); grows from there until the next read. */
+  private lag = { ms: 0, at: 0 };
+  private renewTimer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
+  /** Sessions whose nudge waits for its delay or for a free slot, with its timer. */
+  private readonly nudges = new Map<string, { timer?: NodeJS.Timeout; retries: number }>();
+  /** Consecutive unreachable runs per session on this process, for backoff. */
+  private readonly unreachable = new Map<string, { runs: number; at: number }>();
   /** Checks of this process now running (claimed, not yet released). */
   private readonly inFlight = new Set<Promise<unknown>>();
-  /** SSH endpoints by session and machine: they do not change while a session lives. */
-  private readonly endpoints = new Map<string, Map<string, SshEndpoint | null>>();
 
   constructor(
     private readonly deps: { db: Db; labs: LabCatalog; pool: SshExecPool; bus: EventBus; log: Logger },
@@ -95,10 +115,18 @@ export class Grader {
 
   start(): void {
     if (this.timer) return;
-    // Refreshes are a fraction of the interval (at most REFRESH_MAX_MS) so due sessions start
-    // close to their time and new sessions are picked up quickly.
-    this.timer = setInterval(() => void this.refresh(), Math.min(REFRESH_MAX_MS, Math.max(50, this.options.intervalMs / 4)));
-    void this.refresh();
+    // Claims every fraction of the interval (at most TICK_MAX_MS) so due polls start close to
+    // their time; a finished check claims at once when a batch of slots is free.
+    this.timer = setInterval(() => this.claim(), Math.min(TICK_MAX_MS, Math.max(50, this.options.intervalMs / 8)));
+    this.claim();
+    const readLag = () =>
+      void oldestDueLagMs(this.deps.db).then(
+        (ms) => (this.lag = { ms, at: Date.now() }),
+        (error: Error) => this.deps.log.warn({ err: error.message }, "grader lag read failed"),
+      );
+    this.lagTimer = setInterval(readLag, LAG_READ_MS);
+    this.lagTimer.unref();
+    readLag();
     if (this.options.retentionDays > 0) {
       const prune = () =>
         void pruneCheckRuns(this.deps.db, this.options.retentionDays).then(
@@ -111,13 +139,13 @@ export class Grader {
     }
   }
 
-  /** Stops starting checks; those already running go on (see drain). */
+  /** Stops starting checks; those already running go on, their leases renewed (see drain). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
-    this.timer = null;
-    this.pruneTimer = null;
-    for (const schedule of this.schedules.values()) if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
+    for (const t of [this.timer, this.lagTimer, this.pruneTimer]) if (t) clearInterval(t);
+    this.timer = this.lagTimer = this.pruneTimer = null;
+    for (const nudge of this.nudges.values()) clearTimeout(nudge.timer);
+    this.nudges.clear();
+    this.lag = { ms: 0, at: 0 };
   }
 
   /**
@@ -148,40 +176,49 @@ export class Grader {
   /**
    * The learner just did something (pressed Enter in a terminal): check their session soon
    * rather than at its next poll, so a step unlocks about NUDGE_DELAY_MS after the command that
-   * finished it. Polling stays the fallback for changes nobody typed.
+   * finished it. Polling stays the fallback for changes nobody typed. One nudge per session
+   * waits at a time, and nudged checks share the polls' concurrency limit.
    */
   nudge(sessionId: string): void {
     if (!this.timer) return;
-    const due = Date.now() + NUDGE_DELAY_MS;
-    let schedule = this.schedules.get(sessionId);
-    // A session newer than the last refresh: check() itself makes sure it is live.
-    if (!schedule) this.schedules.set(sessionId, (schedule = { nextDue: Infinity, unreachable: 0, running: false }));
-    // A check already running may have started before the command finished: run again after it.
-    if (schedule.running) schedule.rerun = true;
-    schedule.nudged = true;
-    if (schedule.nextDue <= due) return;
-    schedule.nextDue = due;
-    if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
-    schedule.nudgeTimer = setTimeout(() => this.dispatch(), NUDGE_DELAY_MS);
+    // A check already running here may have started before the command finished: its next poll
+    // comes NUDGE_DELAY_MS after it instead.
+    const running = this.checks.get(sessionId);
+    if (running) {
+      running.rerun = true;
+      return;
+    }
+    const pending = this.nudges.get(sessionId);
+    if (pending) {
+      // Waiting for a slot or a retry: the newest Enter restarts its delay.
+      clearTimeout(pending.timer);
+      pending.timer = setTimeout(() => this.runNudge(sessionId), NUDGE_DELAY_MS);
+      return;
+    }
+    this.nudges.set(sessionId, { timer: setTimeout(() => this.runNudge(sessionId), NUDGE_DELAY_MS), retries: 0 });
   }
 
   /**
-   * How far behind its schedule the grader is, ms: the age of the oldest due check that has not
-   * started (0 when nothing waits). A lag growing past the interval means it cannot keep up.
+   * How far behind its schedule the grading is, ms: the age of the oldest due poll that no
+   * process has started (0 when nothing waits; read every LAG_READ_MS). A lag growing past the
+   * interval means the graders cannot keep up.
    */
   lagMs(now = Date.now()): number {
-    if (!this.timer) return 0;
-    let oldest = now;
-    for (const s of this.schedules.values()) if (!s.running && s.nextDue < oldest) oldest = s.nextDue;
-    return now - oldest;
+    if (!this.timer || this.lag.ms <= 0) return 0;
+    return this.lag.ms + Math.max(0, now - this.lag.at);
   }
 
   /** Runs the current step's check now (Check button) and returns the progress after it. */
   async checkNow(sessionId: string): Promise<Progress> {
     // One check per session at a time over all processes: wait for a running one, then run ours.
     for (let waited = 0; ; waited += MANUAL_POLL_MS) {
-      const outcome = await this.check(sessionId, "manual", "now", () => this.options.intervalMs);
-      if (outcome !== "busy" || waited >= MANUAL_WAIT_MS || !(await checkRunning(this.deps.db, sessionId))) break;
+      const claim = await claimNow(this.deps.db, this.owner, sessionId);
+      if (claim) {
+        await this.check(claim, "manual");
+        break;
+      }
+      // Not claimed: a check runs elsewhere (wait for it), or the session is not gradable.
+      if (waited >= MANUAL_WAIT_MS || !(await checkRunning(this.deps.db, sessionId))) break;
       await new Promise((r) => setTimeout(r, MANUAL_POLL_MS));
     }
     return this.progress(sessionId);
@@ -228,85 +265,83 @@ export class Grader {
     };
   }
 
-  /** Syncs the schedules with the database's live sessions, then dispatches what is due. */
-  private async refresh(): Promise<void> {
-    if (this.refreshing) return;
-    this.refreshing = true;
-    try {
-      const live = await this.deps.db.labSession.findMany({
-        where: { state: "ready", completedAt: null },
-        select: { id: true, gradeDueAt: true },
-      });
-      const now = Date.now();
-      const liveIds = new Set(live.map((s) => s.id));
-      for (const [id, schedule] of this.schedules) {
-        if (liveIds.has(id)) continue;
-        if (schedule.nudgeTimer) clearTimeout(schedule.nudgeTimer);
-        this.schedules.delete(id);
-        this.endpoints.delete(id);
-      }
-      for (const { id, gradeDueAt } of live) {
-        const schedule = this.schedules.get(id);
-        if (!schedule) {
-          // New sessions spread over one interval instead of all starting at once.
-          const nextDue = gradeDueAt ? gradeDueAt.getTime() : now + Math.random() * this.options.intervalMs;
-          this.schedules.set(id, { nextDue, unreachable: 0, running: false });
-        } else if (gradeDueAt && !schedule.running && !schedule.nudged) {
-          // Another process may have run it: follow the shared schedule.
-          schedule.nextDue = gradeDueAt.getTime();
-        }
-      }
-    } catch (error) {
-      this.deps.log.error({ err: (error as Error).message }, "grader refresh failed");
-    } finally {
-      this.refreshing = false;
+  /**
+   * Claims due polls for the free slots (one statement for the batch, claims.ts) and starts them,
+   * most overdue first. Runs every tick and when checks finish; one claim at a time.
+   */
+  private claim(): void {
+    if (!this.timer || this.claiming) return;
+    const free = this.options.concurrency - this.running;
+    if (free <= 0) {
+      this.backlog = true;
+      return;
     }
-    this.dispatch();
+    this.claiming = true;
+    void claimDue(this.deps.db, this.owner, free)
+      .then((sessions) => {
+        this.backlog = sessions.length === free;
+        for (const session of sessions) this.startCheck(session);
+      })
+      .catch((error: Error) => this.deps.log.error({ err: error.message }, "grader claim failed"))
+      .finally(() => {
+        this.claiming = false;
+        this.claimIfBacklog();
+      });
   }
 
   /**
-   * Starts checks for due sessions, most overdue first, up to the concurrency limit. Runs after
-   * every refresh and whenever a check finishes, so a free slot is used at once; the ordering
-   * shares an overload evenly instead of starving whoever sits last in the table.
+   * With a backlog, claims again once a batch of slots is free (a quarter of the limit), so one
+   * statement claims several polls; without one, the next tick claims what came due.
    */
-  private dispatch(): void {
-    if (!this.timer) return;
-    const now = Date.now();
-    const due = [...this.schedules].filter(([, s]) => !s.running && s.nextDue <= now).sort(([, a], [, b]) => a.nextDue - b.nextDue);
-    for (const [id, schedule] of due) {
-      if (this.running >= this.options.concurrency) return;
-      schedule.running = true;
-      this.running++;
-      const nudged = schedule.nudged === true;
-      schedule.nudged = false;
-      let delay = this.options.intervalMs;
-      const delayFor = (outcome: CheckOutcome) => {
-        const unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
-        return (delay = schedule.rerun ? NUDGE_DELAY_MS : this.delay(unreachable));
-      };
-      void this.check(id, "poll", nudged ? "now" : "due", delayFor)
-        .then((outcome) => {
-          if (outcome === "busy") {
-            // Another process has it (running, or already run for this due time): the next
-            // refresh brings the shared due time; a nudge is kept for after the running check.
-            schedule.nudged = nudged || schedule.rerun === true;
-            schedule.nextDue = Date.now() + (schedule.nudged ? NUDGE_DELAY_MS : this.options.intervalMs);
-          } else {
-            schedule.unreachable = outcome === "unreachable" ? schedule.unreachable + 1 : 0;
-            schedule.nextDue = Date.now() + delay;
-          }
-          schedule.rerun = false;
-        })
-        .catch((error: Error) => {
-          this.deps.log.error({ sessionId: id, err: error.message }, "grader check failed");
-          schedule.nextDue = Date.now() + this.options.maxBackoffMs;
-        })
-        .finally(() => {
-          schedule.running = false;
-          this.running--;
-          this.dispatch();
-        });
+  private claimIfBacklog(): void {
+    if (this.backlog && this.options.concurrency - this.running >= Math.max(1, Math.floor(this.options.concurrency / 4))) this.claim();
+  }
+
+  /** Runs a claimed poll within the concurrency limit. */
+  private startCheck(session: ClaimedSession): void {
+    this.running++;
+    void this.check(session, "poll").finally(() => {
+      this.running--;
+      if (!this.nextNudge()) this.claimIfBacklog();
+    });
+  }
+
+  /** A nudge's delay is over: claim the session now (or when a slot frees), retrying while its check runs elsewhere. */
+  private runNudge(sessionId: string): void {
+    const nudge = this.nudges.get(sessionId);
+    if (!nudge || !this.timer) return;
+    nudge.timer = undefined;
+    if (this.running >= this.options.concurrency) return; // nextNudge runs it when a slot frees
+    this.running++;
+    void (async () => {
+      try {
+        const claim = await claimNow(this.deps.db, this.owner, sessionId);
+        if (claim) {
+          this.nudges.delete(sessionId);
+          await this.check(claim, "poll");
+        } else if (++nudge.retries < NUDGE_RETRIES && this.timer && (await checkRunning(this.deps.db, sessionId))) {
+          // Its check runs on another process: this nudge runs after it.
+          if (this.nudges.get(sessionId) === nudge && !nudge.timer) nudge.timer = setTimeout(() => this.runNudge(sessionId), NUDGE_DELAY_MS);
+        } else if (this.nudges.get(sessionId) === nudge && !nudge.timer) this.nudges.delete(sessionId);
+      } catch (error) {
+        this.deps.log.error({ sessionId, err: (error as Error).message }, "grader nudge failed");
+        if (this.nudges.get(sessionId) === nudge && !nudge.timer) this.nudges.delete(sessionId);
+      } finally {
+        this.running--;
+        if (!this.nextNudge()) this.claimIfBacklog();
+      }
+    })();
+  }
+
+  /** Starts a nudge that waited for a free slot; true if one was started. */
+  private nextNudge(): boolean {
+    if (this.running >= this.options.concurrency) return false;
+    for (const [sessionId, nudge] of this.nudges) {
+      if (nudge.timer) continue;
+      this.runNudge(sessionId);
+      return true;
     }
+    return false;
   }
 
   private delay(unreachableRuns: number): number {
@@ -315,34 +350,66 @@ export class Grader {
     return base * (1 - jitter + Math.random() * 2 * jitter);
   }
 
+  /** The time to a session's next poll after a check with `outcome`, ms (backoff for a machine that did not answer). */
+  private nextInMs(sessionId: string, outcome: ScriptResult["outcome"] | null, rerun: boolean): number {
+    const now = Date.now();
+    if (this.unreachable.size > 1_000) for (const [id, u] of this.unreachable) if (now - u.at > BACKOFF_FORGET_MS) this.unreachable.delete(id);
+    let runs = 0;
+    if (outcome === "unreachable") {
+      runs = (this.unreachable.get(sessionId)?.runs ?? 0) + 1;
+      this.unreachable.set(sessionId, { runs, at: now });
+    } else this.unreachable.delete(sessionId);
+    return rerun ? NUDGE_DELAY_MS : this.delay(runs);
+  }
+
   /**
-   * Runs and records one check of a session's current step if this process wins its claim;
-   * returns its outcome (null: nothing to check; busy: another process runs or ran it).
-   * `delayFor` gives the time to the next poll, written with the release.
+   * Runs and records one claimed check of a session's current step, then releases the claim
+   * (with the time to the next poll); returns its outcome (null: nothing to check).
    */
-  private async check(sessionId: string, trigger: "poll" | "manual", claim: "due" | "now", delayFor: (outcome: CheckOutcome) => number): Promise<CheckOutcome> {
-    const { db, labs } = this.deps;
-    let session = await db.labSession.findUnique({ where: { id: sessionId } });
-    if (!session || session.state !== "ready" || session.completedAt) return null;
-    // Graded against the session's pinned lab version, whatever the files on disk say now.
-    let version: LabVersion;
-    try {
-      version = await sessionLab(db, labs, session);
-    } catch (error) {
-      this.deps.log.warn({ sessionId, lab: session.labSlug, err: (error as Error).message }, "lab cannot be loaded; not grading");
-      return "error";
-    }
-    if (session.labVersion !== version.hash) session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
-    const step = version.lab.steps.find((s) => s.id === session.currentStepId);
-    if (!step) return null;
-    if (!(await claimCheck(db, sessionId, claim, step.timeoutSeconds))) return "busy";
+  private async check(session: ClaimedSession, trigger: "poll" | "manual"): Promise<CheckOutcome> {
+    const state: RunningCheck = { rerun: false };
+    this.checks.set(session.id, state);
+    this.renewLeases();
     const work = (async () => {
-      let outcome: CheckOutcome = "error";
+      let outcome: ScriptResult["outcome"] | null = "error";
+      let released = false;
       try {
-        outcome = await this.runClaimed(sessionId, trigger, version, step);
+        // Graded against the session's pinned lab version, whatever the files on disk say now.
+        const version = await sessionLab(this.deps.db, this.deps.labs, session).catch((error: Error) => {
+          this.deps.log.warn({ sessionId: session.id, lab: session.labSlug, err: error.message }, "lab cannot be loaded; not grading");
+          return null;
+        });
+        if (!version) return (outcome = "error");
+        // A session from before versions was pinned just now: its current step is the row's new one.
+        const currentStepId =
+          session.labVersion === version.hash
+            ? session.currentStepId
+            : (await this.deps.db.labSession.findUniqueOrThrow({ where: { id: session.id }, select: { currentStepId: true } })).currentStepId;
+        const step = version.lab.steps.find((s) => s.id === currentStepId);
+        if (!step) return (outcome = null);
+        // A failure's record releases the claim in the same statement; a pass is released after the advance (below).
+        const release: ReleaseWithRecord = {
+          for: (result) => (result === "pass" ? undefined : { owner: this.owner, nextInMs: this.nextInMs(session.id, result, state.rerun) }),
+          done: false,
+        };
+        try {
+          outcome = await this.runClaimed(session.id, trigger, version, step, endpointOf(session, step.machine, this.deps.db), release);
+        } finally {
+          released = release.done;
+        }
+        return outcome;
+      } catch (error) {
+        this.deps.log.error({ sessionId: session.id, err: (error as Error).message }, "grader check failed");
+        outcome = "error";
         return outcome;
       } finally {
-        await releaseCheck(db, sessionId, delayFor(outcome)).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "check release failed"));
+        this.checks.delete(session.id);
+        if (!released) {
+          const nextInMs = this.nextInMs(session.id, outcome, state.rerun);
+          await releaseCheck(this.deps.db, this.owner, session.id, nextInMs).catch((error: Error) =>
+            this.deps.log.warn({ sessionId: session.id, err: error.message }, "check release failed"),
+          );
+        }
       }
     })();
     this.inFlight.add(work);
@@ -353,13 +420,41 @@ export class Grader {
     }
   }
 
-  private async runClaimed(sessionId: string, trigger: "poll" | "manual", version: LabVersion, step: LoadedStep): Promise<ScriptResult["outcome"]> {
+  /**
+   * Keeps this process's claims alive while its checks run: one UPDATE for all of them every
+   * RENEW_EVERY_MS, from the first running check until the last one ends (also while draining).
+   */
+  private renewLeases(): void {
+    if (this.renewTimer) return;
+    this.renewTimer = setInterval(() => {
+      if (this.checks.size === 0) {
+        clearInterval(this.renewTimer!);
+        this.renewTimer = null;
+        return;
+      }
+      void renewChecks(this.deps.db, this.owner, [...this.checks.keys()]).catch((error: Error) =>
+        this.deps.log.warn({ err: error.message, checks: this.checks.size }, "check lease renewal failed"),
+      );
+    }, RENEW_EVERY_MS);
+    this.renewTimer.unref();
+  }
+
+  /** Runs one claimed check and records it, with the claim's release when `release` gives one for the outcome. */
+  private async runClaimed(
+    sessionId: string,
+    trigger: "poll" | "manual",
+    version: LabVersion,
+    step: LoadedStep,
+    endpoint: SshEndpoint | null,
+    release: ReleaseWithRecord,
+  ): Promise<ScriptResult["outcome"]> {
     const { db, pool, bus } = this.deps;
-    const endpoint = await this.endpoint(sessionId, step.machine);
     const result: ScriptResult = endpoint
       ? await pool.run(endpoint, checkScript(version.lab, step), step.timeoutSeconds)
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
-    const changed = await recordCheckRun(db, { sessionId, stepId: step.id, machine: step.machine, trigger, result });
+    const releasing = release.for(result.outcome);
+    const changed = await recordCheckRun(db, { sessionId, stepId: step.id, machine: step.machine, trigger, result }, releasing);
+    release.done = releasing !== undefined;
     metrics().checkSeconds.observe({ outcome: result.outcome, trigger }, result.durationMs / 1000);
     if (result.outcome === "pass") await this.advance(sessionId, version, step.id);
     // What the learner sees changes only with a pass or a run they asked for; instructors'
@@ -367,13 +462,6 @@ export class Grader {
     if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);
     else if (changed) await bus.publishSessionChange(sessionId);
     return result.outcome;
-  }
-
-  private async endpoint(sessionId: string, machine: string): Promise<SshEndpoint | null> {
-    let machines = this.endpoints.get(sessionId);
-    if (!machines) this.endpoints.set(sessionId, (machines = new Map()));
-    if (!machines.has(machine)) machines.set(machine, await machineEndpoint(this.deps.db, sessionId, machine));
-    return machines.get(machine)!;
   }
 
   /**
@@ -393,4 +481,13 @@ export class Grader {
       if (moved.count === 1) await tx.stepCompletion.createMany({ data: [{ sessionId, stepId }], skipDuplicates: true });
     });
   }
+}
+
+/** The SSH endpoint of a claimed session's machine, or null when it has none by that name. */
+function endpointOf(session: ClaimedSession, name: string, db: Db): SshEndpoint | null {
+  const machine = session.machines.find((m) => m.name === name);
+  if (!machine) return null;
+  // A row from before keys were encrypted is sealed now; failing to do so does not stop SSH.
+  if (!isSealed(machine.privateKey)) void sealIfPlain(db, machine.id, machine.privateKey).catch(() => undefined);
+  return { name: machine.name, host: machine.host, port: machine.port, user: machine.user, privateKey: openPrivateKey(machine.privateKey), hostKey: machine.hostKey };
 }

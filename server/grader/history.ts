@@ -8,7 +8,8 @@
  * Rows older than the retention are pruned.
  *
  * One statement per run (the session has one check at a time, claims.ts, so there is no race
- * on its newest row); times are the database's clock like the claims'.
+ * on its newest row), which may also release the run's claim; times are the database's clock
+ * like the claims'.
  */
 import { randomUUID } from "node:crypto";
 import type { Db } from "../db/client";
@@ -22,14 +23,29 @@ export interface CheckRecord {
   result: ScriptResult;
 }
 
+/** Releasing the check's claim in the same statement (claims.ts releaseCheck): grader `owner`'s lease ends, the next poll is due `nextInMs` from now. */
+export interface CheckRelease {
+  owner: string;
+  nextInMs: number;
+}
+
 /**
- * Records one check run. Returns true when it started a new row (the result changed: something
- * the dashboard shows), false when it only counted a repeat of the newest one.
+ * Records one check run, and with `release` ends its claim in the same statement (a poll's one
+ * write). Returns true when it started a new row (the result changed: something the dashboard
+ * shows), false when it only counted a repeat of the newest one.
  */
-export async function recordCheckRun(db: Db, r: CheckRecord): Promise<boolean> {
+export async function recordCheckRun(db: Db, r: CheckRecord, release?: CheckRelease): Promise<boolean> {
   const { sessionId, stepId, machine, trigger, result } = r;
+  const releasing = release !== undefined;
   const rows = await db.$queryRaw<{ inserted: boolean }[]>`
     WITH t AS (SELECT (now() AT TIME ZONE 'UTC') AS at),
+    released AS (
+      UPDATE "LabSession"
+         SET "checkUntil" = NULL, "checkBy" = NULL,
+             "gradeDueAt" = (SELECT at FROM t) + make_interval(secs => ${(release?.nextInMs ?? 0) / 1000}::double precision)
+       WHERE ${releasing}::boolean AND "id" = ${sessionId} AND "checkBy" = ${release?.owner ?? null}::text
+      RETURNING 1
+    ),
     prev AS (
       SELECT "id", "stepId", "machine", "trigger", "outcome", "exitCode", "output", "lastAt"
         FROM "CheckRun" WHERE "sessionId" = ${sessionId} ORDER BY "lastAt" DESC LIMIT 1
