@@ -50,9 +50,10 @@ export const ETH0_NETDEV = "user,id=n0,restrict=on";
  * eth0 of a VM whose lab asks for the internet (egress.ts): unrestricted slirp, but the QEMU
  * process runs in the session's network namespace, so slirp's sockets leave through the
  * namespace's veth and the host's `inet labdeck` nftables rules (no host, no private ranges);
- * 10.0.2.2 is the namespace's loopback, where nothing listens.
+ * 10.0.2.2 is the namespace's loopback, where nothing listens. No IPv6 on eth0 (the namespace has
+ * none either): the policy is written for IPv4.
  */
-export const ETH0_NETDEV_INTERNET = "user,id=n0";
+export const ETH0_NETDEV_INTERNET = "user,id=n0,ipv6=off";
 /** Translation-block cache under TCG, MiB: QEMU's default (1 GiB) inflates RSS for no speed gain on a small guest. */
 const TCG_TB_SIZE_MIB = 128;
 /**
