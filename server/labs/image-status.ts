@@ -76,7 +76,12 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
  * the default-deny network; static hosts are whatever the admin provides.
  */
 export async function refuseUnbuiltImage(
-  services: { provider: { name: string }; env: { LABDECK_DATA_DIR: string }; egressUnavailable?: () => Promise<string | null> },
+  services: {
+    provider: { name: string };
+    env: { LABDECK_DATA_DIR: string };
+    /** Whether this host can give internet labs their egress path; default: egress.ts probes this host. */
+    egressUnavailable?: () => Promise<string | null>;
+  },
   lab: LabRef,
 ): Promise<{ error: string; detail: string } | null> {
   if (services.provider.name !== "qemu") return null;

@@ -1,7 +1,8 @@
 /**
  * One lab VM: a QEMU process booting the image's kernel directly, its disk a qcow2 overlay on the
  * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port; the guest
- * itself reaches nothing through it: `ETH0_NETDEV`), eth1 on the session's vde_switch, its
+ * itself reaches nothing through it: `ETH0_NETDEV`; an internet lab's VM runs in its session's
+ * network namespace instead: `ETH0_NETDEV_INTERNET`, egress.ts), eth1 on the session's vde_switch, its
  * identity in a fw_cfg seed. The QEMU process outlives the Node process
  * that started it (the platform adopts it after a restart); a reboot inside the guest keeps the
  * same process, a poweroff ends it.
