@@ -14,8 +14,10 @@ source scripts/lib/apt.sh
 # ansible-core: the kubespray lab's checks are tested with real ansible-inventory/ansible-playbook
 # (server/labs/course-labs.test.ts)
 # nginx-light: the reverse proxy in front of two server processes in e2e/replicas.spec.ts
+# nftables: the `inet labdeck` table that keeps internet labs' VMs off the host and private ranges
+# (server/machines/qemu/egress.ts)
 APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
-  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light)
+  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light nftables)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

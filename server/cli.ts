@@ -20,6 +20,7 @@ import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
 import { createNetnsHosts } from "./machines/netns-hosts";
 import { findImage } from "./machines/qemu/image";
 import { qemuLabMachines } from "./machines/qemu/lab-machines";
+import { egressUnavailable } from "./machines/qemu/egress";
 import { internetLabRefusal } from "./machines/qemu/network";
 import { qemuProvider } from "./machines/qemu/provider";
 import { recipeByName } from "./machines/qemu/recipe";
@@ -176,13 +177,14 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
   const names = lab.manifest.machines;
   if (spec === "qemu") {
     const env = parseEnv();
-    if (lab.manifest.network.internet) throw new Error(internetLabRefusal(lab.slug).en);
+    const noEgress = lab.manifest.network.internet ? await egressUnavailable() : null;
+    if (noEgress) throw new Error(internetLabRefusal(lab.slug, noEgress).en);
     const image = await findImage(env.LABDECK_DATA_DIR, recipeByName(lab.manifest.image));
     if (!image) throw new Error((await labImageStatus(env.LABDECK_DATA_DIR, lab)).message.en);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
     // An offline tool on a possibly busy host: boots may take long; a real failure still ends it.
     const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log, bootTimeoutMs: LAB_TEST_BOOT_TIMEOUT_MS });
-    return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`));
+    return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`), lab.manifest.network.internet);
   }
   if (spec === "netns") {
     // netns hosts are this machine: its kernel, swap, sysctl, systemd and /etc.

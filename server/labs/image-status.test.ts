@@ -54,13 +54,23 @@ describe("refuseUnbuiltImage (session start)", () => {
     expect(refusal?.detail).toContain("cannot be built here");
   });
 
-  it("refuses a QEMU session of a lab that asks for internet access, saying why", async () => {
+  it("refuses a QEMU session of a lab that asks for internet access where the egress path cannot be set up, saying why", async () => {
     const internetLab = { slug: "x", manifest: { image: "debian-base", network: { internet: true } } };
-    const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env() }, internetLab);
-    expect(refusal?.error).toContain("インターネットに出られません");
+    // The host probe answering as on a host without nftables (egress.ts egressUnavailable).
+    const noNft = async () => "missing host tool nft: install with apt-get install -y nftables";
+    const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env(), egressUnavailable: noNft }, internetLab);
+    expect(refusal?.error).toContain("インターネット接続を用意できません");
     expect(refusal?.detail).toContain("network.internet");
-    expect(refusal?.detail).toContain("restrict=on");
-    expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env() }, internetLab)).toBeNull();
+    expect(refusal?.detail).toContain("missing host tool nft");
+    expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env(), egressUnavailable: noNft }, internetLab)).toBeNull();
+  });
+
+  it("lets an internet lab through where the egress path can be set up (then only its image decides)", async () => {
+    const internetLab = { slug: "x", manifest: { image: "debian-base", network: { internet: true } } };
+    const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env(), egressUnavailable: async () => null }, internetLab);
+    // debian-base is not built in this data directory: the image refusal, not the internet one.
+    expect(refusal?.detail).toContain("needs image debian-base");
+    expect(refusal?.detail).not.toContain("network.internet");
   });
 
   it("lets static hosts through: their machines are the admin's, not an image", async () => {

@@ -4,10 +4,11 @@
  * install software Debian does not ship (Kubernetes, kubespray) need upstream downloads, which
  * only a deployment with internet access can make. The session-start route calls
  * refuseUnbuiltImage so a learner gets a clear message instead of a failed boot; it also refuses
- * labs that ask for internet access (lab.yaml `network.internet`), which QEMU machines do not get
- * (server/machines/qemu/network.ts).
+ * labs that ask for internet access (lab.yaml `network.internet`) where this host cannot give
+ * QEMU machines the egress path (server/machines/qemu/egress.ts, network.ts).
  */
 import { findImage } from "../machines/qemu/image";
+import { egressUnavailable } from "../machines/qemu/egress";
 import { internetLabRefusal } from "../machines/qemu/network";
 import { needsUpstream, recipeByName, recipeHash } from "../machines/qemu/recipe";
 import type { LabManifest } from "./schema";
@@ -75,13 +76,21 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
  * the default-deny network; static hosts are whatever the admin provides.
  */
 export async function refuseUnbuiltImage(
-  services: { provider: { name: string }; env: { LABDECK_DATA_DIR: string } },
+  services: {
+    provider: { name: string };
+    env: { LABDECK_DATA_DIR: string };
+    /** Whether this host can give internet labs their egress path; default: egress.ts probes this host. */
+    egressUnavailable?: () => Promise<string | null>;
+  },
   lab: LabRef,
 ): Promise<{ error: string; detail: string } | null> {
   if (services.provider.name !== "qemu") return null;
   if (lab.manifest.network?.internet) {
-    const refusal = internetLabRefusal(lab.slug);
-    return { error: refusal.ja, detail: refusal.en };
+    const unavailable = await (services.egressUnavailable ?? egressUnavailable)();
+    if (unavailable) {
+      const refusal = internetLabRefusal(lab.slug, unavailable);
+      return { error: refusal.ja, detail: refusal.en };
+    }
   }
   const status = await labImageStatus(services.env.LABDECK_DATA_DIR, lab);
   return status.state === "built" ? null : { error: status.message.ja, detail: status.message.en };

@@ -120,7 +120,7 @@ export const LabManifest = z
           .boolean()
           .default(false)
           .describe(
-            "The machines may open connections to the internet (never to the platform's host, private (RFC 1918), shared (100.64/10), link-local or loopback addresses); without it they reach only each other (eth1)",
+            "The machines may open connections to the internet (never to the platform's host, private (RFC 1918), shared (100.64/10), link-local or loopback addresses; QEMU: through a network namespace per session with NAT, refused with the reason where the host cannot set that up); without it they reach only each other (eth1)",
           ),
       })
       .default({ internet: false })

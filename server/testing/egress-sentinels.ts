@@ -8,6 +8,8 @@
  *     169.254.169.254  a cloud's metadata service (link-local)
  *     10.254.0.1, 172.31.254.1, 192.168.254.1  RFC 1918
  *     100.64.254.1     shared address space (carrier-grade NAT)
+ *     198.51.100.10, 203.0.113.10  "the internet": public addresses (TEST-NET-2/3, never routed on
+ *                      the real internet) that only a lab marked for internet may reach
  *
  * `start` refuses to go on unless the host routes each namespace address into the namespace
  * (`ip route get`), so a probe can never go to a real address outside this machine. Root only;
@@ -32,6 +34,13 @@ export const NAMESPACE_SENTINELS = {
   "RFC 1918 192.168/16": "192.168.254.1",
   "shared 100.64/10": "100.64.254.1",
 } as const;
+/** Public addresses inside the namespace: what an internet session's VM may reach (and nothing else of this list). */
+export const INTERNET_SENTINELS = {
+  "internet (TEST-NET-2)": "198.51.100.10",
+  "internet (TEST-NET-3)": "203.0.113.10",
+} as const;
+/** Every address the namespace listens on. */
+const ALL_NAMESPACE_ADDRESSES = [...Object.values(NAMESPACE_SENTINELS), ...Object.values(INTERNET_SENTINELS)];
 /** How long the namespace's listener process gets to report it listens, ms. */
 const LISTEN_TIMEOUT_MS = 10_000;
 
@@ -47,7 +56,7 @@ export interface EgressSentinels {
   loopbackTcpPort: number;
   /** UDP port on 127.0.0.1. */
   loopbackUdpPort: number;
-  /** The host side of the veth: a non-loopback address of this host. */
+  /** The host side of the veth: a non-loopback address of this host (and the source an internet session's NAT gives its traffic to the namespace). */
   hostAddress: string;
   /** Everything received so far. */
   hits(): SentinelHit[];
@@ -76,7 +85,7 @@ for (const host of hosts) {
 `;
 
 async function removeNamespace(): Promise<void> {
-  for (const address of Object.values(NAMESPACE_SENTINELS)) await run("ip", ["route", "del", `${address}/32`]).catch(() => undefined);
+  for (const address of ALL_NAMESPACE_ADDRESSES) await run("ip", ["route", "del", `${address}/32`]).catch(() => undefined);
   await run("ip", ["link", "del", HOST_LINK]).catch(() => undefined);
   await run("ip", ["netns", "del", NAMESPACE]).catch(() => undefined);
 }
@@ -94,16 +103,16 @@ export async function startEgressSentinels(): Promise<EgressSentinels> {
     await run("ip", ["addr", "add", `${HOST_SIDE}/30`, "dev", HOST_LINK]);
     await run("ip", ["link", "set", HOST_LINK, "up"]);
     await run("ip", ["-n", NAMESPACE, "addr", "add", `${NS_SIDE}/30`, "dev", "eth0"]);
-    for (const address of Object.values(NAMESPACE_SENTINELS)) await run("ip", ["-n", NAMESPACE, "addr", "add", `${address}/32`, "dev", "eth0"]);
+    for (const address of ALL_NAMESPACE_ADDRESSES) await run("ip", ["-n", NAMESPACE, "addr", "add", `${address}/32`, "dev", "eth0"]);
     await run("ip", ["-n", NAMESPACE, "link", "set", "eth0", "up"]);
     await run("ip", ["-n", NAMESPACE, "route", "add", "default", "via", HOST_SIDE]);
-    for (const address of Object.values(NAMESPACE_SENTINELS)) {
+    for (const address of ALL_NAMESPACE_ADDRESSES) {
       await run("ip", ["route", "replace", `${address}/32`, "via", NS_SIDE, "dev", HOST_LINK]);
       const stdout = await run("ip", ["route", "get", address]);
       if (!stdout.includes(`dev ${HOST_LINK}`)) throw new Error(`egress sentinels: ${address} is not routed into ${NAMESPACE} (${stdout.trim()}); refusing to probe it`);
     }
 
-    child = spawn("ip", ["netns", "exec", NAMESPACE, process.execPath, "-e", NAMESPACE_LISTENER, String(SENTINEL_PORT), ...Object.values(NAMESPACE_SENTINELS)], {
+    child = spawn("ip", ["netns", "exec", NAMESPACE, process.execPath, "-e", NAMESPACE_LISTENER, String(SENTINEL_PORT), ...ALL_NAMESPACE_ADDRESSES], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     const spawned = child;

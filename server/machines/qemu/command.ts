@@ -15,6 +15,9 @@ export const HOST_TOOLS = {
   "mkfs.ext4": "e2fsprogs",
   vde_switch: "vde-switch",
   chroot: "coreutils",
+  ip: "iproute2",
+  nft: "nftables",
+  nsenter: "util-linux",
 } as const;
 export type HostTool = keyof typeof HOST_TOOLS;
 

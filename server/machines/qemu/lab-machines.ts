@@ -19,11 +19,13 @@ export async function qemuLabMachines(
   provider: QemuProvider,
   names: readonly string[],
   say: (line: string) => void,
+  /** The lab asks for the internet (lab.yaml `network.internet`): the VMs get the egress path. */
+  internet = false,
 ): Promise<{ machines: LabTestMachines; close: () => Promise<void> }> {
   const sessionId = `labtest-${Date.now().toString(36)}`;
   say(`booting ${names.join(", ")} (QEMU)…`);
   const started = Date.now();
-  const provisioned = await provider.create({ sessionId, labSlug: "labs-test", machines: names });
+  const provisioned = await provider.create({ sessionId, labSlug: "labs-test", machines: names, internet });
   say(`machines ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const endpoints = new Map<string, SshEndpoint>(
     provisioned.map((m) => [m.name, { name: m.name, host: m.host, port: m.port, user: m.user, privateKey: m.privateKey, hostKey: m.hostKey }]),

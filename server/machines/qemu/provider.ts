@@ -7,6 +7,9 @@
  *   <dataDir>/sessions/<sessionId>/state.json
  *                                  switch/, switch.pid      vde_switch (switch.ts)
  *                                  vm-<name>/               one VM (vm.ts)
+ *
+ * A session whose lab asks for the internet also gets a network namespace and veth (egress.ts),
+ * named after the session; its VMs run in it and answer SSH on the namespace's address.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
@@ -26,6 +29,7 @@ import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
 import { freeLoopbackPort } from "./ports";
 import { isAlive, isOurProcess, processArgv, residentKiB, terminate } from "./processes";
+import { egressIntact, egressNamespace, egressNamespaceSessions, ensureEgressTable, namespacePids, setUpEgress, tearDownEgress, egressUnavailable } from "./egress";
 import { InternetNotOfferedError } from "./network";
 import { hostsFile, seedFile } from "./seed";
 import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
@@ -158,7 +162,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   function endpointOf(state: SessionState, record: VmRecord): SshEndpoint {
     return {
       name: record.name,
-      host: "127.0.0.1",
+      host: state.egress?.nsAddress ?? "127.0.0.1",
       port: record.sshPort,
       user: "root",
       privateKey: state.clientKey.privateKey,
@@ -178,6 +182,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       memoryMiB: state.memoryMiB,
       accel: state.accel,
       sshPort: record.sshPort,
+      sshHost: state.egress?.nsAddress ?? "127.0.0.1",
+      netns: state.egress?.netns,
       eth1Mac: record.eth1Mac,
       switchSocket: state.switch.socket,
       machineId: record.machineId,
@@ -192,6 +198,21 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (runtime.destroying || runtime.state.phase === "suspended" || runtime.vms.get(vm.name) !== vm) return;
       log.warn({ sessionId: runtime.state.sessionId, machine: vm.name, qemuPid: vm.pid, exit }, "qemu provider: VM stopped (guest poweroff or crash)");
     });
+  }
+
+  /**
+   * An internet session's namespace, veth and nftables table are in place: made when missing
+   * (first start, or after a host reboot removed them), else the table is refreshed (idempotent).
+   * Call before starting the session's VMs, once per batch (never concurrently for one session).
+   */
+  async function ensureEgress(runtime: Runtime): Promise<void> {
+    const state = runtime.state;
+    if (state.egress && (await egressIntact(state.egress))) return ensureEgressTable(log);
+    const started = Date.now();
+    state.egress = undefined;
+    state.egress = await setUpEgress(options.dataDir, state.sessionId, log);
+    await save(runtime);
+    log.info({ sessionId: state.sessionId, ...state.egress, ms: Date.now() - started }, "qemu provider: internet session namespace ready");
   }
 
   /** Starts one VM of the session, choosing a new SSH port when its port turns out to be taken. */
@@ -215,7 +236,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (!MACHINE_NAME.test(name)) throw new Error(`machine name ${JSON.stringify(name)} must be a lowercase hostname (≤31 characters)`);
     }
     if (new Set(names).size !== names.length) throw new Error(`machine names repeat: ${names.join(", ")}`);
-    if (request.internet) throw new InternetNotOfferedError(request.labSlug);
+    if (request.internet) {
+      const unavailable = await egressUnavailable();
+      if (unavailable) throw new InternetNotOfferedError(request.labSlug, unavailable);
+    }
     const dir = sessionDir(options.dataDir, sessionId);
     const image = request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
     if (!image) {
@@ -229,13 +253,14 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
         throw new Error(`session ${sessionId} already has machines (${dir}); destroy it first`);
       }
       const started = Date.now();
-      const runtime = await reserve(sessionId, request.labSlug, names, dir, image);
+      const runtime = await reserve(sessionId, request.labSlug, names, dir, image, request.internet === true);
       try {
         await fs.mkdir(dir, { recursive: true, mode: 0o700 });
         await save(runtime);
         const sw = await startSwitch(dir);
         runtime.state.switch = { socket: sw.socket, pidFile: sw.pidFile, pid: sw.pid };
         await save(runtime);
+        if (runtime.state.internet) await ensureEgress(runtime);
 
         const hosts = hostsFile(runtime.state.vms.map((r) => ({ name: r.name, eth1Address: r.eth1Address })));
         const hostKeys = new Map(runtime.state.vms.map((r) => [r.name, generateEd25519(`${r.name}@labdeck`)]));
@@ -301,6 +326,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     names: string[],
     dir: string,
     image: Pick<BuiltImage, "base" | "kernel" | "initrd">,
+    internet: boolean,
   ): Promise<Runtime> {
     const step = capacityLock.catch(() => undefined).then(async () => {
       const check = await checkCapacity(names.length, memoryMiB, await committedMiB());
@@ -337,6 +363,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           accel,
           clientKey,
           switch: { socket: path.join(dir, "switch"), pidFile: path.join(dir, "switch.pid"), pid: 0 },
+          internet,
           vms,
         },
       };
@@ -369,6 +396,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       }
       // Whatever the state file missed (a crash between spawn and write): every process naming the directory.
       await killProcessesUnder(dir);
+      // The namespace is named after the session: found even when the state file is not usable.
+      await tearDownEgress(egressNamespace(options.dataDir, sessionId), "state" in found ? found.state.egress : undefined);
       await fs.rm(dir, { recursive: true, force: true });
     }
     runtimes.delete(sessionId);
@@ -425,6 +454,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
         log.info({ sessionId: id, machine: record.name }, "qemu provider: hard reset");
       } else {
         // Same port as before: the platform has it stored with the machine.
+        if (runtime.state.internet) await ensureEgress(runtime);
         vm = await startRecord(runtime, record, true);
         record.pid = vm.pid;
         watch(runtime, vm);
@@ -452,6 +482,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       const paths = vmPaths(record.dir);
       await fs.rm(paths.overlay, { force: true });
       await ensureOverlay(runtime.state.image.base, paths.overlay);
+      if (runtime.state.internet) await ensureEgress(runtime);
       const vm = await startRecord(runtime, record, true);
       record.pid = vm.pid;
       watch(runtime, vm);
@@ -517,6 +548,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           runtime.state.switch = { socket: sw.socket, pidFile: sw.pidFile, pid: sw.pid };
           await save(runtime);
         }
+        if (runtime.state.internet) await ensureEgress(runtime);
         await Promise.all(
           down.map(async (record) => {
             // Its old port when free (the platform has it stored), else a new one.
@@ -581,6 +613,15 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       return id === undefined || !present.has(id);
     });
     if (strays > 0) log.warn({ strays }, "qemu provider: killed processes of removed sessions");
+    // Namespaces (and their veths) of sessions whose directory is gone.
+    for (const sessionId of await egressNamespaceSessions(options.dataDir)) {
+      if (present.has(sessionId) || runtimes.has(sessionId)) continue;
+      const netns = egressNamespace(options.dataDir, sessionId);
+      // Only processes of this data directory's sessions (QEMU's argv names its files there).
+      for (const pid of await namespacePids(netns)) await terminate(pid, sessionsDir(options.dataDir) + "/", KILL_GRACE_MS).catch(() => undefined);
+      await tearDownEgress(netns);
+      log.warn({ sessionId, netns }, "qemu provider: removed the network namespace of a removed session");
+    }
     return report;
   }
 
@@ -609,6 +650,13 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     if (!(await isSwitchAlive(state.switch))) {
       log.warn({ sessionId: state.sessionId }, "qemu provider: VMs run but the network switch is gone");
       return false;
+    }
+    if (state.internet) {
+      if (!state.egress || !(await egressIntact(state.egress))) {
+        log.warn({ sessionId: state.sessionId }, "qemu provider: VMs run but the session's network namespace is gone");
+        return false;
+      }
+      await ensureEgressTable(log);
     }
     runtimes.set(state.sessionId, runtime);
     const answers = await Promise.all(

@@ -3,7 +3,8 @@
  * into a cache directory kept across runs (keyed by the recipe hash; a cold build takes ~3-5 min),
  * then boots a 3-VM session and a 1-VM session and works through what the labs need, including
  * the default-deny network (probes from inside the VMs against sentinels this test owns:
- * server/testing/egress-sentinels.ts).
+ * server/testing/egress-sentinels.ts), and a 1-VM internet session (egress.ts) that is also
+ * the crash-and-resume case, so the internet path costs no extra boot.
  * Sessions live in a fresh temporary data directory; the test proves nothing of them is left.
  */
 import fs from "node:fs/promises";
@@ -18,11 +19,12 @@ import { HostKeyMismatchError } from "../../terminal/session";
 import { connectSsh } from "../../terminal/ssh";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
-import { InternetNotOfferedError } from "./network";
+import { run } from "./command";
+import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSessions, tearDownEgress } from "./egress";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
-import { NAMESPACE_SENTINELS, SENTINEL_PORT, startEgressSentinels, type EgressSentinels } from "../../testing/egress-sentinels";
+import { INTERNET_SENTINELS, NAMESPACE_SENTINELS, SENTINEL_PORT, startEgressSentinels, type EgressSentinels } from "../../testing/egress-sentinels";
 import { adoptVm, stopVm } from "./vm";
 
 /** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
@@ -51,7 +53,12 @@ let dataDir: string;
 let provider: QemuProvider;
 let a: ProvisionedMachine[];
 let b: ProvisionedMachine[];
+let c: ProvisionedMachine[];
 let sentinels: EgressSentinels | undefined;
+/** Seconds from create to SSH of the 1-VM sessions: B (default deny) and C (internet). */
+const bootSeconds: Record<string, number> = {};
+const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
+let forwardBefore: string | undefined;
 
 function machine(list: ProvisionedMachine[], name: string): ProvisionedMachine {
   const found = list.find((m) => m.name === name);
@@ -124,6 +131,7 @@ async function vmPid(dir: string, sessionId: string, name: string): Promise<numb
 describe("qemu provider (real VMs)", () => {
   beforeAll(async () => {
     image = await testImage();
+    forwardBefore = (await fs.readFile(IP_FORWARD, "utf8")).trim();
     // Short path: unix socket paths inside must stay under 108 bytes.
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldq-"));
     provider = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
@@ -131,6 +139,8 @@ describe("qemu provider (real VMs)", () => {
 
   afterAll(async () => {
     await sentinels?.stop();
+    // This host's forwarding as it was (an internet session turns it on and production leaves it on).
+    if (forwardBefore) await fs.writeFile(IP_FORWARD, `${forwardBefore}\n`).catch(() => undefined);
     if (!provider) return;
     await provider.destroy(SESSION_A, []).catch(() => undefined);
     await provider.destroy(SESSION_B, []).catch(() => undefined);
@@ -201,7 +211,8 @@ describe("qemu provider (real VMs)", () => {
   it("keeps a second session with the same eth1 addresses apart from the first", async () => {
     const started = Date.now();
     b = await provider.create({ sessionId: SESSION_B, labSlug: "test", machines: ["controlplane"] });
-    console.log(`1-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    bootSeconds.defaultDeny = (Date.now() - started) / 1000;
+    console.log(`1-VM session ready in ${bootSeconds.defaultDeny.toFixed(1)} s`);
     const other = b[0]!;
     expect(await ok(other, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
     expect(await ok(other, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
@@ -222,6 +233,8 @@ describe("qemu provider (real VMs)", () => {
       ["another session's SSH forward", "10.0.2.2", otherSsh],
       ["host address (LAN stand-in)", s.hostAddress, s.loopbackTcpPort],
       ...Object.entries(NAMESPACE_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
+      // A lab marked for internet is the only kind with outbound access.
+      ...Object.entries(INTERNET_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
     ];
     const fromA = { vm: machine(a, "node01"), targets: targetsFor(b[0]!.port) };
     const fromB = { vm: b[0]!, targets: targetsFor(machine(a, "controlplane").port) };
@@ -345,23 +358,95 @@ describe("qemu provider (real VMs)", () => {
     await ok(machine(a, "controlplane"), "ping -c 1 -W 5 node01");
   }, REBOOT_TIMEOUT_MS);
 
-  it("adopts a live session whose VMs are gone (host crash) as suspended, and resumes it with its disk", async () => {
-    const c = await provider.create({ sessionId: SESSION_C, labSlug: "test", machines: ["controlplane"] });
+  it("adopts a live internet session whose VMs and namespace are gone (host crash) as suspended, and resumes it with its disk and a new namespace", async () => {
+    const bootStarted = Date.now();
+    c = await provider.create({ sessionId: SESSION_C, labSlug: "online", machines: ["controlplane"], internet: true });
+    bootSeconds.internet = (Date.now() - bootStarted) / 1000;
+    console.log(`1-VM internet session ready in ${bootSeconds.internet.toFixed(1)} s (1-VM default-deny session, same run: ${bootSeconds.defaultDeny?.toFixed(1)} s)`);
+    // SSH goes to slirp's forward on the namespace's address, not to a loopback port.
+    expect(c[0]!.host).toMatch(/^10\.253\.\d+\.\d+$/);
+    expect(await ok(c[0]!, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
     await ok(c[0]!, "echo survives-a-crash > /root/crash-marker && sync");
+    // A host crash: the VMs, and with a host reboot the namespace and its veth, are gone.
     for (const pid of await processesUnder(path.join(dataDir, "sessions", SESSION_C))) process.kill(pid, "SIGKILL");
     await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SESSION_C)), { timeout: 10_000 }).toEqual([]);
+    await tearDownEgress(egressNamespace(dataDir, SESSION_C));
 
     const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
     const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A || id === SESSION_C });
     expect(report.adopted).toEqual([SESSION_A, SESSION_C]);
     expect((await restarted.list()).find((s) => s.sessionId === SESSION_C)?.phase).toBe("suspended");
     const started = Date.now();
-    const resumed = await restarted.resume(SESSION_C, c);
-    console.log(`resume of a crashed 1-VM session in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    expect(await ok(resumed[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
-    await restarted.destroy(SESSION_C, c);
+    c = await restarted.resume(SESSION_C, c);
+    console.log(`resume of a crashed 1-VM internet session (namespace made again) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(await ok(c[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
     provider = restarted;
-  }, SESSION_TIMEOUT_MS + 120_000);
+  }, SESSION_TIMEOUT_MS * 2);
+
+  it("gives an internet session's VM public addresses through the host's NAT and nothing of the host or private ranges; eth1 is up", async () => {
+    const vm = c[0]!;
+    const s = sentinels ?? (sentinels = await startEgressSentinels());
+    // The host side of the session's veth (.1 of the namespace's /30): a listener this test owns.
+    const vethHost = vm.host.replace(/\.(\d+)$/, (_, last: string) => `.${Number(last) - 1}`);
+    const vethHits: string[] = [];
+    const veth = net.createServer((socket) => {
+      vethHits.push(socket.remoteAddress ?? "?");
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => veth.listen(s.loopbackTcpPort, vethHost, resolve));
+    try {
+      // It answers from this host (so a leak would connect and be counted); then that hit is forgotten.
+      await new Promise<void>((resolve, reject) => net.connect({ host: vethHost, port: s.loopbackTcpPort }, resolve).once("error", reject));
+      await expect.poll(() => vethHits.length, { timeout: 5_000 }).toBe(1);
+      vethHits.splice(0);
+      const denied: [string, string, number][] = [
+        ["host loopback (app/database stand-in)", "10.0.2.2", s.loopbackTcpPort],
+        ["another session's SSH forward", "10.0.2.2", machine(a, "controlplane").port],
+        ["host address (LAN stand-in)", s.hostAddress, s.loopbackTcpPort],
+        ["host side of the session's veth", vethHost, s.loopbackTcpPort],
+        ...Object.entries(NAMESPACE_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
+      ];
+      const allowed = Object.entries(INTERNET_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]);
+      s.clearHits();
+      const script = [
+        `probe() { if timeout ${PROBE_TIMEOUT_S} bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then echo "$1:$2 open"; else echo "$1:$2 closed"; fi; }`,
+        ...[...denied, ...allowed].map(([, address, port]) => `probe ${address} ${port} &`),
+        `echo leak > /dev/udp/10.0.2.2/${s.loopbackUdpPort}`,
+        "wait",
+      ].join("\n");
+      const started = Date.now();
+      const out = (await exec(vm, script)).out;
+      const probeSeconds = (Date.now() - started) / 1000;
+      await new Promise((r) => setTimeout(r, 2_000));
+      const result = (address: string, port: number) => (out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer");
+      const rows = [...denied, ...allowed].map(([what, address, port]) => ({ what, target: `${address}:${port}`, result: result(address, port) }));
+      console.table(rows);
+      console.log(`internet session probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
+      expect(rows.filter((row) => row.result !== (allowed.some(([, address]) => row.target.startsWith(`${address}:`)) ? "open" : "closed"))).toEqual([]);
+      // Only the public sentinels were hit, each from the host's NAT (the address of the host's side
+      // towards them), not from the guest's 10.0.2.15 or the namespace's address.
+      expect(s.hits().map((h) => h.target).sort()).toEqual(allowed.map(([, address, port]) => `${address}:${port}`).sort());
+      for (const hit of s.hits()) expect(hit.from).toBe(s.hostAddress);
+      expect(vethHits).toEqual([]);
+    } finally {
+      veth.close();
+    }
+    // eth1 is on the session's switch (QEMU in the namespace reaches it by its unix socket): address and carrier.
+    expect(await ok(vm, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
+    expect(await ok(vm, "ip -o link show dev eth1")).toMatch(/LOWER_UP/);
+  }, 120_000);
+
+  it("removes an ended internet session after a restart: VM, namespace and veth", async () => {
+    const state = JSON.parse(await fs.readFile(path.join(dataDir, "sessions", SESSION_C, "state.json"), "utf8")) as { egress: { netns: string; hostLink: string } };
+    expect(state.egress.hostLink.startsWith(EGRESS_LINK_PREFIX)).toBe(true);
+    const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A });
+    expect(report).toEqual({ adopted: [SESSION_A], cleaned: [SESSION_C] });
+    expect(await processesUnder(path.join(dataDir, "sessions", SESSION_C))).toEqual([]);
+    await expect(fs.stat(path.join("/run/netns", state.egress.netns))).rejects.toThrow();
+    expect(await run("ip", ["-o", "link", "show"])).not.toContain(`${state.egress.hostLink}@`);
+    provider = restarted;
+  }, 120_000);
 
   it("stops a VM gracefully through its monitor (ACPI power button)", async () => {
     const dir = path.join(dataDir, "sessions", SESSION_A, "vm-controlplane");
@@ -382,18 +467,12 @@ describe("qemu provider (real VMs)", () => {
     await expect(fs.stat(path.join(dataDir, "sessions", "test-big"))).rejects.toThrow();
   });
 
-  it("refuses a lab that asks for the internet (not offered: eth0 is default deny), starting nothing", async () => {
-    const error = await provider.create({ sessionId: "test-net", labSlug: "online", machines: ["controlplane"], internet: true }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(InternetNotOfferedError);
-    expect((error as Error).message).toContain("lab online asks for internet access");
-    await expect(fs.stat(path.join(dataDir, "sessions", "test-net"))).rejects.toThrow();
-  });
-
   it("destroy leaves no process, socket or disk behind and is idempotent", async () => {
     await provider.destroy(SESSION_A, a);
     await provider.destroy(SESSION_A, a);
     expect(await processesUnder(dataDir)).toEqual([]);
     expect(await fs.readdir(path.join(dataDir, "sessions"))).toEqual([]);
     expect(await provider.list()).toEqual([]);
+    expect(await egressNamespaceSessions(dataDir)).toEqual([]);
   }, 60_000);
 });

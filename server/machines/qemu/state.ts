@@ -7,6 +7,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { EgressRecord } from "./egress";
 
 const STATE_FILE = "state.json";
 /** Bumped when the layout changes; a state file of another version is cleaned up, never adopted. */
@@ -47,6 +48,10 @@ export const SessionState = z.object({
   /** The session's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
   clientKey: z.object({ privateKey: z.string(), publicKey: z.string() }),
   switch: z.object({ socket: z.string(), pidFile: z.string(), pid: z.number().int().min(0) }),
+  /** The lab asks for the internet: the VMs run in the session's network namespace (egress.ts). */
+  internet: z.boolean().default(false),
+  /** That namespace and its veth, once made (a host reboot removes them; resume makes them again). */
+  egress: EgressRecord.optional(),
   vms: z.array(VmRecord),
 });
 export type SessionState = z.infer<typeof SessionState>;

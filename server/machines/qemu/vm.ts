@@ -1,7 +1,8 @@
 /**
  * One lab VM: a QEMU process booting the image's kernel directly, its disk a qcow2 overlay on the
  * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port; the guest
- * itself reaches nothing through it: `ETH0_NETDEV`), eth1 on the session's vde_switch, its
+ * itself reaches nothing through it: `ETH0_NETDEV`; an internet lab's VM runs in its session's
+ * network namespace instead: `ETH0_NETDEV_INTERNET`, egress.ts), eth1 on the session's vde_switch, its
  * identity in a fw_cfg seed. The QEMU process outlives the Node process
  * that started it (the platform adopts it after a restart); a reboot inside the guest keeps the
  * same process, a poweroff ends it.
@@ -23,6 +24,7 @@ import path from "node:path";
 import { HostKeyMismatchError } from "../../terminal/session";
 import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
 import { requireTools, run } from "./command";
+import { inNamespace } from "./egress";
 import type { BuiltImage } from "./image";
 import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
 import { qmpCommand } from "./qmp";
@@ -45,6 +47,14 @@ export const ETH0_MAC = "52:54:00:12:34:56";
  * machines talk to each other on eth1 only. Proven from inside VMs by qemu.test.ts.
  */
 export const ETH0_NETDEV = "user,id=n0,restrict=on";
+/**
+ * eth0 of a VM whose lab asks for the internet (egress.ts): unrestricted slirp, but the QEMU
+ * process runs in the session's network namespace, so slirp's sockets leave through the
+ * namespace's veth and the host's `inet labdeck` nftables rules (no host, no private ranges);
+ * 10.0.2.2 is the namespace's loopback, where nothing listens. No IPv6 on eth0 (the namespace has
+ * none either): the policy is written for IPv4.
+ */
+export const ETH0_NETDEV_INTERNET = "user,id=n0,ipv6=off";
 /** Translation-block cache under TCG, MiB: QEMU's default (1 GiB) inflates RSS for no speed gain on a small guest. */
 const TCG_TB_SIZE_MIB = 128;
 /**
@@ -105,8 +115,12 @@ export interface VmConfig {
   image: Pick<BuiltImage, "base" | "kernel" | "initrd">;
   memoryMiB: number;
   accel: Accel;
-  /** Loopback port forwarded to the guest's port 22. */
+  /** Port on `sshHost` forwarded to the guest's port 22. */
   sshPort: number;
+  /** Address the SSH forward listens on: 127.0.0.1, or the session namespace's address (`netns`). */
+  sshHost: string;
+  /** The session's network namespace (internet labs, egress.ts); QEMU runs in it, eth0 unrestricted. */
+  netns?: string;
   /** eth1's MAC, unique within the session. */
   eth1Mac: string;
   /** vde_switch control directory of the session. */
@@ -191,7 +205,7 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
     "-device",
     "virtio-blk-pci,drive=disk0",
     "-netdev",
-    `${ETH0_NETDEV},hostfwd=tcp:127.0.0.1:${config.sshPort}-:22`,
+    `${config.netns ? ETH0_NETDEV_INTERNET : ETH0_NETDEV},hostfwd=tcp:${config.sshHost}:${config.sshPort}-:22`,
     // romfile= : no iPXE option ROM; direct kernel boot never network-boots.
     "-device",
     `virtio-net-pci,netdev=n0,mac=${ETH0_MAC},romfile=`,
@@ -233,11 +247,15 @@ export async function startVm(config: VmConfig): Promise<VmProcess> {
   const logFd = openSync(paths.qemuLog, "w", 0o600);
   let child;
   try {
-    // Through nice(1), which execs QEMU: every thread QEMU makes inherits the niceness.
-    const [command, args] = config.nice
-      ? ["nice", ["-n", String(config.nice), tools["qemu-system-x86_64"], ...qemuArgs(config, paths)]]
-      : [tools["qemu-system-x86_64"], qemuArgs(config, paths)];
-    child = spawn(command, args, { detached: true, stdio: ["ignore", logFd, logFd] });
+    // Through nice(1) and nsenter(1), which exec QEMU: every thread QEMU makes inherits the
+    // niceness and the network namespace, and the pid stays QEMU's.
+    const argv = [
+      ...(config.nice ? ["nice", "-n", String(config.nice)] : []),
+      ...(config.netns ? await inNamespace(config.netns) : []),
+      tools["qemu-system-x86_64"],
+      ...qemuArgs(config, paths),
+    ];
+    child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["ignore", logFd, logFd] });
   } finally {
     closeSync(logFd);
   }
