@@ -169,20 +169,27 @@ try {
     viewers!.once("exit", (code) => reject(new Error(`stream viewers exited (${code})`)));
   });
 
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  // The page is fulfilled by Playwright rather than loaded from the gateway, so Chromium would take it
+  // for a public page and refuse its socket to loopback (Local Network Access): allow it.
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"] });
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   const html = await typingPage();
   page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
   await page.route(`http://127.0.0.1:${port}/bench*`, (route) => route.fulfill({ contentType: "text/html", body: html }));
   await page.goto(`http://127.0.0.1:${port}/bench?token=${encodeURIComponent(stack.token(typist, TYPED_MACHINE))}`);
-  await page
-    .waitForFunction((re) => window.__bench?.status === "connected" && new RegExp(re, "m").test(window.__bench.text()), PROMPT.source, { timeout: 60_000 })
-    .catch(async (error: Error) => {
-      const state = await page.evaluate(() => ({ status: window.__bench?.status, text: window.__bench?.text().trim().slice(-300) }));
-      throw new Error(`${error.message}; page: ${JSON.stringify(state)}`);
-    });
+  /** Polls the page (page.waitForFunction's rAF polling did not see the state here). */
+  const waitInPage = async (what: string, test: (state: { status: string; text: string }) => boolean, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const state = await page.evaluate(() => ({ status: window.__bench?.status ?? "loading", text: window.__bench?.text() ?? "" }));
+      if (test(state)) return;
+      if (Date.now() > deadline) throw new Error(`no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`);
+      await m.sleep(200);
+    }
+  };
+  await waitInPage("prompt", (s) => s.status === "connected" && PROMPT.test(s.text), 60_000);
   await page.keyboard.type("stty -echoctl; cat\n");
-  await page.waitForFunction(() => window.__bench.text().includes("cat\n") || /cat\s*$/m.test(window.__bench.text()), null, { timeout: 10_000 });
+  await waitInPage("cat", (s) => /cat\s*$/m.test(s.text.trimEnd()) || s.text.trimEnd().endsWith("cat"), 10_000);
   await m.sleep(500);
   await page.evaluate(() => window.__bench.newLine());
   console.error(`stack up in ${Date.now() - t0} ms; gateway pid ${gatewayPid}; ${opts.streams} stream sessions`);
