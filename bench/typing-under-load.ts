@@ -26,7 +26,7 @@ const TYPED_MACHINE = "controlplane";
 const STREAM_MACHINES = ["node01", "node02"] as const;
 const COLS = 120; // PTY width, characters (the page's terminal size)
 const ROWS = 40; // PTY height, lines
-const PROMPT = /[#$]$/m; // xterm rows are read right-trimmed
+const PROMPT = /[#$][\s\u00a0]*$/; // the end of the screen text (xterm rows are right-trimmed, mostly)
 
 const Flags = z.object({
   keys: z.coerce.number().int().min(10).max(10_000).default(150),
@@ -187,7 +187,7 @@ try {
       await m.sleep(200);
     }
   };
-  await waitInPage("prompt", (s) => s.status === "connected" && PROMPT.test(s.text), 60_000);
+  await waitInPage("prompt", (s) => s.status === "connected" && PROMPT.test(s.text.trimEnd()), 60_000);
   await page.keyboard.type("stty -echoctl; cat\n");
   await waitInPage("cat", (s) => /cat\s*$/m.test(s.text.trimEnd()) || s.text.trimEnd().endsWith("cat"), 10_000);
   await m.sleep(500);
