@@ -1,4 +1,5 @@
 import { defineConfig } from "@playwright/test";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./e2e/chromium";
 
 /** Port the e2e server listens on (loopback only). */
 const PORT = Number(process.env.E2E_PORT ?? 3217);
@@ -16,16 +17,8 @@ export default defineConfig({
     trace: "retain-on-failure",
     launchOptions: {
       // Debian's Chromium; Playwright's own browser download is not reachable here.
-      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      executablePath: CHROMIUM_PATH,
+      args: CHROMIUM_ARGS,
     },
   },
   projects: [

@@ -6,26 +6,18 @@
  *
  *   flock /tmp/labdeck-test.lock npx tsx bench/holder.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--json out.json]
  */
-import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import type { ClientChannel } from "ssh2";
 import { z } from "zod";
 
 const SUBNET = 79; // third octet of the host's 10.213.S.0/24
 const COLS = 120; // PTY width, characters
 const ROWS = 40; // PTY height, lines
-const LINE_CHARS = 50; // keystrokes per line before "\r" submits it to cat
-const SETTLE_MS = 150; // quiet time after submitting a line, ms
-const ECHO_TIMEOUT_MS = 5_000; // longest wait for one keystroke's echo, ms
-const COMMAND_TIMEOUT_MS = 30_000; // longest wait for a short command's marker, ms
 const THROUGHPUT_TIMEOUT_MS = 600_000; // longest wait for a throughput run's marker, ms
 const WARMUP_KEYSTROKES = 20; // keystrokes per path before measuring
 const WARMUP_MIB = 2; // MiB per path before the measured throughput run
-const MIB = 1024 * 1024; // bytes
-const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat times are in 1/100 s on Linux
 
 const Flags = z.object({
   keystrokes: z.coerce.number().int().min(1).max(100_000).default(500),
@@ -56,30 +48,10 @@ process.env.LOG_LEVEL ??= "warn";
 const { createNetnsHosts } = await import("../server/machines/netns-hosts");
 const { connectSsh } = await import("../server/terminal/ssh");
 const { connectHolder, HolderTerminal } = await import("../server/terminal/holder/client");
-
-interface Term {
-  name: "raw" | "holder";
-  write(data: string): void;
-  sink: ((chunk: Buffer) => void) | null;
-  close(): Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const now = () => process.hrtime.bigint();
-const msSince = (t: bigint) => Number(now() - t) / 1e6;
+const { MIB, SETTLE_MS, LINE_CHARS, cpuSeconds, msSince, now, rawTerm: openRaw, rssMiB, run, sleep, stats, type } = await import("./lib/measure");
+type Term = import("./lib/measure").Term;
 
 type Endpoint = Parameters<typeof connectSsh>[0];
-
-async function rawTerm(endpoint: Endpoint): Promise<Term> {
-  const client = await connectSsh(endpoint);
-  const stream = await new Promise<ClientChannel>((resolve, reject) =>
-    client.shell({ term: "xterm-256color", cols: COLS, rows: ROWS }, (e, s) => (e ? reject(e) : resolve(s))),
-  );
-  const term: Term = { name: "raw", sink: null, write: (d) => void stream.write(d), close: async () => void client.end() };
-  stream.on("data", (c: Buffer) => term.sink?.(c));
-  stream.stderr.on("data", (c: Buffer) => term.sink?.(c));
-  return term;
-}
 
 async function holderTerm(endpoint: Endpoint, id: string): Promise<Term & { offsetsOk: () => boolean }> {
   const client = await connectSsh(endpoint);
@@ -109,82 +81,6 @@ async function holderTerm(endpoint: Endpoint, id: string): Promise<Term & { offs
   );
   await holder.attach(link);
   return term;
-}
-
-/** Runs `command` and waits for a marker that only the shell's output (not the echo) contains. */
-async function run(term: Term, command: string, timeoutMs = COMMAND_TIMEOUT_MS) {
-  const tag = randomBytes(4).toString("hex");
-  const needle = Buffer.from(`END${tag}-42`);
-  let bytes = 0;
-  let chunks = 0;
-  let tail = Buffer.alloc(0);
-  const started = now();
-  const done = new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      term.sink = null;
-      reject(new Error(`${term.name}: no ${needle} within ${timeoutMs} ms; last output ${JSON.stringify(tail.toString())}`));
-    }, timeoutMs);
-    term.sink = (chunk) => {
-      bytes += chunk.byteLength;
-      chunks++;
-      const seam = Buffer.concat([tail, chunk.subarray(0, needle.length)]);
-      tail = Buffer.from(chunk.subarray(-needle.length));
-      if (chunk.includes(needle) || seam.includes(needle)) {
-        clearTimeout(timer);
-        term.sink = null;
-        resolve(msSince(started));
-      }
-    };
-  });
-  term.write(`${command}; echo END${tag}-$((6*7))\r`);
-  const ms = await done;
-  return { ms, bytes, chunks };
-}
-
-/** Types `n` printable characters `gapMs` apart (start to start); pushes each echo latency in ms. */
-async function type(term: Term, n: number, gapMs: number, out: number[]): Promise<void> {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz";
-  for (let i = 0; i < n; i++) {
-    const ch = alphabet[i % alphabet.length]!;
-    const code = ch.charCodeAt(0);
-    let started = 0n;
-    const echoed = new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${term.name}: no echo of ${ch} in ${ECHO_TIMEOUT_MS} ms`)), ECHO_TIMEOUT_MS);
-      term.sink = (chunk) => {
-        if (!chunk.includes(code)) return;
-        const ms = msSince(started);
-        clearTimeout(timer);
-        term.sink = null;
-        resolve(ms);
-      };
-    });
-    started = now();
-    term.write(ch);
-    const ms = await echoed;
-    out.push(ms);
-    await sleep(Math.max(0, gapMs - ms));
-  }
-  term.write("\r");
-  await sleep(SETTLE_MS);
-}
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-  const r = (x: number) => Math.round(x * 1000) / 1000;
-  return { n: s.length, p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1]!) };
-}
-
-/** CPU seconds (user + system) a process has used so far. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // utime, stime (fields 14, 15)
-}
-
-async function rssMiB(pid: number): Promise<number> {
-  const status = await fs.readFile(`/proc/${pid}/status`, "utf8");
-  return Math.round((Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024) * 10) / 10;
 }
 
 /** Prints about `mib` MiB in the PTY; MiB/s from the bytes received; the holder's CPU over the run. */
@@ -221,7 +117,7 @@ try {
   const endpoint: Endpoint = { name: host.name, host: host.host, port: host.port, user: host.user, privateKey: host.privateKey, hostKey: host.hostKey };
   const rssIdle = await rssMiB(holderPid);
   const holder = await holderTerm(endpoint, "main");
-  const terms = [await rawTerm(endpoint), holder] as const;
+  const terms = [await openRaw(endpoint, { cols: COLS, rows: ROWS }), holder] as const;
   // Two more terminals on the holder, each with some scrollback: the "3 terminals" of a lab machine.
   const extra = [await holderTerm(endpoint, "second"), await holderTerm(endpoint, "third")];
   for (const t of extra) await run(t, "seq 1 20000 >/dev/null; ls -la /usr/bin | head -200");

@@ -6,10 +6,8 @@
  *
  *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--payload x|base64] [--json out.json]
  */
-import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import { parseArgs } from "node:util";
-import type { ClientChannel } from "ssh2";
 import type { TerminalTestClient as Client } from "../server/testing/terminal-client";
 import { z } from "zod";
 
@@ -17,14 +15,9 @@ const SUBNET = 77; // third octet of the hosts' 10.213.S.0/24
 const MACHINE = "node01";
 const COLS = 120; // PTY width, characters
 const ROWS = 40; // PTY height, lines
-const LINE_CHARS = 50; // keystrokes per line before "\r" submits it to cat (keeps lines short)
-const SETTLE_MS = 150; // quiet time after submitting a line, before the next keystroke, ms
-const ECHO_TIMEOUT_MS = 5_000; // longest wait for one keystroke's echo, ms
-const COMMAND_TIMEOUT_MS = 30_000; // longest wait for a short command's marker (new shells are slow), ms
 const THROUGHPUT_TIMEOUT_MS = 600_000; // longest wait for a throughput run's marker, ms
 const WARMUP_KEYSTROKES = 20; // keystrokes per path before measuring
 const WARMUP_MIB = 2; // MiB per path printed before the measured throughput run
-const MIB = 1024 * 1024; // bytes
 
 const Flags = z.object({
   keystrokes: z.coerce.number().int().min(1).max(100_000).default(500),
@@ -56,32 +49,10 @@ const opts = flags();
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
 const { TerminalTestClient } = await import("../server/testing/terminal-client");
-const { connectSsh } = await import("../server/terminal/ssh");
+const { MIB, SETTLE_MS, LINE_CHARS, msSince, now, rawTerm: openRaw, run, sleep, stats, type } = await import("./lib/measure");
 const { machineEndpoint } = await import("../server/sessions/lab-sessions");
 const { decodeOutput } = await import("../server/terminal/protocol");
-
-/** One terminal; `sink` gets every output chunk while a measurement listens. */
-interface Term {
-  name: "raw" | "gateway";
-  write(data: string): void;
-  sink: ((chunk: Buffer) => void) | null;
-  close(): Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const now = () => process.hrtime.bigint();
-const msSince = (t: bigint) => Number(now() - t) / 1e6;
-
-async function rawTerm(endpoint: Parameters<typeof connectSsh>[0]): Promise<Term> {
-  const client = await connectSsh(endpoint);
-  const stream = await new Promise<ClientChannel>((resolve, reject) =>
-    client.shell({ term: "xterm-256color", cols: COLS, rows: ROWS }, (e, s) => (e ? reject(e) : resolve(s))),
-  );
-  const term: Term = { name: "raw", sink: null, write: (d) => void stream.write(d), close: async () => void client.end() };
-  stream.on("data", (c: Buffer) => term.sink?.(c));
-  stream.stderr.on("data", (c: Buffer) => term.sink?.(c));
-  return term;
-}
+type Term = import("./lib/measure").Term;
 
 async function gatewayTerm(client: Client): Promise<Term> {
   const term: Term = { name: "gateway", sink: null, write: (d) => client.input(d), close: () => client.close() };
@@ -94,71 +65,6 @@ async function gatewayTerm(client: Client): Promise<Term> {
     if (frame) term.sink?.(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength));
   });
   return term;
-}
-
-/** Runs `command` and waits for a marker that only the shell's output (not the echo) contains. */
-async function run(term: Term, command: string, timeoutMs = COMMAND_TIMEOUT_MS) {
-  const tag = randomBytes(4).toString("hex");
-  const needle = Buffer.from(`END${tag}-42`);
-  let bytes = 0;
-  let chunks = 0;
-  let tail = Buffer.alloc(0);
-  const started = now();
-  const done = new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      term.sink = null;
-      reject(new Error(`${term.name}: no ${needle} within ${timeoutMs} ms; last output ${JSON.stringify(tail.toString())}`));
-    }, timeoutMs);
-    term.sink = (chunk) => {
-      bytes += chunk.byteLength;
-      chunks++;
-      // Search the chunk, plus the seam with the previous one; never the whole output.
-      const seam = Buffer.concat([tail, chunk.subarray(0, needle.length)]);
-      tail = Buffer.from(chunk.subarray(-needle.length));
-      if (chunk.includes(needle) || seam.includes(needle)) {
-        clearTimeout(timer);
-        term.sink = null;
-        resolve(msSince(started));
-      }
-    };
-  });
-  term.write(`${command}; echo END${tag}-$((6*7))\r`);
-  const ms = await done;
-  return { ms, bytes, chunks };
-}
-
-/** Types `n` printable characters `gapMs` apart (start to start); pushes each echo latency in ms. */
-async function type(term: Term, n: number, gapMs: number, out: number[]): Promise<void> {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz";
-  for (let i = 0; i < n; i++) {
-    const ch = alphabet[i % alphabet.length]!;
-    const code = ch.charCodeAt(0);
-    let started = 0n;
-    const echoed = new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${term.name}: no echo of ${ch} in ${ECHO_TIMEOUT_MS} ms`)), ECHO_TIMEOUT_MS);
-      term.sink = (chunk) => {
-        if (!chunk.includes(code)) return;
-        const ms = msSince(started); // taken in the data callback, not after a promise hop
-        clearTimeout(timer);
-        term.sink = null;
-        resolve(ms);
-      };
-    });
-    started = now();
-    term.write(ch);
-    const ms = await echoed;
-    out.push(ms);
-    await sleep(Math.max(0, gapMs - ms));
-  }
-  term.write("\r"); // cat prints the line back; let that pass before the next line
-  await sleep(SETTLE_MS);
-}
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-  const r = (x: number) => Math.round(x * 1000) / 1000;
-  return { n: s.length, p50: r(at(50)), p90: r(at(90)), p99: r(at(99)), max: r(s[s.length - 1]!) };
 }
 
 /** Prints about `mib` MiB in the PTY (generated on the host); MiB/s from the bytes received. */
@@ -194,7 +100,7 @@ try {
   const endpoint = await machineEndpoint(stack.db, sid, MACHINE);
   if (!endpoint) throw new Error(`no endpoint for ${MACHINE}`);
   const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sid, MACHINE), cols: COLS, rows: ROWS });
-  const terms = [await rawTerm(endpoint), await gatewayTerm(client)] as const;
+  const terms = [await openRaw(endpoint, { cols: COLS, rows: ROWS }), await gatewayTerm(client)] as const;
   console.error(`stack up in ${Date.now() - t0} ms; ${MACHINE} at ${endpoint.host}:${endpoint.port}`);
 
   // Throughput first, at the bash prompt (waits out the slow .bashrc too).

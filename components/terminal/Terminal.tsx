@@ -101,7 +101,7 @@ export function Terminal(props: {
           return token;
         },
         {
-          write: (data) => term.write(data),
+          write: (data, written) => term.write(data, written),
           reset: () => term.reset(),
           size: () => ({ cols: Math.max(term.cols, 2), rows: Math.max(term.rows, 1) }),
           writerSize: ({ cols, rows }) => {

@@ -21,7 +21,8 @@ import {
 export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unreachable" | "refused" | "stopped" | "failed";
 
 export interface TerminalScreen {
-  write(data: Uint8Array): void;
+  /** `written` runs once the screen has taken the bytes in (xterm: parsed them). */
+  write(data: Uint8Array, written?: () => void): void;
   /** Clears the screen and scrollback (the gateway no longer has what we missed). */
   reset(): void;
   size(): { cols: number; rows: number };
@@ -46,6 +47,15 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
 const PING_INTERVAL_MS = 20_000;
 /** Unacknowledged keystrokes (typed while disconnected, or in flight) are kept up to this many characters. */
 const QUEUED_INPUT_CHARS = 16 * 1024;
+
+/**
+ * Flow control (hello `window`): the gateway keeps at most this many output bytes on the way
+ * beyond what xterm has written, so a page that cannot keep up (a flood, a slow machine) holds
+ * back its own terminal, not the server.
+ */
+export const OUTPUT_WINDOW_BYTES = 1024 * 1024;
+/** The page reports what xterm has written (`consumed`) once this many bytes have been written since the last report. */
+export const CONSUMED_EVERY_BYTES = 64 * 1024;
 
 /** A random writer id for this page's input sequence (the protocol's writer alphabet). */
 function newWriterId(): string {
@@ -76,6 +86,9 @@ export class TerminalConnection {
   private ws: WebSocket | null = null;
   /** Bytes of output written to the screen so far: the resume point. */
   private offset = 0;
+  /** Offset up to which xterm has taken the output in, and the last one reported to the gateway. */
+  private writtenTo = 0;
+  private reportedTo = 0;
   private ready = false;
   /** Input not yet acknowledged, oldest first: sent when typed (if connected) and again after every reconnect. */
   private unacked: { seq: number; data: string }[] = [];
@@ -146,7 +159,7 @@ export class TerminalConnection {
     ws.onopen = () => {
       const size = this.screen.size();
       this.lastSize = size;
-      this.send({ type: "hello", token, offset: this.offset, writer: this.writer, ...size });
+      this.send({ type: "hello", token, offset: this.offset, writer: this.writer, window: OUTPUT_WINDOW_BYTES, ...size });
     };
     ws.onmessage = (event) => {
       if (typeof event.data === "string") this.control(event.data);
@@ -173,12 +186,12 @@ export class TerminalConnection {
         return;
       case "reset":
         this.screen.reset();
-        this.offset = message.offset;
+        this.offset = this.writtenTo = this.reportedTo = message.offset;
         return;
       case "snapshot":
         this.screen.reset();
         this.screen.write(new TextEncoder().encode(message.data));
-        this.offset = message.offset;
+        this.offset = this.writtenTo = this.reportedTo = message.offset;
         return;
       case "notice":
         this.screen.write(new TextEncoder().encode(message.text));
@@ -208,8 +221,17 @@ export class TerminalConnection {
       this.ws?.close(4000, "output gap");
       return;
     }
-    this.screen.write(decoded.data.subarray(this.offset - decoded.offset));
+    this.screen.write(decoded.data.subarray(this.offset - decoded.offset), () => this.written(end));
     this.offset = end;
+  }
+
+  /** xterm has taken output in up to `end`: report it now and then, so the window moves on. */
+  private written(end: number): void {
+    if (end <= this.writtenTo) return;
+    this.writtenTo = end;
+    if (!this.ready || this.writtenTo - this.reportedTo < CONSUMED_EVERY_BYTES) return;
+    this.reportedTo = this.writtenTo;
+    this.send({ type: "consumed", offset: this.writtenTo });
   }
 
   private closed(ws: WebSocket, code: number, reason: string): void {

@@ -100,7 +100,10 @@ export type TerminalAuthorizer = (
 /**
  * WebSocket viewer of one terminal. Output chunks that arrive in the same event-loop turn are
  * sent as one frame (sshd hands over ~4 KB per read; one frame each costs a syscall and an
- * allocation apiece), and bytes queued on the socket are counted for backpressure.
+ * allocation apiece), and bytes queued on the socket are counted for backpressure. A client that
+ * asked for a window in hello is also backed up while more than that many bytes are sent beyond
+ * its last `consumed` report: a page whose xterm queues output (the socket itself never fills,
+ * as the page reads it at once) then holds the terminal back instead of the whole process.
  */
 class SocketViewer implements Viewer {
   private queued = 0;
@@ -110,13 +113,20 @@ class SocketViewer implements Viewer {
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private flushScheduled = false;
+  /** Offset right after the last byte sent, and the client's last `consumed` offset (window clients). */
+  private sentEnd: number;
+  private consumedAt: number;
   terminal: TerminalSession | null = null;
 
   constructor(
     private readonly ws: WebSocket,
     readonly mode: "write" | "read",
-    readonly writer?: string,
-  ) {}
+    readonly writer: string | undefined,
+    startOffset: number,
+    private readonly window?: number,
+  ) {
+    this.sentEnd = this.consumedAt = startOffset;
+  }
 
   sendOutput(offset: number, chunk: Uint8Array): boolean {
     if (this.ws.readyState !== this.ws.OPEN) return true;
@@ -125,21 +135,49 @@ class SocketViewer implements Viewer {
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
     this.queued += chunk.byteLength;
+    this.sentEnd = offset + chunk.byteLength;
     if (this.pendingBytes >= MAX_FRAME_BYTES) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
     }
-    if (this.queued >= SOCKET_HIGH_WATER_BYTES) this.blocked = true;
+    if (this.queued >= SOCKET_HIGH_WATER_BYTES || this.overWindow()) this.blocked = true;
     return !this.blocked;
+  }
+
+  /** The client has written output up to `offset` to its screen. */
+  consumed(offset: number): void {
+    if (this.window === undefined) return;
+    this.consumedAt = Math.max(this.consumedAt, Math.min(offset, this.sentEnd));
+    this.maybeDrained();
+  }
+
+  private overWindow(): boolean {
+    return this.window !== undefined && this.sentEnd - this.consumedAt >= this.window;
+  }
+
+  private maybeDrained(): void {
+    if (!this.blocked || this.queued > SOCKET_LOW_WATER_BYTES) return;
+    // Half the window free again before more is sent: fewer, larger pulls.
+    if (this.window !== undefined && this.sentEnd - this.consumedAt > this.window / 2) return;
+    this.blocked = false;
+    this.terminal?.drained(this);
+  }
+
+  /** Output continues from `offset` on the client (a snapshot or reset moved it). */
+  private moved(offset: number): void {
+    this.sentEnd = this.consumedAt = offset;
+    this.maybeDrained();
   }
 
   sendReset(offset: number): void {
     this.send({ type: "reset", offset });
+    this.moved(offset);
   }
 
   sendSnapshot(offset: number, data: string): void {
     this.send({ type: "snapshot", offset, data });
+    this.moved(offset);
   }
 
   sendNotice(text: string): void {
@@ -182,10 +220,7 @@ class SocketViewer implements Viewer {
     const frame = encodeOutput(this.pendingOffset, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     this.ws.send(frame, { binary: true }, () => {
       this.queued -= bytes;
-      if (this.blocked && this.queued <= SOCKET_LOW_WATER_BYTES) {
-        this.blocked = false;
-        this.terminal?.drained(this);
-      }
+      this.maybeDrained();
     });
   }
 }
@@ -242,6 +277,9 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       case "ping":
         viewer.send({ type: "pong", t: message.t });
         return;
+      case "consumed":
+        viewer.consumed(message.offset);
+        return;
     }
   };
 
@@ -277,11 +315,17 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       })
       .then((terminal) => {
         if (terminal === undefined) return; // refused above
-        if (ws.readyState !== ws.OPEN) return;
         if (!terminal) return close(CloseCode.notFound, "no such session or machine");
-        sessionId = claims.sid;
-        const v = new SocketViewer(ws, claims.mode, claims.mode === "write" ? message.writer : undefined);
+        const v = new SocketViewer(ws, claims.mode, claims.mode === "write" ? message.writer : undefined, message.offset, message.window);
         v.terminal = terminal;
+        if (ws.readyState !== ws.OPEN) {
+          // The page closed while the terminal was being opened: what it typed still goes to the shell.
+          terminal.attach(v, message.offset);
+          for (const m of early ?? []) if (m.type === "input") terminal.input(v, m.data, m.seq);
+          terminal.detach(v);
+          return;
+        }
+        sessionId = claims.sid;
         viewer = v;
         v.send({ type: "ready", machine: terminal.machine, mode: claims.mode, offset: message.offset });
         terminal.attach(v, message.offset, { cols: message.cols, rows: message.rows });

@@ -22,6 +22,13 @@ export const MAX_INPUT_CHARS = 64 * 1024;
 /** Largest text frame the server accepts, in bytes (input plus JSON framing). */
 export const MAX_CLIENT_FRAME_BYTES = 4 * MAX_INPUT_CHARS + 1024;
 
+/**
+ * Output window a client may ask for in hello (bytes sent but not yet reported `consumed`):
+ * smaller would stall a fast terminal on round trips, larger lets a slow page queue more.
+ */
+export const MIN_WINDOW_BYTES = 64 * 1024;
+export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
+
 /** The client must send `hello` within this many milliseconds of opening the socket. */
 export const HELLO_TIMEOUT_MS = 5_000;
 
@@ -44,6 +51,12 @@ export const ClientMessage = z.discriminatedUnion("type", [
     rows: Rows,
     /** The page's writer id: its input seqs count under it (random per page, kept across reconnects). */
     writer: WriterId.optional(),
+    /**
+     * Flow control: the client reports the output it has written to its screen (`consumed`), and
+     * the gateway keeps at most this many bytes sent beyond the last report. Without it only the
+     * socket's own buffer holds the gateway back (a page that queues output in xterm never does).
+     */
+    window: z.number().int().min(MIN_WINDOW_BYTES).max(MAX_WINDOW_BYTES).optional(),
   }),
   z.object({
     type: z.literal("input"),
@@ -56,6 +69,8 @@ export const ClientMessage = z.discriminatedUnion("type", [
   }),
   z.object({ type: z.literal("resize"), cols: Cols, rows: Rows }),
   z.object({ type: z.literal("ping"), t: z.number() }),
+  /** Output up to `offset` is on the client's screen (xterm has parsed it): the hello's window moves on. */
+  z.object({ type: z.literal("consumed"), offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 

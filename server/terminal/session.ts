@@ -4,7 +4,8 @@
  * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or gets a snapshot of the current screen
- * (a headless terminal, screen.ts) when its offset is no longer held.
+ * (a headless terminal, screen.ts) when its offset is no longer held. Output is read only while
+ * some viewer takes it (updateFlow): the rest waits in the machine's holder.
  *
  * Offsets are the holder's log offsets (holder/connector.ts passes them with the output), so a
  * browser's offset means the same in every server process: a new process starts reading the
@@ -131,7 +132,8 @@ export class TerminalSession {
   /** Where the first channel should start reading the holder's log (the first viewer's offset). */
   private resumeFrom: number | undefined;
   private pendingBytes = 0;
-  private paused = false;
+  /** The channel is paused (no viewer, or every viewer backed up); a fresh terminal starts so. */
+  private paused = true;
   private closed = false;
   private connecting = false;
   private attempt = 0;
@@ -402,18 +404,16 @@ export class TerminalSession {
   }
 
   /**
-   * Pauses the shell's output while every viewer is backed up, so a slow browser slows the
-   * remote program instead of growing memory. With no viewer at all the shell keeps running and
-   * the replay buffer keeps only its newest bytes.
+   * Reads the shell's output only while some viewer takes it: paused while every viewer is backed
+   * up (its socket, or the window its page asked for) and while there is no viewer at all. The
+   * holder keeps the log on the machine (the remote program runs on; the direct PTY's is slowed
+   * by backpressure instead), so an unwatched or slow terminal costs this process nothing; the
+   * next viewer resumes from its offset, or gets a snapshot when the holder no longer has it.
    */
   private updateFlow(): void {
-    let anyViewer = false;
     let allBlocked = true;
-    for (const state of this.viewers.values()) {
-      anyViewer = true;
-      if (!state.blocked) allBlocked = false;
-    }
-    const shouldPause = anyViewer && allBlocked;
+    for (const state of this.viewers.values()) if (!state.blocked) allBlocked = false;
+    const shouldPause = allBlocked;
     if (shouldPause === this.paused) return;
     this.paused = shouldPause;
     if (shouldPause) metrics().backpressurePauses.inc();

@@ -51,7 +51,7 @@ export class TerminalTestClient {
   /** Opens a socket; sends hello unless `hello` is null (for protocol-violation tests). */
   static async connect(
     url: string,
-    hello: { token: string; offset?: number; cols?: number; rows?: number; writer?: string } | null,
+    hello: { token: string; offset?: number; cols?: number; rows?: number; writer?: string; window?: number } | null,
     headers?: Record<string, string>,
   ): Promise<TerminalTestClient> {
     // A browser always sends Origin; the gateway refuses a socket without one. Default: the server's own.
@@ -63,7 +63,10 @@ export class TerminalTestClient {
       ws.once("error", reject);
       ws.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
     });
-    if (hello) client.send({ type: "hello", token: hello.token, offset: hello.offset ?? 0, cols: hello.cols ?? 80, rows: hello.rows ?? 24, writer: hello.writer });
+    if (hello) {
+      const { token, offset = 0, cols = 80, rows = 24, writer, window } = hello;
+      client.send({ type: "hello", token, offset, cols, rows, writer, window });
+    }
     return client;
   }
 
