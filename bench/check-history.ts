@@ -15,7 +15,6 @@
  *   npx tsx bench/check-history.ts [--learners 1000] [--sample 20] [--repeat 15]
  */
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import pg from "pg";
 import { z } from "zod";
 import { gridQuery, gridRows } from "../server/cohorts/dashboard";
@@ -23,6 +22,7 @@ import { Prisma } from "../server/db/generated/client";
 import { recordCheckRun } from "../server/grader/history";
 import type { ScriptResult } from "../server/machines/ssh-exec";
 import { startTestDb } from "../server/testing/test-db";
+import { benchFlags } from "./lib/flags";
 
 const INTERVAL_S = 2; // grader poll interval, s (the default)
 const HOUR_S = 3_600; // simulated class time, s
@@ -91,8 +91,7 @@ async function timed(repeat: number, run: () => Promise<unknown>): Promise<numbe
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { learners: { type: "string" }, sample: { type: "string" }, repeat: { type: "string" } } });
-  const flags = Flags.parse(values);
+  const flags = benchFlags(Flags, "usage: npx tsx bench/check-history.ts [--learners N] [--sample N] [--repeat N]");
   const { db, url, stop } = await startTestDb();
   const client = new pg.Pool({ connectionString: url, max: 10 });
   // The database stops at the end while the pool may still hold an idle connection.

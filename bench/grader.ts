@@ -42,10 +42,10 @@ import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import pg from "pg";
 import { z } from "zod";
 import type { Progress } from "../server/grader/progress";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 97; // third octet of the hosts' 10.213.S.0/24
 const MACHINE = "node01"; // every check and flag runs here (hosts are shared by all sessions; /root is per host)
@@ -74,17 +74,7 @@ const Flags = z.object({
   json: z.string().min(1).optional(),
 });
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--processes N] [--json FILE]";
-  try {
-    const str = { type: "string" } as const;
-    const { values } = parseArgs({ options: { sessions: str, seconds: str, "interval-ms": str, concurrency: str, processes: str, json: str }, strict: true, allowPositionals: false });
-    const parsed = Flags.safeParse(values);
-    if (parsed.success) return parsed.data;
-    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-  }
-  process.exit(2);
+  return benchFlags(Flags, "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--processes N] [--json FILE]");
 }
 
 const opts = flags();

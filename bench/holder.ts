@@ -9,8 +9,8 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { z } from "zod";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 79; // third octet of the host's 10.213.S.0/24
 const COLS = 120; // PTY width, characters
@@ -27,20 +27,7 @@ const Flags = z.object({
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/holder.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--json FILE]";
-  try {
-    const { values } = parseArgs({
-      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, json: { type: "string" } },
-      strict: true,
-      allowPositionals: false,
-    });
-    const parsed = Flags.safeParse(values);
-    if (parsed.success) return parsed.data;
-    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-  }
-  process.exit(2);
+  return benchFlags(Flags, "usage: npx tsx bench/holder.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--json FILE]");
 }
 
 const opts = flags();

@@ -11,7 +11,6 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import pino from "pino";
 import { z } from "zod";
 import type { ProvisionedMachine } from "../server/machines/provider";
@@ -22,6 +21,7 @@ import { qemuProvider } from "../server/machines/qemu/provider";
 import { TEST_IMAGE_CACHE_DIR } from "../server/machines/qemu/test-image";
 import { WarmPool } from "../server/machines/warm-pool";
 import { connectSsh } from "../server/terminal/ssh";
+import { benchFlags } from "./lib/flags";
 
 const MACHINES = ["controlplane", "node01", "node02"];
 /** Login timeout of one benchmark SSH connection, ms. */
@@ -41,20 +41,7 @@ const Flags = z.strictObject({
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/machines.ts [--image-dir DIR] [--memory MIB] [--idle-seconds N] [--json FILE]";
-  try {
-    const { values } = parseArgs({
-      options: { "image-dir": { type: "string" }, memory: { type: "string" }, "idle-seconds": { type: "string" }, json: { type: "string" } },
-      strict: true,
-      allowPositionals: false,
-    });
-    const parsed = Flags.safeParse(values);
-    if (parsed.success) return parsed.data;
-    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-  }
-  process.exit(2);
+  return benchFlags(Flags, "usage: npx tsx bench/machines.ts [--image-dir DIR] [--memory MIB] [--idle-seconds N] [--json FILE]");
 }
 
 const opts = flags();

@@ -20,12 +20,12 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { z } from "zod";
 import { castText, loadCast } from "../server/recordings/asciicast";
 import { startTestStack } from "../server/testing/stack";
 import { TerminalTestClient } from "../server/testing/terminal-client";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 72; // third octet of the hosts' 10.213.S.0/24 (unused elsewhere)
 const LAB_DIR = path.resolve("labs/preinstall-checks");
@@ -36,7 +36,7 @@ const INSPECT = ["swapon --show", "grep -v '^#' /etc/fstab", "lsmod | grep -E '^
 const Flags = z.object({ "char-ms": z.coerce.number().int().min(0).max(1000).default(40) });
 
 async function main(): Promise<void> {
-  const flags = Flags.parse(parseArgs({ options: { "char-ms": { type: "string" } } }).values);
+  const flags = benchFlags(Flags, "usage: npx tsx bench/recording.ts [--char-ms MS]");
   const stack = await startTestStack({ subnet: SUBNET });
   try {
     const sessionId = await stack.startSession("bench-recording");

@@ -14,11 +14,11 @@
  *   flock /tmp/labdeck-test.lock npx tsx bench/restart.ts [--terminals 100] [--outage-ms 3000] [--json out.json]
  */
 import fs from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { freePort, startTestStack, type TestStack } from "../server/testing/stack";
 import { kill9, spawnGateway, type GatewayProcess } from "../server/testing/spawn-gateway";
 import { ResumingTestClient } from "../server/testing/terminal-client";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 76; // third octet of the hosts' 10.213.S.0/24 (unused by every test)
 const MACHINES = ["controlplane", "node01", "node02"] as const;
@@ -34,14 +34,7 @@ const Flags = z.object({
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/restart.ts [--terminals N] [--outage-ms MS] [--json FILE]";
-  try {
-    const { values } = parseArgs({ options: { terminals: { type: "string" }, "outage-ms": { type: "string" }, json: { type: "string" } }, strict: true });
-    return Flags.parse(values);
-  } catch (error) {
-    console.error(`${usage}\n${error instanceof z.ZodError ? error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") : (error as Error).message}`);
-    process.exit(2);
-  }
+  return benchFlags(Flags, "usage: npx tsx bench/restart.ts [--terminals N] [--outage-ms MS] [--json FILE]");
 }
 
 /** CPU seconds (user + system) a process has used so far. */

@@ -8,16 +8,16 @@
  *   npx tsx bench/role-takeover.ts [--rounds 3]
  */
 import { spawn } from "node:child_process";
-import { parseArgs } from "node:util";
 import pino from "pino";
 import { z } from "zod";
 import { ROLE_LEASE_MS, ROLE_RENEW_MS, SingletonRole } from "../server/leases/roles";
 import { startTestDb } from "../server/testing/test-db";
+import { benchFlags } from "./lib/flags";
 
 const SWEEP_MS = 30_000; // the child's sweep interval, ms (production's; nothing is swept here)
 const log = pino({ level: "silent" });
 const Flags = z.object({ rounds: z.coerce.number().int().min(1).max(20).default(3) });
-const flags = Flags.parse(parseArgs({ options: { rounds: { type: "string" } } }).values);
+const flags = benchFlags(Flags, "usage: npx tsx bench/role-takeover.ts [--rounds N]");
 
 const { db, url, stop } = await startTestDb();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

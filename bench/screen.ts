@@ -4,11 +4,12 @@
  * the same process before any screen (the baseline, same run). Also the time of one snapshot.
  *   npx tsx --expose-gc bench/screen.ts [--terminals 50]
  */
-import { parseArgs } from "node:util";
+import { z } from "zod";
 import { Screen, SCREEN_SCROLLBACK_LINES } from "../server/terminal/screen";
+import { benchFlags } from "./lib/flags";
 
-const { values } = parseArgs({ options: { terminals: { type: "string", default: "50" } } });
-const COUNT = Number(values.terminals); // screens to fill
+const flags = benchFlags(z.object({ terminals: z.coerce.number().int().min(1).max(1000).default(50) }), "usage: npx tsx --expose-gc bench/screen.ts [--terminals N]");
+const COUNT = flags.terminals; // screens to fill
 const COLS = 120; // characters per line
 const ROWS = 40; // lines on screen
 const MIB = 1024 * 1024; // bytes

@@ -6,15 +6,19 @@
  *
  *   npx tsx bench/ssh-cipher.ts [--mib 64] [--rounds 3]   (rounds interleaved; the median is printed)
  */
-import { parseArgs } from "node:util";
 import type net from "node:net";
 import ssh2, { type CipherAlgorithm } from "ssh2";
+import { z } from "zod";
+import { benchFlags } from "./lib/flags";
 
 const { Client, Server, utils } = ssh2; // CommonJS: named exports are not visible to ESM
 
-const { values } = parseArgs({ options: { mib: { type: "string" }, rounds: { type: "string" } } });
+const flags = benchFlags(
+  z.object({ mib: z.coerce.number().int().min(1).max(4096).default(64), rounds: z.coerce.number().int().min(1).max(20).default(3) }),
+  "usage: npx tsx bench/ssh-cipher.ts [--mib N] [--rounds N]",
+);
 const MIB = 1024 * 1024;
-const total = Number(values.mib ?? "64") * MIB;
+const total = flags.mib * MIB;
 const CHUNK = 64 * 1024; // bytes per server write (the holder's OUTPUT frame size)
 const CIPHERS: CipherAlgorithm[] = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com", "aes128-ctr"];
 
@@ -66,7 +70,7 @@ async function measure(cipher?: CipherAlgorithm): Promise<{ cipher: string; mibP
   return { cipher: negotiated, mibPerS: Math.round((got / MIB / seconds) * 10) / 10 };
 }
 
-const rounds = Number(values.rounds ?? "3");
+const rounds = flags.rounds;
 const runs = new Map<string, number[]>();
 for (let i = 0; i < rounds; i++) {
   for (const cipher of [undefined, ...CIPHERS]) {

@@ -7,9 +7,9 @@
  *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--payload x|base64] [--json out.json]
  */
 import fs from "node:fs/promises";
-import { parseArgs } from "node:util";
 import type { TerminalTestClient as Client } from "../server/testing/terminal-client";
 import { z } from "zod";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 77; // third octet of the hosts' 10.213.S.0/24
 const MACHINE = "node01";
@@ -29,20 +29,7 @@ const Flags = z.object({
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/terminal.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--payload x|base64] [--json FILE]";
-  try {
-    const { values } = parseArgs({
-      options: { keystrokes: { type: "string" }, "gap-ms": { type: "string" }, mib: { type: "string" }, payload: { type: "string" }, json: { type: "string" } },
-      strict: true,
-      allowPositionals: false,
-    });
-    const parsed = Flags.safeParse(values);
-    if (parsed.success) return parsed.data;
-    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-  }
-  process.exit(2);
+  return benchFlags(Flags, "usage: npx tsx bench/terminal.ts [--keystrokes N] [--gap-ms MS] [--mib N] [--payload x|base64] [--json FILE]");
 }
 
 const opts = flags();

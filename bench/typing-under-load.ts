@@ -18,8 +18,8 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { z } from "zod";
+import { benchFlags } from "./lib/flags";
 
 const SUBNET = 87; // third octet of the hosts' 10.213.S.0/24
 const TYPED_MACHINE = "controlplane";
@@ -39,27 +39,7 @@ const Flags = z.object({
 });
 
 function flags(): z.infer<typeof Flags> {
-  const usage = "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--json FILE]";
-  try {
-    const { values } = parseArgs({
-      options: {
-        keys: { type: "string" },
-        "gap-ms": { type: "string" },
-        streams: { type: "string" },
-        "settle-s": { type: "string" },
-        "phase-s": { type: "string" },
-        json: { type: "string" },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-    const parsed = Flags.safeParse(values);
-    if (parsed.success) return parsed.data;
-    console.error(parsed.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n") + "\n" + usage);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${usage}`);
-  }
-  process.exit(2);
+  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--json FILE]");
 }
 
 const opts = flags();
