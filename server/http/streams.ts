@@ -67,3 +67,78 @@ export function revokeOnAccessChange(
     );
   });
 }
+
+/** What a route writes into its event stream (eventStream). */
+export interface EventStreamOut {
+  /** Writes one event; dropped once the stream has ended. */
+  send(event: string, data: unknown): void;
+  /** Writes `event: revoked` with the reason and ends the stream. */
+  revoke(reason: StreamRevokedReason): void;
+  /** Runs `fn` when the stream ends for any reason (at once if it has ended already). */
+  onClose(fn: () => void): void;
+}
+
+/** Interval of the keep-alive comment that keeps proxies from closing an idle stream, ms. */
+export const KEEPALIVE_MS = 15_000;
+
+/**
+ * A Server-Sent Events response: `open` subscribes what the route streams and registers its
+ * unsubscribes with `out.onClose`. The stream ends when the client goes away, when a write fails,
+ * or on `out.revoke`; then every onClose runs once and `release` (the user's stream slot) is given
+ * back. A keep-alive comment goes out every KEEPALIVE_MS.
+ */
+export function eventStream(request: Request, release: () => void, open: (out: EventStreamOut) => Promise<void> | void): Response {
+  const encoder = new TextEncoder();
+  const closers: (() => void)[] = [];
+  let ended = false;
+  let controllerRef: ReadableStreamDefaultController<Uint8Array> | null = null;
+  /** Ends the stream (with `error`: errored, so the client sees it break rather than end). */
+  const end = (error?: unknown) => {
+    if (ended) return;
+    ended = true;
+    for (const fn of closers.splice(0)) fn();
+    release();
+    try {
+      if (error === undefined) controllerRef?.close();
+      else controllerRef?.error(error);
+    } catch {
+      // already closed
+    }
+  };
+  const write = (text: string) => {
+    if (ended || !controllerRef) return;
+    try {
+      controllerRef.enqueue(encoder.encode(text));
+    } catch {
+      end(); // the client went away
+    }
+  };
+  const out: EventStreamOut = {
+    send: (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    revoke: (reason) => {
+      out.send("revoked", { reason });
+      end();
+    },
+    onClose: (fn) => {
+      if (ended) fn();
+      else closers.push(fn);
+    },
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controllerRef = controller;
+      const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
+      out.onClose(() => clearInterval(keepalive));
+      request.signal.addEventListener("abort", () => end(), { once: true });
+      try {
+        await open(out);
+      } catch (error) {
+        end(error);
+      }
+    },
+    cancel: () => end(),
+  });
+  return new Response(stream, {
+    headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive" },
+  });
+}

@@ -9,12 +9,10 @@ import { requireRole } from "@/server/auth/guard";
 import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
 import { cohortLearnerSessionIds } from "@/server/cohorts/dashboard";
 import { apiError } from "@/server/http/route";
-import { revokeOnAccessChange, streamSlot } from "@/server/http/streams";
+import { eventStream, revokeOnAccessChange, streamSlot } from "@/server/http/streams";
 
 export const dynamic = "force-dynamic";
 
-/** Interval of the keep-alive comment, in ms. */
-const KEEPALIVE_MS = 15_000;
 /** How often the set of the cohort's sessions is re-read (new sessions, new learners), in ms. */
 const MEMBERSHIP_REFRESH_MS = 5_000;
 
@@ -27,76 +25,34 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
   let sessions = await cohortLearnerSessionIds(services.db, id);
   let refreshedAt = Date.now();
 
-  const encoder = new TextEncoder();
-  let cleanup = () => {};
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const write = (text: string) => {
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          cleanup();
-        }
-      };
-      const onChange = async (sessionId: string | null) => {
-        // Notices were missed (the event connection reconnected): reload the whole dashboard.
-        if (sessionId === null) return write(`event: changed\ndata: {}\n\n`);
-        if (!sessions.has(sessionId) && Date.now() - refreshedAt > 250) {
-          // Possibly a session made after we looked: re-read (rate-limited) before deciding.
-          refreshedAt = Date.now();
-          sessions = await cohortLearnerSessionIds(services.db, id).catch(() => sessions);
-        }
-        if (sessions.has(sessionId)) write(`event: changed\ndata: ${JSON.stringify({ sessionId })}\n\n`);
-      };
-      const unsubscribeChanges = services.bus.onAnySessionChange((sid) => void onChange(sid));
-      // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
-      const unsubscribeAccess = revokeOnAccessChange(
+  return eventStream(request, release, (out) => {
+    const onChange = async (sessionId: string | null) => {
+      // Notices were missed (the event connection reconnected): reload the whole dashboard.
+      if (sessionId === null) return out.send("changed", {});
+      if (!sessions.has(sessionId) && Date.now() - refreshedAt > 250) {
+        // Possibly a session made after we looked: re-read (rate-limited) before deciding.
+        refreshedAt = Date.now();
+        sessions = await cohortLearnerSessionIds(services.db, id).catch(() => sessions);
+      }
+      if (sessions.has(sessionId)) out.send("changed", { sessionId });
+    };
+    out.onClose(services.bus.onAnySessionChange((sid) => void onChange(sid)));
+    // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
+    out.onClose(
+      revokeOnAccessChange(
         services.bus,
         user.id,
         async () => requireCohortView(services.db, await requireRole(services.auth, request.headers, "admin", "instructor"), id),
-        (reason) => {
-          write(`event: revoked\ndata: ${JSON.stringify({ reason })}\n\n`);
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-          cleanup();
-          release();
-        },
-      );
-      const unsubscribe = () => {
-        unsubscribeChanges();
-        unsubscribeAccess();
-      };
-      const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
-      const refresh = setInterval(() => {
-        void cohortLearnerSessionIds(services.db, id).then((s) => {
-          if (s.size !== sessions.size) write(`event: changed\ndata: {}\n\n`);
-          sessions = s;
-        }, () => undefined);
-      }, MEMBERSHIP_REFRESH_MS);
-      cleanup = () => {
-        unsubscribe();
-        clearInterval(keepalive);
-        clearInterval(refresh);
-      };
-      request.signal.addEventListener("abort", () => {
-        cleanup();
-        try {
-          controller.close();
-        } catch {
-          // already closed
-        }
-      });
-      write(`event: hello\ndata: {}\n\n`);
-    },
-    cancel() {
-      cleanup();
-      release();
-    },
-  });
-  return new Response(stream, {
-    headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", Connection: "keep-alive" },
+        out.revoke,
+      ),
+    );
+    const refresh = setInterval(() => {
+      void cohortLearnerSessionIds(services.db, id).then((s) => {
+        if (s.size !== sessions.size) out.send("changed", {});
+        sessions = s;
+      }, () => undefined);
+    }, MEMBERSHIP_REFRESH_MS);
+    out.onClose(() => clearInterval(refresh));
+    out.send("hello", {});
   });
 });
