@@ -134,8 +134,10 @@ interface RecordedLab {
   slug: string;
   /** Feedback each check must give on the state before its step. */
   before: Record<string, RegExp[]>;
-  /** States with a typical mistake: the check of `step` must fail there, naming it. */
+  /** States with a typical mistake or a shortcut (true only now, or only looks right): the check of `step` must fail there, naming it. */
   mistakes: { state: string; step: string; expect: RegExp[] }[];
+  /** Other correct ways to do a step (recorded states): its check must pass there. */
+  alternatives: { state: string; step: string }[];
 }
 
 const RECORDED_LABS: RecordedLab[] = [
@@ -158,7 +160,7 @@ const RECORDED_LABS: RecordedLab[] = [
         step: "init",
         expect: [/--node-ip=192.168.56.10 がありません/, /InternalIP が 192.168.56.10 ではありません\(今: 10.0.2.15\)/, /--apiserver-advertise-address=192.168.56.10/],
       },
-      { state: "mistake-flannel-without-iface", step: "flannel", expect: [/--iface=eth1 がありません/, /controlplane で使っているアドレスが 192.168.56.10 ではありません\(今: 10.0.2.15\)/] },
+      { state: "mistake-flannel-without-iface", step: "flannel", expect: [/controlplane で使っているアドレスが 192.168.56.10 ではありません\(今: 10.0.2.15、/, /コンテナ引数\(今: \["--ip-masq","--kube-subnet-mgr"\]\)で eth1 を選ばせ/] },
       {
         state: "mistake-node02-rebooted-enabled-not-started",
         step: "revive-node02",
@@ -166,6 +168,24 @@ const RECORDED_LABS: RecordedLab[] = [
       },
       // `systemctl enable --runtime kubelet`: the wants link lives in /run, gone at the next boot.
       { state: "mistake-node02-enabled-runtime", step: "revive-node02", expect: [/enable されていません。今は動いていても、次に再起動するとまた戻ってきません/] },
+      // A drop-in under /run: the running kubelet has the address, its next start will not.
+      { state: "shortcut-init-runtime-dropin", step: "init", expect: [/^再起動後: kubelet が次に起動するときのコマンドラインに --node-ip=192.168.56.10 がありません\(今: なし\)/m] },
+      // Environment=KUBELET_EXTRA_ARGS in a drop-in: kubeadm's EnvironmentFile=/etc/default/kubelet overrides it.
+      {
+        state: "shortcut-init-dropin-environment-overridden",
+        step: "init",
+        expect: [/^再起動後: kubelet が次に起動するときのコマンドラインに --node-ip=192.168.56.10 がありません/m, /InternalIP が 192.168.56.10 ではありません\(今: 10.0.2.15\)/],
+      },
+      // The literal --iface=eth1 in the DaemonSet while flanneld still uses eth0's address.
+      { state: "shortcut-flannel-args-only", step: "flannel", expect: [/Flannel が controlplane で使っているアドレスが 192.168.56.10 ではありません\(今: 10.0.2.15、/] },
+    ],
+    alternatives: [
+      { state: "alt-init-kubeadm-flags", step: "init" },
+      { state: "alt-init-dropin-execstart", step: "init" },
+      { state: "alt-init-dual-stack", step: "init" },
+      { state: "alt-flannel-iface-split-args", step: "flannel" },
+      { state: "alt-flannel-iface-can-reach", step: "flannel" },
+      { state: "alt-join-node01-dual-stack", step: "join-node01" },
     ],
   },
   {
@@ -187,6 +207,8 @@ const RECORDED_LABS: RecordedLab[] = [
       },
       { state: "mistake-crd-without-bounds", step: "crd", expect: [/spec.required に retentionDays がありません/, /minimum: 1 と maximum: 30 がありません/] },
       { state: "mistake-reject-good-object", step: "reject", expect: [/API サーバーが受け付けてしまいます/] },
+    ],
+    alternatives: [
     ],
   },
 ];
@@ -252,7 +274,21 @@ for (const recorded of RECORDED_LABS) {
       }
     });
 
-    it("names the learner's typical mistakes (recorded states with the mistake)", async () => {
+    it("passes on each other correct way to do a step (recorded alternative states)", async () => {
+      for (const alt of recorded.alternatives) {
+        expect((await stat(path.join(recordedDir, alt.state))).isDirectory()).toBe(true);
+        const result = await checkOn(alt.step, alt.state);
+        expect(result.code, `${alt.state}: ${result.stdout}${result.stderr}`).toBe(0);
+      }
+    });
+
+    it("every recorded state is used: the trajectory, a mistake or shortcut, or an alternative", async () => {
+      const used = new Set([...recorded.mistakes.map((m) => m.state), ...recorded.alternatives.map((a) => a.state)]);
+      const stray = (await readdir(recordedDir)).filter((n) => !/^\d\d-/.test(n) && !used.has(n));
+      expect(stray).toEqual([]);
+    });
+
+    it("names the learner's typical mistakes and refuses the shortcuts (recorded states)", async () => {
       for (const mistake of recorded.mistakes) {
         expect((await stat(path.join(recordedDir, mistake.state))).isDirectory()).toBe(true);
         const result = await checkOn(mistake.step, mistake.state);

@@ -11,13 +11,14 @@
 #   ### rc=1 >&2 kubectl -n kube-flannel get daemonset kube-flannel-ds ...
 #   Error from server (NotFound): daemonsets.apps "kube-flannel-ds" not found
 #
-# `rc=N` is the exit status; `>&2` sends the output to stderr. The check sees the fake root at the
+# `rc=N` is the exit status; `>&2` in the header sends the whole output to stderr; an output line
+# that starts with `>&2 ` goes to stderr alone (a warning beside stdout: kubectl's `Warning: ...`). The check sees the fake root at the
 # real paths (a mount namespace), so recordings name real paths. A command line with no recording
 # is appended to misses.txt beside this link and exits 127, which fails the test.
 name=${0##*/}
 here=${0%/*}
 want="$name${*:+ $*}"
-found=0 rc=0 err=0 out=""
+found=0 rc=0 err=0 out="" errout=""
 while IFS= read -r line || [ -n "$line" ]; do
   if [[ $line == "### "* ]]; then
     ((found)) && break
@@ -26,12 +27,15 @@ while IFS= read -r line || [ -n "$line" ]; do
     if [ "$header" = "$want" ]; then found=1 rc=$r err=$e; fi
     continue
   fi
-  ((found)) && out+="$line"$'\n'
+  if ((found)); then
+    if [[ $line == ">&2 "* ]]; then errout+="${line#">&2 "}"$'\n'; else out+="$line"$'\n'; fi
+  fi
 done <"$here/recording.txt"
 if ((!found)); then
   echo "recorded-command: no recorded output for: $want" >&2
   echo "$want" >>"$here/misses.txt"
   exit 127
 fi
+printf '%s' "$errout" >&2
 if ((err)); then printf '%s' "$out" >&2; else printf '%s' "$out"; fi
 exit "$rc"
