@@ -33,3 +33,20 @@ for host, v in sorted(json.load(sys.stdin).get("_meta", {}).get("hostvars", {}).
     print(host, v.get(sys.argv[1], "-") or "-")
 ' "$2" 2>/dev/null
 }
+# The check's own evidence: kubespray's ansible-playbook run in /opt/kubespray by the check itself
+# (stdout only: warnings on stderr never mix in), cut at RUN_SECONDS (below the step's timeout).
+RUN_SECONDS=40
+kubespray_run() { (cd /opt/kubespray && timeout "$RUN_SECONDS" ansible-playbook "$@" 2>/dev/null); }
+# The lines of ansible-playbook output (FILE..., or stdin) that depend only on the inventory and
+# the playbook: TASK headers, fatal: hosts, RECAP rows. Colours, CR, the *** rulers and column
+# padding dropped; -v output, `2>&1` warnings and `tee`/`>` make no difference. A saved log is
+# accepted when these lines equal the check's own run: a hand-typed RECAP does not have them.
+run_facts() {
+  sed 's/\x1b\[[0-9;]*m//g; s/\r$//' "$@" | awk '
+    /^TASK \[/ { sub(/ \*+$/, ""); print; next }
+    /^PLAY RECAP/ { r = 1; print "PLAY RECAP"; next }
+    r && NF >= 2 && $2 == ":" { $1 = $1; print; next }
+    /^fatal: \[/ { print $1, $2 }'
+}
+# Hosts with failed= or unreachable= above 0 in run_facts output (stdin), comma-separated.
+failed_hosts() { awk '$2 == ":" { for (i = 3; i <= NF; i++) if ($i ~ /^(failed|unreachable)=[1-9]/) { print $1; next } }' | paste -sd, -; }

@@ -56,7 +56,7 @@ describe("course labs", () => {
 /** Feedback each check must give before its step is done (Japanese, naming what is missing). */
 const KUBESPRAY_BEFORE: Record<string, RegExp[]> = {
   inventory: [/\/root\/ha\/inventory.ini がまだありません/],
-  "host-vars": [/host_vars\/cp1.yml がありません/, /host_vars\/wk2.yml がありません/],
+  "host-vars": [/cp1 の ansible_host が 10.20.0.11 ではありません\(今: 未設定\)/, /wk2 の ip が 10.20.0.22 ではありません\(今: 未設定\)/],
   validate: [/validate.log がまだありません/],
   "even-etcd": [/ha-even\/inventory.ini がまだありません/],
   quorum: [/quorum.txt がまだありません/],
@@ -112,6 +112,81 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
     expect(evenLog).toMatch(/TASK \[validate_inventory : Stop if even number of etcd hosts\] \*+\nfatal: \[cp1\]: FAILED!/);
   });
 
+  /**
+   * Other correct ways (the check must pass) and shortcuts (it must fail, naming why), each a
+   * script run on the solved root, then undone by `undo` before the next.
+   */
+  const KUBESPRAY_FIXTURES: { step: string; name: string; apply: string; undo: string; refuse?: RegExp }[] = [
+    {
+      step: "host-vars",
+      name: "alternative: host_vars/cp1.yaml, a host_vars/cp2/ directory, wk1's vars inline in inventory.ini",
+      apply: `cd /root/ha && mv host_vars/cp1.yml host_vars/cp1.yaml && mkdir host_vars/cp2 && mv host_vars/cp2.yml host_vars/cp2/main.yml &&
+        rm host_vars/wk1.yml && sed -i 's/^wk1$/wk1 ansible_host=10.20.0.21 ip=10.20.0.21/' inventory.ini`,
+      undo: `cd /root/ha && mv host_vars/cp1.yaml host_vars/cp1.yml && mv host_vars/cp2/main.yml host_vars/cp2.yml && rmdir host_vars/cp2 &&
+        sed -i 's/^wk1 .*/wk1/' inventory.ini && printf 'ansible_host: 10.20.0.21\nip: 10.20.0.21\n' >host_vars/wk1.yml`,
+    },
+    {
+      step: "validate",
+      name: "alternative: the log saved with -v -c local, > and 2>&1",
+      apply: `cp /root/ha/validate.log /root/validate.keep && cd /opt/kubespray && export PATH=/opt/kubespray-venv/bin:$PATH &&
+        ansible-playbook -v -c local -i /root/ha/inventory.ini playbooks/boilerplate.yml >/root/ha/validate.log 2>&1`,
+      undo: "mv /root/validate.keep /root/ha/validate.log",
+    },
+    {
+      step: "validate",
+      name: "shortcut: a hand-typed log with the task name and a PLAY RECAP of failed=0",
+      apply: `cp /root/ha/validate.log /root/validate.keep && { echo 'TASK [validate_inventory : Stop if even number of etcd hosts] ***'; echo 'PLAY RECAP ***';
+        for h in cp1 cp2 cp3 wk1 wk2; do echo "$h : ok=2 changed=0 unreachable=0 failed=0 skipped=0 rescued=0 ignored=0"; done; } >/root/ha/validate.log`,
+      undo: "mv /root/validate.keep /root/ha/validate.log",
+      refuse: /validate.log が、今の \/root\/ha のインベントリで検査を流した結果と違います/,
+    },
+    {
+      step: "even-etcd",
+      name: "alternative: the log saved with tee and -v",
+      apply: `cp /root/ha-even/validate.log /root/even.keep && cd /opt/kubespray && export PATH=/opt/kubespray-venv/bin:$PATH &&
+        { ansible-playbook -v -i /root/ha-even/inventory.ini playbooks/boilerplate.yml -e ansible_connection=local | tee /root/ha-even/validate.log >/dev/null; true; }`,
+      undo: "mv /root/even.keep /root/ha-even/validate.log",
+    },
+    {
+      step: "even-etcd",
+      name: "shortcut: a hand-typed fatal: line under the task",
+      apply: `cp /root/ha-even/validate.log /root/even.keep && printf '%s\n' 'TASK [validate_inventory : Stop if even number of etcd hosts] ***' 'fatal: [cp1]: FAILED! => {"msg": "even"}' >/root/ha-even/validate.log`,
+      undo: "mv /root/even.keep /root/ha-even/validate.log",
+      refuse: /ha-even\/validate.log が、今の \/root\/ha-even のインベントリで検査を流した結果と違います/,
+    },
+    {
+      step: "list-hosts",
+      name: "alternative: -l wk3 and --extra-vars node=wk3, saved with > and 2>&1",
+      apply: `cd /opt/kubespray && export PATH=/opt/kubespray-venv/bin:$PATH && cp /root/ha/scale-hosts.txt /root/ha/remove-hosts.txt /root/ &&
+        ansible-playbook -i /root/ha/inventory.ini scale.yml -l wk3 --list-hosts >/root/ha/scale-hosts.txt 2>&1 &&
+        ansible-playbook -i /root/ha/inventory.ini remove-node.yml --extra-vars node=wk3 --list-hosts >/root/ha/remove-hosts.txt 2>&1`,
+      undo: "mv /root/scale-hosts.txt /root/remove-hosts.txt /root/ha/",
+    },
+    {
+      step: "list-hosts",
+      name: "shortcut: a hand-typed scale.yml --list-hosts with one play for wk3",
+      apply: `cp /root/ha/scale-hosts.txt /root/ && printf 'playbook: scale.yml\n\n  play #1 (kube_node): Add worker\tTAGS: []\n    pattern: [\x27kube_node\x27]\n    hosts (1):\n      wk3\n' >/root/ha/scale-hosts.txt`,
+      undo: "mv /root/scale-hosts.txt /root/ha/",
+      refuse: /scale-hosts.txt の play と対象のホストが、今 ansible-playbook scale.yml --limit wk3 --list-hosts が出すものと違います/,
+    },
+  ];
+
+  it("passes on each other correct way to do a step, fails on each shortcut (after the solutions, undone between)", async () => {
+    for (const f of KUBESPRAY_FIXTURES) {
+      expect((await check(f.step)).code, `${f.step} solved, before ${f.name}`).toBe(0);
+      const applied = await runScript(f.apply, env());
+      expect(applied.code, `${f.name}: ${applied.stderr}`).toBe(0);
+      const result = await check(f.step);
+      if (f.refuse) {
+        expect(result.code, `${f.step} ${f.name}: ${result.stdout}`).toBe(1);
+        expect(result.stdout, f.name).toMatch(f.refuse);
+      } else expect(result.code, `${f.step} ${f.name}: ${result.stdout}${result.stderr}`).toBe(0);
+      const undone = await runScript(f.undo, env());
+      expect(undone.code, `undo ${f.name}: ${undone.stderr}`).toBe(0);
+    }
+    for (const id of ["host-vars", "validate", "even-etcd", "list-hosts"]) expect((await check(id)).code, `${id} after the fixtures`).toBe(0);
+  }, 240_000);
+
   it("names the mistakes: a worker in etcd (even count), a missing ip, a recap with a failure, a wrong quorum row", async () => {
     const ha = path.join(root, "root/ha");
     const edit = (script: string) => runScript(script, env());
@@ -121,7 +196,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
     await edit(`sed -i '/^\\[etcd\\]$/,+1d' ${ha}/inventory.ini && sed -i '/^ip:/d' ${ha}/host_vars/cp2.yml`);
     expect((await check("host-vars")).stdout).toMatch(/cp2 の ip が 10.20.0.12 ではありません\(今: 未設定\)/);
     await edit(`sed -i 's/failed=0 /failed=1 /' ${ha}/validate.log`);
-    expect((await check("validate")).stdout).toMatch(/検査に失敗したホストがあります: cp1/);
+    expect((await check("validate")).stdout).toMatch(/validate.log が、今の \/root\/ha のインベントリで検査を流した結果と違います/);
     await edit(`sed -i 's/^4 3 1$/4 2 2/' ${ha}/quorum.txt`);
     expect((await check("quorum")).stdout).toBe("メンバー 4 の行が違います(今: 2 2)。過半数は n // 2 + 1、耐えられる障害の数は n − 過半数 です\n");
   });

@@ -1,4 +1,11 @@
 #!/usr/bin/env bash
+# Judged by the inventory (ansible-inventory: wk3 in kube_node only, its ip from any host_vars form
+# or inline) and by the saved --list-hosts outputs, which must name exactly the plays and hosts the
+# check's own run of the same command prints (scale.yml --limit wk3; remove-node.yml -e node=wk3).
+# Accepted: either flag spelling (--limit wk3 / -l wk3 / --limit=wk3, -e node=wk3 /
+# --extra-vars node=wk3 / -e '{"node":"wk3"}'), saved with tee or >, with or without 2>&1.
+# Ansible lists a play's hosts in no fixed order: the "play|host" pairs are compared sorted.
+# Refused: a hand-typed list (plays or hosts the run does not print), a run without the limit.
 inv=$HA/inventory.ini
 inv_load "$inv"
 members=$(inv_members "$inv")
@@ -21,6 +28,8 @@ else
   others=$(targets "$scale" | cut -d'|' -f2 | grep -vx wk3 | sort -u | paste -sd, -)
   [ -z "$others" ] || problems+=("scale.yml が wk3 以外も対象にしています: $others(--limit wk3 を付けてください)")
   targets "$scale" | grep -q '|wk3$' || problems+=("scale-hosts.txt のどの play も wk3 を対象にしていません")
+  [ -n "$others" ] || [ "$(targets "$scale" | sort)" = "$(kubespray_run -i "$inv" scale.yml --limit wk3 --list-hosts | targets /dev/stdin | sort)" ] ||
+    problems+=("scale-hosts.txt の play と対象のホストが、今 ansible-playbook scale.yml --limit wk3 --list-hosts が出すものと違います。出力をそのまま保存してください")
 fi
 remove=$HA/remove-hosts.txt
 if [ ! -s "$remove" ] || ! grep -q 'remove-node.yml' "$remove"; then
@@ -28,5 +37,7 @@ if [ ! -s "$remove" ] || ! grep -q 'remove-node.yml' "$remove"; then
 else
   reset=$(targets "$remove" | awk -F'|' '$1 == "Reset node" { print $2 }' | sort -u | paste -sd, -)
   [ "$reset" = wk3 ] || problems+=("remove-node.yml の「Reset node」が wk3 だけを対象にしていません(今: ${reset:-なし})。-e node=wk3 を付けてください")
+  [ "$reset" != wk3 ] || [ "$(targets "$remove" | sort)" = "$(kubespray_run -i "$inv" remove-node.yml -e node=wk3 --list-hosts | targets /dev/stdin | sort)" ] ||
+    problems+=("remove-hosts.txt の play と対象のホストが、今 ansible-playbook remove-node.yml -e node=wk3 --list-hosts が出すものと違います。出力をそのまま保存してください")
 fi
 finish "wk3 を足すときは wk3 だけが、消すときもリセットされるのは wk3 だけだと、実行する前に確かめられました。"
