@@ -284,6 +284,9 @@ const RECORDED_LABS: RecordedLab[] = [
       { state: "mistake-reject-good-object", step: "reject", expect: [/API サーバーが受け付けてしまいます/] },
     ],
     alternatives: [
+      { state: "alt-explore-lenient-answers", step: "explore" },
+      { state: "alt-context-warning-on-stderr", step: "context" },
+      { state: "alt-dry-run-warning-on-stderr", step: "dry-run" },
     ],
   },
 ];

@@ -91,3 +91,25 @@ rec 0 kubectl get crd backups.labdeck.example -o "$CRDSCHEMA" <<<'["schedule"]|s
 state mistake-reject-good-object; badyaml; sed -i 's/retentionDays: 90/retentionDays: 14/' "$S/fs/root/bad-backup.yaml"
 rec 0 kubectl -n shop get backup nightly -o "$NIGHTLY" <<<'0 2 * * *|7'
 rec 0 kubectl create --dry-run=server -f /root/bad-backup.yaml <<<'backup.labdeck.example/weekly created (server dry run)'
+
+# Other correct ways (each check must pass there).
+# explore: the answer file written as a person might: CRLF, capitalised keys, spaces, a comment.
+state alt-explore-lenient-answers
+printf '# what I found\r\nAPIServer-Port = 6443\r\nEtcd-Client = kube-apiserver   # only the API server\r\nscheduler-bind=127.0.0.1\r\n' >"$S/fs/root/explore.txt"
+# context and dry-run: kubectl prints a warning on stderr beside the values (kubectl prints the
+# API server's warnings as "Warning: ..." lines on stderr; the text here is illustrative).
+state alt-context-warning-on-stderr; kubeconfig
+rec 0 kubectl --kubeconfig=/root/shop.kubeconfig config view --minify -o "$MINIFY" <<'O'
+>&2 Warning: recorded stderr line beside the values (kubectl prints warnings this way)
+shop|shop|https://192.168.56.10:6443
+O
+rec 0 kubectl --kubeconfig=/root/shop.kubeconfig auth can-i list pods <<'O'
+>&2 Warning: recorded stderr line beside the answer (kubectl prints warnings this way)
+yes
+O
+state alt-dry-run-warning-on-stderr; context_ok; webyaml
+rec 0 kubectl create --dry-run=client -f /root/web.yaml -o "$FILEJP" <<'O'
+>&2 Warning: spec.template.spec.containers[0].resources: recorded stderr line beside the values
+Deployment/web/shop/0
+O
+rec 0 kubectl -n shop get deployment web -o "$LIVEJP" <<<'2/0/nginx:1.27'

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
+# Judged by what kubectl makes of /root/web.yaml (create --dry-run=client: kind, name,
+# namespace, maxUnavailable, as the API would read them) and by the live Deployment. Any way to
+# write the file counts (kubectl create ... -o yaml edited, by hand). Values from stdout only
+# (split_run): a warning on stderr does not spoil them.
 f=/root/web.yaml
 if [ ! -s "$f" ]; then
   echo "/root/web.yaml がまだありません。"
   exit 1
 fi
-file=$(kubectl create --dry-run=client -f "$f" -o 'jsonpath={.kind}/{.metadata.name}/{.metadata.namespace}/{.spec.strategy.rollingUpdate.maxUnavailable}' 2>&1)
-IFS=/ read -r kind name ns unavailable <<<"$file"
+split_run kubectl create --dry-run=client -f "$f" -o 'jsonpath={.kind}/{.metadata.name}/{.metadata.namespace}/{.spec.strategy.rollingUpdate.maxUnavailable}'
+IFS=/ read -r kind name ns unavailable <<<"$OUT"
 if [ "$kind/$name" != Deployment/web ]; then
-  problems+=("/root/web.yaml は Deployment web のマニフェストではありません: $(head -c 200 <<<"$file")")
+  problems+=("/root/web.yaml は Deployment web のマニフェストではありません: $(head -c 200 <<<"${ERR:-$OUT}")")
 else
   [ "$ns" = shop ] || problems+=("web.yaml の metadata.namespace が shop ではありません(今: ${ns:-なし})")
   [ "$unavailable" = 0 ] || problems+=("web.yaml に spec.strategy.rollingUpdate.maxUnavailable: 0 がありません(今: ${unavailable:-なし})。kubectl explain deployment.spec.strategy.rollingUpdate で場所を確かめてください")
