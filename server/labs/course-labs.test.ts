@@ -5,6 +5,9 @@
  * - multi-node, control-plane: Kubernetes cannot run here, so their checks run against RECORDED
  *   OUTPUTS (fake kubectl/systemctl/ip/curl from server/labs/recorded-command.sh); each check fails
  *   on the state before its step, naming what is wrong, and passes on the state after it.
+ * - Both: each check also fails on recorded or scripted shortcuts (states that are true only now,
+ *   or only look right: a /run drop-in, a hand-typed PLAY RECAP) and passes on other correct ways
+ *   (kubeadm-flags.env, a dual-stack node, host_vars/<h>/, a warning on stderr, ...) (issue #14).
  */
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
