@@ -54,7 +54,8 @@ U
 flags_env() { mkdir -p "$S/fs/var/lib/kubelet"; echo "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock ${1:+$1 }--pod-infra-container-image=registry.k8s.io/pause:3.10\"" >"$S/fs/var/lib/kubelet/kubeadm-flags.env"; }
 default_kubelet() { mkdir -p "$S/fs/etc/default"; echo "KUBELET_EXTRA_ARGS=$1" >"$S/fs/etc/default/kubelet"; }
 ipcmds() {
-  rec 0 ip -4 -o addr show dev eth0 <<<'2: eth0    inet 10.0.2.15/24 metric 1024 brd 10.0.2.255 scope global dynamic eth0\       valid_lft 86153sec preferred_lft 86153sec'
+  # ip -j addr of a dual-stack eth0: the IPv6 link-local address comes after the IPv4 one.
+  rec 0 ip -j addr show dev eth0 <<<'[{"ifindex":2,"ifname":"eth0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1500,"qdisc":"fq_codel","operstate":"UP","group":"default","txqlen":1000,"link_type":"ether","address":"52:54:00:12:34:56","broadcast":"ff:ff:ff:ff:ff:ff","addr_info":[{"family":"inet","local":"10.0.2.15","prefixlen":24,"metric":1024,"broadcast":"10.0.2.255","scope":"global","dynamic":true,"label":"eth0","valid_life_time":86153,"preferred_life_time":86153},{"family":"inet6","local":"fe80::5054:ff:fe12:3456","prefixlen":64,"scope":"link","valid_life_time":4294967295,"preferred_life_time":4294967295}]}]'
   rec 0 ip -4 route show default <<<'default via 10.0.2.2 dev eth0 proto dhcp src 10.0.2.15 metric 1024 '
 }
 nics() { printf 'controlplane eth0=10.0.2.15 eth1=192.168.56.10\nnode01 eth0=10.0.2.15 eth1=192.168.56.11\nnode02 eth0=10.0.2.15 eth1=192.168.56.12\ndefault=eth0\n' >"$S/fs/root/nics.txt"; }

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
+# The learner's /root/nics.txt against the machine: eth0's address (the same 10.0.2.15 on every
+# VM), each machine's eth1 (/etc/hosts, written by the platform) and the default route's NIC.
 f=/root/nics.txt
 if [ ! -s "$f" ]; then
   echo "/root/nics.txt がまだありません。"
   exit 1
 fi
-eth0=$(ip -4 -o addr show dev eth0 | awk '{ print $4 }' | cut -d/ -f1 | head -1)
+# eth0's global IPv4 address read by key from ip's JSON (ip -j), not by column: an IPv6 or a
+# secondary address does not shift it.
+eth0=$(ip -j addr show dev eth0 | python3 -c '
+import json, sys
+print(next((a["local"] for i in json.load(sys.stdin) for a in i.get("addr_info", []) if a.get("family") == "inet" and a.get("scope") == "global"), ""))' 2>/dev/null)
 default=$(ip -4 route show default | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
 for m in controlplane node01 node02; do
   line=$(awk -v m="$m" '$1 == m' "$f" | tail -1)
