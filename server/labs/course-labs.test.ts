@@ -256,6 +256,8 @@ const RECORDED_LABS: RecordedLab[] = [
       },
       // The literal --iface=eth1 in the DaemonSet while flanneld still uses eth0's address.
       { state: "shortcut-flannel-args-only", step: "flannel", expect: [/Flannel が controlplane で使っているアドレスが 192.168.56.10 ではありません\(今: 10.0.2.15、/] },
+      // A listing typed by hand: its Pod names are not the cluster's.
+      { state: "shortcut-uncordon-hand-typed-listing", step: "uncordon", expect: [/after-uncordon.txt に、今ある web の Pod web-6d4cf56db6-q9m4z\(node02\)の行がありません/] },
     ],
     alternatives: [
       { state: "alt-init-kubeadm-flags", step: "init" },
@@ -264,6 +266,7 @@ const RECORDED_LABS: RecordedLab[] = [
       { state: "alt-flannel-iface-split-args", step: "flannel" },
       { state: "alt-flannel-iface-can-reach", step: "flannel" },
       { state: "alt-join-node01-dual-stack", step: "join-node01" },
+      { state: "alt-uncordon-no-headers", step: "uncordon" },
     ],
   },
   {

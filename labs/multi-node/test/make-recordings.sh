@@ -121,6 +121,10 @@ NAME                   READY   STATUS    RESTARTS   AGE     IP           NODE   
 web-6d4cf56db6-q9m4z   1/1     Running   0          6m12s   10.244.2.2   node02   <none>           <none>
 web-6d4cf56db6-zr8tw   1/1     Running   0          2m41s   10.244.2.3   node02   <none>           <none>
 O
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" <<'O'
+web-6d4cf56db6-q9m4z node02 10.244.2.2 Running
+web-6d4cf56db6-zr8tw node02 10.244.2.3 Running
+O
 # node02, not rebooted yet: kubelet was started by kubeadm join but never enabled.
 rec 0 systemctl is-active kubelet <<<'active'
 kubelet_unit
@@ -200,4 +204,21 @@ state alt-join-node01-dual-stack; nics; admin; ds_ok
 nodes <<'O'
 controlplane|192.168.56.10|True|192.168.56.10
 node01|192.168.56.11 fd00:56::11|True|192.168.56.11
+O
+
+# uncordon shortcut: the listing typed by hand (plausible names, not the cluster's Pods).
+state shortcut-uncordon-hand-typed-listing; nics; admin
+rec 0 kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' </dev/null
+printf 'NAME      READY   STATUS    RESTARTS   AGE   IP           NODE\nweb-1     1/1     Running   0          1m    10.244.2.2   node02\nweb-2     1/1     Running   0          1m    10.244.2.3   node02\n' >"$S/fs/root/after-uncordon.txt"
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" <<'O'
+web-6d4cf56db6-q9m4z node02 10.244.2.2 Running
+web-6d4cf56db6-zr8tw node02 10.244.2.3 Running
+O
+# uncordon: the listing saved with --no-headers; node01's flag set to false (kubectl patch) rather than removed.
+state alt-uncordon-no-headers; nics; admin
+rec 0 kubectl get node node01 -o 'jsonpath={.spec.unschedulable}' <<<'false'
+printf 'web-6d4cf56db6-q9m4z   1/1   Running   0     6m12s   10.244.2.2   node02   <none>   <none>\nweb-6d4cf56db6-zr8tw   1/1   Running   0     2m41s   10.244.2.3   node02   <none>   <none>\n' >"$S/fs/root/after-uncordon.txt"
+rec 0 kubectl get pods -l app=web -o "jsonpath=$WEB" <<'O'
+web-6d4cf56db6-q9m4z node02 10.244.2.2 Running
+web-6d4cf56db6-zr8tw node02 10.244.2.3 Running
 O
