@@ -288,11 +288,13 @@ const RECORDED_LABS: RecordedLab[] = [
       },
       { state: "mistake-crd-without-bounds", step: "crd", expect: [/spec.required に retentionDays がありません/, /minimum: 1 と maximum: 30 がありません/] },
       { state: "mistake-reject-good-object", step: "reject", expect: [/API サーバーが受け付けてしまいます/] },
+      { state: "shortcut-reject-hand-typed", step: "reject", expect: [/reject.txt の拒否のメッセージが、今 API サーバーが \/root\/bad-backup.yaml に返す理由\(spec.retentionDays: Invalid value: 90/] },
     ],
     alternatives: [
       { state: "alt-explore-lenient-answers", step: "explore" },
       { state: "alt-context-warning-on-stderr", step: "context" },
       { state: "alt-dry-run-warning-on-stderr", step: "dry-run" },
+      { state: "alt-reject-saved-from-apply", step: "reject" },
     ],
   },
 ];

@@ -113,3 +113,15 @@ rec 0 kubectl create --dry-run=client -f /root/web.yaml -o "$FILEJP" <<'O'
 Deployment/web/shop/0
 O
 rec 0 kubectl -n shop get deployment web -o "$LIVEJP" <<<'2/0/nginx:1.27'
+# reject: the refusal saved from kubectl apply, whose message has another prefix than create's.
+state alt-reject-saved-from-apply; crd_ok; badyaml
+rec 0 kubectl -n shop get backup nightly -o "$NIGHTLY" <<<'0 2 * * *|7'
+rec "1 >&2" kubectl create --dry-run=server -f /root/bad-backup.yaml <<<"$INVALID"
+echo "Error from server (Invalid): error when creating \"/root/bad-backup.yaml\": ${INVALID#The }" >"$S/fs/root/reject.txt"
+
+# Shortcuts (each check must refuse them).
+# reject: the message typed by hand, without the server's reasons.
+state shortcut-reject-hand-typed; crd_ok; badyaml
+rec 0 kubectl -n shop get backup nightly -o "$NIGHTLY" <<<'0 2 * * *|7'
+rec "1 >&2" kubectl create --dry-run=server -f /root/bad-backup.yaml <<<"$INVALID"
+echo 'The Backup "weekly" is invalid: retentionDays is too big' >"$S/fs/root/reject.txt"
