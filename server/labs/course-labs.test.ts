@@ -103,7 +103,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
       const after = await check(step.id);
       expect(after.code, `${step.id} after: ${after.stdout}${after.stderr}`).toBe(0);
     }
-  }, 240_000);
+  }, 480_000); // real Ansible runs; under a loaded 2-core machine the whole file took 241 s
 
   it("the inventories the solutions wrote are what the lab designs: 3 stacked etcd in ha, 2 in ha-even, wk3 a worker", async () => {
     const graph = (inv: string, group: string) =>
@@ -188,7 +188,7 @@ describe("kubespray-ha-inventory: checks and solutions with real Ansible (kubesp
       expect(undone.code, `undo ${f.name}: ${undone.stderr}`).toBe(0);
     }
     for (const id of ["host-vars", "validate", "even-etcd", "list-hosts"]) expect((await check(id)).code, `${id} after the fixtures`).toBe(0);
-  }, 240_000);
+  }, 480_000); // real Ansible runs; under a loaded 2-core machine the whole file took 241 s
 
   it("names the mistakes: a worker in etcd (even count), a missing ip, a recap with a failure, a wrong quorum row", async () => {
     const ha = path.join(root, "root/ha");
