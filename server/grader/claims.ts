@@ -14,21 +14,16 @@
  */
 import type { Db } from "../db/client";
 import { Prisma } from "../db/generated/client";
+import type { SshEndpoint } from "../terminal/ssh";
 
 /** A claim's lease, s: renewed every RENEW_EVERY_MS while the check runs, so it only matters when its process died. */
 export const CHECK_LEASE_S = 10;
 /** How often a process renews the leases of its running checks, ms (a quarter of the lease: three renewals may fail before it lapses). */
 export const RENEW_EVERY_MS = (CHECK_LEASE_S * 1000) / 4;
 
-/** One machine of a claimed session, as stored (the private key possibly sealed). */
-export interface ClaimedMachine {
+/** One machine of a claimed session, as stored: an SSH endpoint whose private key may still be sealed, and the row's id. */
+export interface ClaimedMachine extends SshEndpoint {
   id: string;
-  name: string;
-  host: string;
-  port: number;
-  user: string;
-  privateKey: string;
-  hostKey: string;
 }
 
 /** A session this process has claimed a check of: what the check needs, read by the claim itself. */
