@@ -9,7 +9,9 @@ import next from "next";
 import { createAuth } from "./server/auth/auth";
 import { terminalAuthorizer } from "./server/auth/terminal-access";
 import { ensureFirstAdmin } from "./server/auth/invitations";
-import { parseEnv, publicUrl } from "./server/config";
+import { parseEnv, previewBase, publicUrl } from "./server/config";
+import { previewAccess } from "./server/preview/access";
+import { PreviewProxy } from "./server/preview/proxy";
 import { Provisioner } from "./server/cohorts/provision";
 import { WatchRegistry } from "./server/cohorts/watchers";
 import { TerminalRecorder } from "./server/recordings/recorder";
@@ -35,6 +37,7 @@ import { setServices } from "./server/services";
 import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
 import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
+import { openTabs, tabIsOpen, terminalEndpoint } from "./server/terminal/tabs";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
 /**
@@ -63,24 +66,27 @@ async function main(): Promise<void> {
   const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env), onSignInEnded: (userId) => bus.publishAccessChange(userId) });
   // A one-time link shown once in the banner below (stdout, never the logger); only its hash is stored.
   const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
-  const machines = await startMachines(env, db, log);
+  const labs = new LabCatalog(env.LABDECK_LABS_DIR);
+  const pool = new SshExecPool();
+  // The warm pool prepares labs' sets with their setup (labs, SSH) before anyone asks.
+  const machines = await startMachines(env, db, log, { catalog: labs, exec: pool });
   const provider = machines.provider;
   const recorder = new TerminalRecorder(db, { maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES, retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS, log });
   const terminals = new TerminalRegistry(
-    (sessionId, machine) => machineEndpoint(db, sessionId, machine),
+    (sessionId, machine, number) => terminalEndpoint(db, sessionId, machine, number),
     (event) => log.info(event, "terminal state"),
     (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
     recorder,
   );
-  const labs = new LabCatalog(env.LABDECK_LABS_DIR);
-  const pool = new SshExecPool();
   const grader = new Grader(
     { db, labs, pool, bus, log },
     { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY, retentionDays: env.LABDECK_CHECK_RETENTION_DAYS },
   );
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
   const watchers = new WatchRegistry({ db, bus });
-  await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id) });
+  await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id), tabs: (id) => openTabs(db, id) });
+  // A tab closed on another process: this process's terminals of it end too.
+  bus.onAnyTabsChange((sessionId) => void terminals.dropClosedTabs(sessionId, (sid, machine, number) => tabIsOpen(db, sid, machine, number)));
   watchers.start();
   // Jobs a stopped process left running are resumed by whichever process holds them next.
   const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
@@ -92,9 +98,12 @@ async function main(): Promise<void> {
     },
     stop: () => sweeper.stop(),
   });
+  // Web preview origins (`<port>-<machine>-<session>.<preview host>`): their port is known once listening.
+  let preview = previewBase(env);
   setServices({
     env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner,
     refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
+    previewBase: () => preview,
   });
   // Starts and teardowns a dead predecessor left half-done are settled before serving.
   await sweeper.reconcile();
@@ -129,7 +138,20 @@ async function main(): Promise<void> {
   // The public origin, known once listening (PORT 0 picks one); state-changing /api requests and
   // terminal upgrades must come from it.
   let allowedOrigin = originOf(publicUrl(env));
-  const server = createAppServer({ ops, allowedOrigin: () => allowedOrigin, trustedProxies: env.LABDECK_TRUSTED_PROXIES, handle });
+  const previewProxy = new PreviewProxy({
+    secret,
+    base: () => preview,
+    access: previewAccess(db),
+    endpoint: (sessionId, machine) => machineEndpoint(db, sessionId, machine),
+    log,
+  });
+  const server = createAppServer({
+    ops,
+    allowedOrigin: () => allowedOrigin,
+    trustedProxies: env.LABDECK_TRUSTED_PROXIES,
+    handle,
+    preview: (req, res) => previewProxy.handleRequest(req, res),
+  });
   const responses = trackResponses(server);
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
@@ -148,7 +170,14 @@ async function main(): Promise<void> {
   });
   // Sign-out, removal from a cohort, an ended cohort: this process re-decides that user's sockets.
   bus.onAccessChange((userId) => void gateway.recheckUser(userId));
+  // A machine put back to a saved state (a reset): connections into it from before are dead
+  // without knowing it; terminals re-attach and checks open a fresh SSH connection.
+  bus.onMachineRestored(({ sessionId, machine }) => {
+    void terminals.reconnectMachine(sessionId, machine);
+    void machineEndpoint(db, sessionId, machine).then((endpoint) => endpoint && pool.close(endpoint), () => undefined);
+  });
   server.on("upgrade", (req, socket, head) => {
+    if (previewProxy.handleUpgrade(req, socket, head)) return;
     if (gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
     if (dev) return void nextUpgrade(req, socket, head);
@@ -183,6 +212,7 @@ async function main(): Promise<void> {
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const url = publicUrl(env, port);
   allowedOrigin = originOf(url);
+  preview = previewBase(env, port);
   log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
   if (firstAdmin) {
     process.stdout.write(
@@ -217,6 +247,7 @@ async function main(): Promise<void> {
     const drained = await grader.drain(env.LABDECK_DRAIN_TIMEOUT_MS);
     log.info({ streams, checks, drained, timeoutMs: env.LABDECK_DRAIN_TIMEOUT_MS }, drained ? "drained" : "drain timed out; checks left run again elsewhere when their claims lapse");
     pool.closeAll();
+    previewProxy.closeAll();
     adminServer?.close();
     await watchers.stop();
     await bus.stop();

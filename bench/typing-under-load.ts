@@ -44,7 +44,7 @@ function flags(): z.infer<typeof Flags> {
 
 const opts = flags();
 process.env.LOG_LEVEL ??= "warn";
-const { build } = await import("esbuild");
+const { typingPageHtml } = await import("./lib/bundle");
 const { chromium } = await import("playwright-core");
 const { CHROMIUM_ARGS, CHROMIUM_PATH } = await import("../e2e/chromium");
 const { startTestStack, freePort } = await import("../server/testing/stack");
@@ -66,22 +66,6 @@ function startGateway(stack: { databaseUrl: string; secret: Buffer }, port: numb
     });
     child.once("exit", (code) => reject(new Error(`gateway process exited (${code}) before listening: ${out}`)));
   });
-}
-
-/** The typing page: the bundled entry and xterm's stylesheet in one document. */
-async function typingPage(): Promise<string> {
-  const bundle = await build({
-    entryPoints: [path.resolve("bench/lib/typing-page.ts")],
-    bundle: true,
-    write: false,
-    format: "iife",
-    platform: "browser",
-    target: "es2022",
-    minify: true,
-    logLevel: "error",
-  });
-  const css = await fs.readFile(path.resolve("node_modules/@xterm/xterm/css/xterm.css"), "utf8");
-  return `<!doctype html><html><head><meta charset="utf-8"><style>${css} body{margin:0;background:#0b1020}#term{width:1100px;height:760px}</style></head><body><div id="term"></div><script>${bundle.outputFiles[0]!.text}</script></body></html>`;
 }
 
 function ask<T>(child: ChildProcess, cmd: string, key: string): Promise<T> {
@@ -153,7 +137,7 @@ try {
   // for a public page and refuse its socket to loopback (Local Network Access): allow it.
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"] });
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-  const html = await typingPage();
+  const html = await typingPageHtml();
   page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
   await page.route(`http://127.0.0.1:${port}/bench*`, (route) => route.fulfill({ contentType: "text/html", body: html }));
   await page.goto(`http://127.0.0.1:${port}/bench?token=${encodeURIComponent(stack.token(typist, TYPED_MACHINE))}`);

@@ -32,6 +32,11 @@ echo "==> e2e (Playwright, Debian Chromium)"
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME=.test-reports/playwright.json \
   npx playwright test --reporter=list,json || status=1
 
+# The browser benchmark in its short mode (issue 12): the lab page against the browser's floor in
+# Chromium. It fails only when it cannot measure; its figures are printed, not asserted.
+echo "==> browser bench (short)"
+npx tsx bench/browser-typing.ts --mode short --json .test-reports/browser-typing.json || status=1
+
 # One plain closing line over both runners.
 node -e '
 const fs = require("fs");
@@ -40,6 +45,15 @@ const v = read(".test-reports/vitest.json"), p = read(".test-reports/playwright.
 let passed = 0, failed = 0, skipped = 0;
 if (v) { passed += v.numPassedTests; failed += v.numFailedTests; skipped += v.numPendingTests + v.numTodoTests; } else failed++;
 if (p) { passed += p.stats.expected; failed += p.stats.unexpected + p.stats.flaky; skipped += p.stats.skipped; } else failed++;
+// The failed tests by name, last: CI shows the end of the output.
+const names = [];
+for (const file of v?.testResults ?? []) for (const t of file.assertionResults ?? []) if (t.status === "failed") names.push(`vitest ${file.name.replace(process.cwd() + "/", "")} > ${t.fullName ?? t.title}`);
+const walk = (suite, trail) => {
+  for (const spec of suite.specs ?? []) for (const test of spec.tests ?? []) if (test.status === "unexpected" || test.status === "flaky") names.push(`playwright ${[...trail, spec.title].join(" > ")} (${test.status})`);
+  for (const child of suite.suites ?? []) walk(child, [...trail, child.title]);
+};
+for (const suite of p?.suites ?? []) walk(suite, [suite.title]);
+for (const name of names) console.log(`FAILED: ${name}`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 '
 exit $status

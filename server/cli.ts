@@ -117,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
         pool,
         (r) => process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
         (step, f) => process.stdout.write(`    ${f.ok ? "ok  " : "FAIL"} ${step.id} ${f.kind} ${f.name}${f.problem ? `: ${f.problem}` : ""}\n`),
-        only,
+        { only },
       );
       process.stdout.write(`\n${formatResults(lab, results)}\n`);
       return results.every((r) => r.ok) ? 0 : 1;

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { Env, parseEnv } from "./config";
+import { Env, parseEnv, previewBase } from "./config";
 
 describe("environment", () => {
   it("applies defaults", () => {
@@ -12,13 +12,32 @@ describe("environment", () => {
     expect(env.LABDECK_TIME_ZONE).toBe("Asia/Tokyo");
   });
 
+  it("the web preview's base: preview.localhost on Labdeck's port by default, else LABDECK_PREVIEW_URL (http(s), no path)", () => {
+    expect(previewBase(parseEnv({ PORT: "3217" }))).toEqual({ scheme: "http", host: "preview.localhost", port: "3217" });
+    expect(previewBase(parseEnv({ PORT: "0" }), 41234)).toEqual({ scheme: "http", host: "preview.localhost", port: "41234" });
+    expect(previewBase(parseEnv({ LABDECK_PREVIEW_URL: "https://Preview.Labs-Content.example" }))).toEqual({ scheme: "https", host: "preview.labs-content.example", port: "" });
+    for (const bad of ["ftp://preview.example", "https://preview.example/sub", "preview.example"]) expect(() => parseEnv({ LABDECK_PREVIEW_URL: bad }), bad).toThrow(/LABDECK_PREVIEW_URL/);
+  });
+
   it("takes an IANA time zone in its canonical spelling", () => {
     expect(parseEnv({ LABDECK_TIME_ZONE: "America/New_York" }).LABDECK_TIME_ZONE).toBe("America/New_York");
     expect(parseEnv({ LABDECK_TIME_ZONE: " europe/berlin " }).LABDECK_TIME_ZONE).toBe("Europe/Berlin");
     expect(parseEnv({ LABDECK_TIME_ZONE: "UTC" }).LABDECK_TIME_ZONE).toBe("UTC");
   });
 
+  it("reads the labs' prepared warm sets as slug:reserve[:initial[:cap]]", () => {
+    expect(parseEnv({}).LABDECK_POOL_LABS).toEqual([]);
+    expect(parseEnv({ LABDECK_POOL_LABS: "preinstall-checks:2, hello-terminal:1:5:40" }).LABDECK_POOL_LABS).toEqual([
+      { labSlug: "preinstall-checks", reserve: 2, initial: 2, cap: null },
+      { labSlug: "hello-terminal", reserve: 1, initial: 5, cap: 40 },
+    ]);
+  });
+
   it.each([
+    [{ LABDECK_POOL_LABS: "preinstall-checks" }, "LABDECK_POOL_LABS"],
+    [{ LABDECK_POOL_LABS: "Preinstall:1" }, "LABDECK_POOL_LABS"],
+    [{ LABDECK_POOL_LABS: "a:1:2:3:4" }, "LABDECK_POOL_LABS"],
+    [{ LABDECK_VM_MEMORY_MIB: "64" }, "LABDECK_VM_MEMORY_MIB"],
     [{ PORT: "99999" }, "PORT"],
     [{ PORT: "abc" }, "PORT"],
     [{ DATABASE_URL: "not a url" }, "DATABASE_URL"],

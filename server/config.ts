@@ -40,12 +40,82 @@ export const Env = z.object({
    * LABDECK_HOSTS_FILE is set, else qemu. `netns-demo`: the hosts file lists sshd hosts in network
    * namespaces of this machine (`"demo": true`), where every learner is root on the server's host:
    * a single-user demo or a test, never for learners; the server refuses such a file otherwise.
+   * `kubevirt`: VMs on a Kubernetes cluster with KubeVirt (LABDECK_KUBE* and LABDECK_KUBEVIRT_* below).
    */
-  LABDECK_MACHINES: z.enum(["qemu", "static", "netns-demo"]).optional(),
-  /** Booted 3-machine sets kept ready for learners (QEMU); 0 disables the warm pool. */
+  LABDECK_MACHINES: z.enum(["qemu", "static", "netns-demo", "kubevirt"]).optional(),
+  /**
+   * kubevirt (LABDECK_MACHINES=kubevirt, server/machines/kubevirt/): a kubeconfig file for the
+   * cluster whose KubeVirt runs the lab VMs; unset: the pod's own service account (in-cluster).
+   */
+  LABDECK_KUBECONFIG: z.string().min(1).optional(),
+  /** kubevirt: the kubeconfig context; unset: its current context. */
+  LABDECK_KUBE_CONTEXT: z.string().min(1).optional(),
+  /** Set by Kubernetes in every pod: the API server's address (the in-cluster configuration). */
+  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
+  KUBERNETES_SERVICE_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** kubevirt: the namespace of the lab VMs (its ResourceQuota is Labdeck's capacity); unset: the kubeconfig context's, or the pod's own. */
+  LABDECK_KUBEVIRT_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)")
+    .optional(),
+  /** kubevirt: registry path of the containerDisk images (`image build --format containerdisk`), pulled as <repository>/<variant>:<hash>. */
+  LABDECK_KUBEVIRT_IMAGE_REPOSITORY: z
+    .string()
+    .regex(/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)*$/, "must be a registry path such as registry.example.com/labdeck")
+    .optional(),
+  /** kubevirt: StorageClass of the golden PVCs and the VMs' root disks (one with CSI clones makes starts fast); unset: the cluster's default. */
+  LABDECK_KUBEVIRT_STORAGE_CLASS: z.string().min(1).optional(),
+  /** kubevirt: vCPUs per requested CPU (4: a vCPU requests 250m); 1 reserves a whole core per vCPU. */
+  LABDECK_KUBEVIRT_CPU_OVERCOMMIT: z.coerce.number().min(1).max(20).default(4),
+  /** kubevirt: guest RAM per requested RAM (1.5: a 2 GiB guest requests 1,366 MiB); 1 = no memory overcommit. */
+  LABDECK_KUBEVIRT_MEMORY_OVERCOMMIT: z.coerce.number().min(1).max(4).default(1),
+  /** kubevirt: labels of Labdeck's own pods, the only ones the NetworkPolicy lets reach a VM's SSH (comma-separated key=value). */
+  LABDECK_KUBEVIRT_PLATFORM_LABELS: z
+    .string()
+    .default("app.kubernetes.io/name=labdeck")
+    .transform((v, ctx) => {
+      const pairs = v.split(",").map((p) => p.trim()).filter(Boolean).map((p) => p.split("="));
+      if (pairs.length === 0 || pairs.some((p) => p.length !== 2 || !p[0] || !p[1])) {
+        ctx.addIssue({ code: "custom", message: "must be comma-separated key=value labels" });
+        return z.NEVER;
+      }
+      return Object.fromEntries(pairs) as Record<string, string>;
+    }),
+  /** kubevirt: the resolver internet labs' VMs use (the cluster DNS Service address, e.g. 10.96.0.10); unset: no DNS in the VMs. */
+  LABDECK_KUBEVIRT_GUEST_DNS: z.ipv4().optional(),
+  /** kubevirt: more CIDRs internet labs may not reach (the cluster's pod and service ranges if outside 10/8, 172.16/12, 192.168/16, 100.64/10). */
+  LABDECK_KUBEVIRT_INTERNET_EXCEPT: z
+    .string()
+    .default("")
+    .transform((v) => v.split(",").map((c) => c.trim()).filter(Boolean))
+    .pipe(z.array(z.cidrv4({ message: "must be comma-separated IPv4 CIDRs" }))),
+  /** kubevirt: longest a VM may take from create to answering SSH (disk clone, image pull, boot), seconds. */
+  LABDECK_KUBEVIRT_BOOT_TIMEOUT_S: z.coerce.number().int().min(30).max(3600).default(600),
+  /** Booted 3-machine sets kept ready for learners (QEMU, kubevirt), any lab's setup still to run; 0: none. */
   LABDECK_POOL_SIZE: z.coerce.number().int().min(0).max(50).default(1),
-  /** Guest RAM per lab VM, MiB. */
-  LABDECK_VM_MEMORY_MIB: z.coerce.number().int().min(256).max(16384).default(512),
+  /**
+   * Labs whose warm sets are prepared ahead (their setup run: a start hands them out with nothing
+   * left to do), as `slug:reserve[:initial[:cap]]`, comma-separated, e.g. `preinstall-checks:2`.
+   * Written as the labs' pool targets at start where an admin has not set one on /admin/capacity.
+   */
+  LABDECK_POOL_LABS: z
+    .string()
+    .default("")
+    .transform((value, ctx) => {
+      const targets: { labSlug: string; reserve: number; initial: number; cap: number | null }[] = [];
+      for (const part of value.split(",").map((p) => p.trim()).filter(Boolean)) {
+        const match = /^([a-z0-9][a-z0-9-]{0,62}):(\d{1,2})(?::(\d{1,3}))?(?::(\d{1,4}))?$/.exec(part);
+        if (!match) {
+          ctx.addIssue({ code: "custom", message: `"${part}" is not slug:reserve[:initial[:cap]] (e.g. preinstall-checks:2)` });
+          return z.NEVER;
+        }
+        const reserve = Number(match[2]);
+        targets.push({ labSlug: match[1]!, reserve, initial: match[3] ? Number(match[3]) : reserve, cap: match[4] ? Number(match[4]) : null });
+      }
+      return targets;
+    }),
+  /** Guest RAM per lab VM, MiB, for every image variant; unset: each variant's own size (recipe.ts `machine`). */
+  LABDECK_VM_MEMORY_MIB: z.coerce.number().int().min(256).max(16384).optional(),
   /** A lab session's time limit, minutes from when its machines are ready; then they are released. */
   LABDECK_SESSION_MINUTES: z.coerce.number().int().min(5).max(7 * 24 * 60).default(240),
   /** Minutes without terminal input or checks after which a session's machines are powered off (resumed on the next visit); 0: never. */
@@ -97,6 +167,20 @@ export const Env = z.object({
   LABDECK_RECORDING_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Terminal output recorded per lab session over all its machines, bytes; beyond it the recording stops (marked truncated). */
   LABDECK_RECORDING_MAX_BYTES: z.coerce.number().int().min(64 * 1024).max(2 ** 31 - 1).default(64 * 1024 * 1024),
+  /**
+   * Web preview (server/preview/): where a lab machine's web service is shown, as
+   * `<scheme>://<label>.<host>[:port]` — one origin per (lab session, machine, port), so a lab's
+   * pages never share an origin (or cookies) with Labdeck. Give a base under a registrable domain
+   * of its own (e.g. https://preview.labs-usercontent.example), with a wildcard DNS record and
+   * certificate for `*.<host>` pointing at Labdeck: a page under Labdeck's own domain could set
+   * cookies for it. Unset: http://preview.localhost on Labdeck's own port (Chromium and curl
+   * resolve `*.localhost` to loopback).
+   */
+  LABDECK_PREVIEW_URL: z
+    .string()
+    .url()
+    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol) && new URL(v).pathname === "/", "must be http(s)://host[:port] without a path")
+    .optional(),
   /** pino's level for the process log (server/log.ts). */
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
@@ -115,6 +199,15 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
 /** The URL people open: LABDECK_PUBLIC_URL, else http://HOST:PORT (links, cookies, allowed origin). */
 export function publicUrl(env: Env, port: number = env.PORT): string {
   return (env.LABDECK_PUBLIC_URL ?? `http://${env.HOST}:${port}`).replace(/\/+$/, "");
+}
+
+/**
+ * The web preview's base (LABDECK_PREVIEW_URL, else http://preview.localhost on Labdeck's port):
+ * the scheme, the host every preview label goes in front of, and the port (empty: the scheme's).
+ */
+export function previewBase(env: Env, port: number = env.PORT): { scheme: "http" | "https"; host: string; port: string } {
+  const url = new URL(env.LABDECK_PREVIEW_URL ?? `http://preview.localhost:${new URL(publicUrl(env, port)).port || port}`);
+  return { scheme: url.protocol === "https:" ? "https" : "http", host: url.hostname.toLowerCase(), port: url.port };
 }
 
 /**

@@ -5,13 +5,14 @@
 import type { Auth } from "./auth/auth";
 import type { Provisioner } from "./cohorts/provision";
 import type { WatchRegistry } from "./cohorts/watchers";
-import type { Env } from "./config";
+import { previewBase, type Env } from "./config";
 import type { Db } from "./db/client";
 import type { EventBus } from "./events/bus";
 import type { Grader } from "./grader/grader";
 import type { LabCatalog } from "./labs/catalog";
 import type { refuseUnbuiltImage } from "./labs/image-status";
 import type { MachineProvider } from "./machines/provider";
+import type { PreviewBase } from "./preview/address";
 import type { SshExecPool } from "./machines/ssh-exec";
 import type { SessionSweeper } from "./sessions/sweeper";
 import type { TerminalRegistry } from "./terminal/registry";
@@ -42,6 +43,8 @@ export interface Services {
   watchers: WatchRegistry;
   /** Pre-provisioning jobs: started here, resumed here when their process died. */
   provisioner: Provisioner;
+  /** The web preview's base (server/preview/), known once the server listens; unset: from env alone. */
+  previewBase?: () => PreviewBase;
 }
 
 const KEY = Symbol.for("labdeck.services");
@@ -55,4 +58,9 @@ export function getServicesOrThrow(): Services {
   const services = (globalThis as Record<symbol, unknown>)[KEY] as Services | undefined;
   if (!services) throw new Error("Labdeck services are not initialised: start the app with server.ts");
   return services;
+}
+
+/** The web preview's base: what server.ts set once listening, else from the environment alone. */
+export function previewBaseOf(services: Services): PreviewBase {
+  return services.previewBase?.() ?? previewBase(services.env);
 }

@@ -2,12 +2,13 @@
  * Browser entry of bench/typing-under-load.ts (bundled by esbuild at bench time): one terminal as
  * the lab page shows it — xterm.js 6 with the options of components/terminal/Terminal.tsx and the
  * page's own TerminalConnection — plus a keydown-to-glyph probe. The bench presses keys with
- * Playwright; the probe takes the time at the textarea's keydown and again at the first xterm
- * render whose cursor row shows every key typed on it so far (no rAF loop of its own: FACTS.md).
+ * Playwright; the probe (glyph-probe.ts) takes the time at the textarea's keydown and again at the
+ * first xterm render whose cursor row shows every key typed on it so far.
  */
 import { Terminal } from "@xterm/xterm";
 import { Unicode11Addon } from "@xterm/addon-unicode11";
 import { TerminalConnection } from "@/components/terminal/connection";
+import { glyphProbe } from "./glyph-probe";
 
 declare global {
   interface Window {
@@ -25,11 +26,16 @@ declare global {
 
 const params = new URLSearchParams(location.search);
 const token = params.get("token") ?? "";
+/** floor=1: the browser's floor for bench/browser-typing.ts — xterm's default cursor (no blink), same font and grid. */
+const floor = params.get("floor") === "1";
+/** tokens=URL: fetch the write token from the app (same origin) instead of ?token (bench/browser-typing.ts). */
+const tokensUrl = params.get("tokens");
+const machine = params.get("machine") ?? "controlplane";
 const host = document.getElementById("term")!;
 const term = new Terminal({
   scrollback: 5_000,
   allowProposedApi: true,
-  cursorBlink: true, // as the learner's page (Terminal.tsx, writers)
+  cursorBlink: !floor, // as the learner's page (Terminal.tsx, writers) unless floor
   fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
   fontSize: 14,
   lineHeight: 1.1,
@@ -41,32 +47,22 @@ term.loadAddon(new Unicode11Addon());
 term.unicode.activeVersion = "11";
 term.open(host);
 
-let typed = "";
-let keydownAt = 0;
-let glyphAt = 0;
-let waiting: (() => void) | null = null;
-term.textarea!.addEventListener(
-  "keydown",
-  (event) => {
-    if (event.key.length !== 1) return;
-    typed += event.key;
-    keydownAt = performance.now();
-    glyphAt = 0;
+const probe = glyphProbe({
+  textarea: term.textarea!,
+  onRender: (listener) => term.onRender(listener),
+  cursorLine: () => {
+    const buffer = term.buffer.active;
+    return buffer.getLine(buffer.baseY + buffer.cursorY)?.translateToString(true) ?? "";
   },
-  { capture: true },
-);
-term.onRender(() => {
-  if (glyphAt || !keydownAt || !typed) return;
-  const buffer = term.buffer.active;
-  const row = buffer.getLine(buffer.baseY + buffer.cursorY)?.translateToString(true) ?? "";
-  if (!row.endsWith(typed)) return;
-  glyphAt = performance.now();
-  waiting?.();
 });
 
 const connection = new TerminalConnection(
   "bench",
-  async () => token,
+  async () => {
+    if (!tokensUrl) return token;
+    const body = (await (await fetch(tokensUrl, { cache: "no-store" })).json()) as { machines: { name: string; token: string }[] };
+    return body.machines.find((m) => m.name === machine)?.token ?? "";
+  },
   { write: (data, written) => term.write(data, written), reset: () => term.reset(), size: () => ({ cols: term.cols, rows: term.rows }) },
   {
     onStatus: (status) => (window.__bench.status = status),
@@ -85,21 +81,7 @@ term.onData((data) => connection.input(data));
 
 window.__bench = {
   status: "connecting",
-  newLine: () => {
-    typed = "";
-    keydownAt = 0;
-  },
-  waitGlyph: (timeoutMs) =>
-    new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        waiting = null;
-        resolve(glyphAt ? glyphAt - keydownAt : null);
-      };
-      const timer = setTimeout(done, timeoutMs);
-      if (glyphAt) done();
-      else waiting = done;
-    }),
+  ...probe,
   text: () => {
     const buffer = term.buffer.active;
     const lines: string[] = [];

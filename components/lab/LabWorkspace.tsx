@@ -13,8 +13,9 @@ import { Lesson } from "@/components/lesson/Lesson";
 import { MachineSwitchProvider, type MachineSwitch } from "./active-machine";
 import { LabGuide } from "./LabGuide";
 import type { StepText } from "./StepPanel";
-import { TerminalTabs } from "./TerminalTabs";
+import { labPreviewUrl, TerminalTabs } from "./TerminalTabs";
 import { RecordingNotice } from "./RecordingNotice";
+import { StartProgress } from "./StartProgress";
 import { WatchNotice } from "./WatchNotice";
 
 /** What the lab view needs to know about a lab; plain data, passed from the server page. */
@@ -29,8 +30,11 @@ export type LabWorkspaceLab = {
 export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
   const t = useTranslations("lab");
   const { lab, lessonMarkdown, steps } = props;
-  const [activeMachine, setActiveMachine] = useState(lab.machines[0]);
-  const machineSwitch = useMemo<MachineSwitch>(() => ({ machines: lab.machines, select: setActiveMachine }), [lab.machines]);
+  const [activeTerminal, setActiveTerminal] = useState(lab.machines[0]);
+  const machineSwitch = useMemo<MachineSwitch>(
+    () => ({ machines: lab.machines, select: setActiveTerminal, previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path) }),
+    [lab.machines, lab.slug],
+  );
   return (
     <MachineSwitchProvider value={machineSwitch}>
       <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug} data-lab-version={lab.version}>
@@ -57,8 +61,9 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
               aria-label={t("resize")}
               className="w-1.5 bg-slate-200 transition-colors data-[separator=active]:bg-sky-500 data-[separator=focus]:bg-sky-400 data-[separator=hover]:bg-sky-300"
             />
-            <Panel id="terminals" minSize="25%" style={{ overflow: "hidden" }}>
-              <TerminalTabs slug={lab.slug} machines={lab.machines} active={activeMachine} onSelect={setActiveMachine} />
+            <Panel id="terminals" minSize="25%" style={{ overflow: "hidden", position: "relative" }}>
+              <TerminalTabs slug={lab.slug} machines={lab.machines} active={activeTerminal} onSelect={setActiveTerminal} />
+              <StartProgress slug={lab.slug} />
             </Panel>
           </Group>
         </div>

@@ -10,6 +10,9 @@
  * background runs (they are not news to the learner), so it is the learner's own last Check or
  * the newest pass.
  *
+ * A verifyByReboot step whose check passed is "proving" (passed now): the panel says so and
+ * offers to reboot its machine; it turns done when the check passes again after the reboot.
+ *
  * Tests read `data-step-id` / `data-state` on each step and `data-outcome` on the feedback.
  */
 import { useTranslations } from "next-intl";
@@ -136,7 +139,7 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
                 hint={
                   <Hint
                     stepId={step.id}
-                    canReveal={stateOf(step.id) === "current" && sessionId !== undefined}
+                    canReveal={(stateOf(step.id) === "current" || stateOf(step.id) === "proving") && sessionId !== undefined}
                     revealed={progress?.hintsRevealed.includes(step.id) ?? false}
                     hints={hints}
                   />
@@ -150,6 +153,7 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
       <div className="shrink-0 space-y-3 border-t border-slate-200 bg-slate-50 px-6 py-3">
         {/* Always mounted, so screen readers announce each new result. */}
         <div aria-live="polite" className="space-y-2">
+          {progress?.rebootProof && sessionId && <RebootProofNotice key={progress.rebootProof.passedAt} sessionId={sessionId} machine={progress.rebootProof.machine} />}
           {feedback && <CheckFeedback result={feedback} title={steps.find((s) => s.id === feedback.stepId)?.title} />}
           {checkError && <p className="text-sm text-red-700">{checkError}</p>}
           {feed.status === "reconnecting" && progress !== undefined && (
@@ -198,7 +202,7 @@ function StepItem(props: {
   const t = useTranslations("steps");
   const { number, step, state, expanded, onToggle, hint } = props;
   const bodyId = useId();
-  const open = state === "current" || (state === "done" && expanded);
+  const open = state === "current" || state === "proving" || (state === "done" && expanded);
   const heading = (
     <>
       <StateIcon state={state} />
@@ -216,10 +220,12 @@ function StepItem(props: {
     <li
       data-step-id={step.id}
       data-state={state}
-      aria-current={state === "current" ? "step" : undefined}
+      aria-current={state === "current" || state === "proving" ? "step" : undefined}
       className={`rounded-lg border ${
         state === "current"
           ? "border-sky-300 bg-white shadow-sm"
+          : state === "proving"
+            ? "border-amber-300 bg-white shadow-sm"
           : state === "done"
             ? "border-emerald-200 bg-emerald-50/40"
             : "border-slate-200 bg-slate-50 text-slate-400"
@@ -273,6 +279,14 @@ function StateIcon({ state }: { state: StepState | undefined }) {
       </svg>
     );
   }
+  if (state === "proving") {
+    // A circular arrow: passed, waiting for the machine to come back from a reboot.
+    return (
+      <svg aria-hidden="true" viewBox="0 0 20 20" className={`${common} text-amber-600`} fill="none" stroke="currentColor" strokeWidth="1.75">
+        <path strokeLinecap="round" strokeLinejoin="round" d="M16 10a6 6 0 1 1-1.76-4.24M16 3.5v3.25h-3.25" />
+      </svg>
+    );
+  }
   if (state === "locked") {
     return (
       <svg aria-hidden="true" viewBox="0 0 20 20" className={`${common} text-slate-400`} fill="currentColor">
@@ -307,6 +321,46 @@ function CheckFeedback({ result, title }: { result: CheckResult; title: string |
           {result.output === "" ? t("noOutput") : result.output}
         </pre>
       )}
+    </div>
+  );
+}
+
+/**
+ * "Passed now — reboot to prove it": what the learner does next, with a button that reboots the
+ * machine cleanly (POST …/machines/:name/reboot). The check runs again by itself once the machine
+ * is back; the step then turns done (or back to current if the state did not survive).
+ */
+function RebootProofNotice({ sessionId, machine }: { sessionId: string; machine: string }) {
+  const t = useTranslations("steps");
+  // Keyed by the pass's time: a new "passed now" (after a failed proof) offers the button again.
+  const [state, setState] = useState<"idle" | "busy" | "asked" | "error">("idle");
+  const reboot = async () => {
+    setState("busy");
+    try {
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/reboot`, { method: "POST" });
+      setState(response.ok ? "asked" : "error");
+    } catch {
+      setState("error");
+    }
+  };
+  return (
+    <div data-testid="reboot-proof" data-machine={machine} className="rounded-md border border-amber-300 bg-amber-50 px-3 py-2 text-amber-950">
+      <p className="text-sm font-semibold">{t("provingTitle")}</p>
+      <p className="mt-1 text-xs leading-5">{t("provingBody", { machine })}</p>
+      <div className="mt-2 flex items-center gap-3">
+        <button
+          type="button"
+          data-testid="reboot-and-verify"
+          onClick={() => void reboot()}
+          disabled={state === "busy" || state === "asked"}
+          className="inline-flex items-center gap-2 rounded-md border border-amber-400 bg-white px-3 py-1.5 text-xs font-semibold text-amber-900 hover:bg-amber-100 focus-visible:outline-2 focus-visible:outline-amber-500 disabled:cursor-not-allowed disabled:opacity-60"
+        >
+          {state === "busy" && <Spinner />}
+          {t("rebootAndVerify", { machine })}
+        </button>
+        {state === "asked" && <span className="text-xs">{t("rebooting", { machine })}</span>}
+        {state === "error" && <span className="text-xs text-red-700">{t("rebootFailed")}</span>}
+      </div>
     </div>
   );
 }

@@ -1,94 +1,236 @@
 "use client";
 /**
- * One tab per machine over a stack of terminals. Every terminal stays mounted for the life of the
- * page; inactive ones are only made invisible, so their shells, sockets and scrollback live on
- * and each keeps its size (no refit or remote resize on every tab switch). The active machine is
- * the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
+ * One tab per shell over a stack of terminals: each machine's first shell, then the learner's
+ * extra ones (`node01 #2`, server/terminal/tabs.ts) after it. Every terminal stays mounted for the
+ * life of the page; inactive ones are only made invisible, so their shells, sockets and scrollback
+ * live on and each keeps its size (no refit or remote resize on every tab switch). The active tab
+ * is the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.
+ * "+" opens another shell on the active tab's machine (at most MAX_SHELLS_PER_MACHINE); an extra
+ * tab's "×" closes it, and its shell, after a confirm. Extra tabs are kept on the server, so a
+ * reload shows them again with their shells.
  */
 import { useTranslations } from "next-intl";
-import { useId, useState, type KeyboardEvent } from "react";
+import { useEffect, useId, useState, type KeyboardEvent } from "react";
 import { Terminal } from "@/components/terminal/Terminal";
-import { sessionTokens } from "@/components/terminal/session-tokens";
+import { rememberTabToken, sessionTokens, type TabToken } from "@/components/terminal/session-tokens";
+import { MAX_SHELLS_PER_MACHINE, terminalName, type TabView } from "@/server/terminal/tab-names";
+
+/** The tabs in order: each machine's first shell, then its extra ones by number. */
+function orderedTabs(machines: readonly string[], extra: readonly TabView[]): TabView[] {
+  return machines.flatMap((machine) => [
+    { machine, number: 1 },
+    ...extra.filter((t) => t.machine === machine).sort((a, b) => a.number - b.number),
+  ]);
+}
 
 export function TerminalTabs(props: {
   slug: string;
   machines: readonly string[];
+  /** The active terminal's name (`node01`, `node01#2`). */
   active: string | undefined;
-  onSelect(machine: string): void;
+  onSelect(name: string): void;
 }) {
   const t = useTranslations("lab");
   const { slug, machines, active, onSelect: setActive } = props;
+  const [extra, setExtra] = useState<TabView[]>([]);
+  const [tabError, setTabError] = useState<string>();
   const idPrefix = useId();
-  const tabId = (machine: string) => `${idPrefix}-tab-${machine}`;
-  const panelId = (machine: string) => `${idPrefix}-panel-${machine}`;
+  const tabs = orderedTabs(machines, extra);
+  const names = tabs.map((tab) => terminalName(tab.machine, tab.number));
+  const tabId = (name: string) => `${idPrefix}-tab-${name.replace("#", "-")}`;
+  const panelId = (name: string) => `${idPrefix}-panel-${name.replace("#", "-")}`;
+  const activeTab = tabs.find((tab) => terminalName(tab.machine, tab.number) === active);
+
+  // The extra tabs the session already has (a reload, another window).
+  useEffect(() => {
+    let disposed = false;
+    void sessionTokens(slug).then(
+      (answer) => !disposed && setExtra(answer.tabs),
+      () => undefined, // the terminals show why the session could not be opened
+    );
+    return () => {
+      disposed = true;
+    };
+  }, [slug]);
 
   /** Arrow keys move between tabs, as the WAI-ARIA tabs pattern expects. */
   function onKeyDown(event: KeyboardEvent<HTMLDivElement>) {
     const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
-    if (step === 0 || active === undefined) return;
-    const next = machines[(machines.indexOf(active) + step + machines.length) % machines.length];
+    if (step === 0 || active === undefined || (event.target as HTMLElement).getAttribute("role") !== "tab") return;
+    const next = names[(names.indexOf(active) + step + names.length) % names.length];
     if (next === undefined) return;
     event.preventDefault();
     setActive(next);
     document.getElementById(tabId(next))?.focus();
   }
 
+  function select(name: string) {
+    setActive(name);
+    // After the click's render the terminal is visible and can take focus, so the learner can type right away.
+    requestAnimationFrame(() => window.__labdeck?.terminals[name]?.focus());
+  }
+
+  async function openShell(machine: string) {
+    setTabError(undefined);
+    try {
+      const { sessionId } = await sessionTokens(slug);
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/tabs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ machine }),
+      });
+      const body = (await response.json().catch(() => ({}))) as Partial<TabToken> & { error?: string };
+      if (!response.ok || body.number === undefined || !body.token) return setTabError(body.error ?? t("shellFailed"));
+      const tab = { machine, number: body.number, token: body.token };
+      await rememberTabToken(slug, tab);
+      setExtra((shown) => [...shown.filter((s) => s.machine !== machine || s.number !== tab.number), { machine, number: tab.number }]);
+      select(terminalName(machine, tab.number));
+    } catch {
+      setTabError(t("shellFailed"));
+    }
+  }
+
+  async function closeShell(tab: TabView) {
+    const label = t("tabName", { machine: tab.machine, number: tab.number });
+    if (!window.confirm(t("confirmCloseShell", { name: label }))) return;
+    setTabError(undefined);
+    try {
+      const { sessionId } = await sessionTokens(slug);
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/tabs/${encodeURIComponent(tab.machine)}/${tab.number}`, { method: "DELETE" });
+      if (!response.ok && response.status !== 404) {
+        const body = (await response.json().catch(() => ({}))) as { error?: string };
+        return setTabError(body.error ?? t("shellFailed"));
+      }
+      setExtra((shown) => shown.filter((s) => s.machine !== tab.machine || s.number !== tab.number));
+      if (active === terminalName(tab.machine, tab.number)) select(tab.machine);
+    } catch {
+      setTabError(t("shellFailed"));
+    }
+  }
+
+  const activeMachine = activeTab?.machine;
+  const shellsOnActive = activeMachine ? tabs.filter((tab) => tab.machine === activeMachine).length : 0;
   return (
     <div className="flex h-full flex-col bg-[#0b1020]" data-testid="terminal-tabs">
-      <div
-        role="tablist"
-        aria-label={t("tablist")}
-        onKeyDown={onKeyDown}
-        className="flex shrink-0 gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1"
-      >
-        {machines.map((machine) => {
-          const selected = machine === active;
-          return (
-            <button
-              key={machine}
-              id={tabId(machine)}
-              type="button"
-              role="tab"
-              aria-selected={selected}
-              aria-controls={panelId(machine)}
-              tabIndex={selected ? 0 : -1}
-              data-machine={machine}
-              onClick={() => {
-                setActive(machine);
-                // After the click's render the terminal is visible and can take focus, so the
-                // learner can type right away.
-                requestAnimationFrame(() => window.__labdeck?.terminals[machine]?.focus());
-              }}
-              className={`rounded-t px-3 py-1.5 font-mono text-xs transition-colors ${
-                selected ? "bg-[#0b1020] text-white" : "text-slate-400 hover:bg-slate-700 hover:text-slate-100"
-              }`}
-            >
-              {machine}
-            </button>
-          );
-        })}
-        {active && <ResetMachineButton key={active} slug={slug} machine={active} />}
+      <div className="flex shrink-0 items-end gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1">
+        <div role="tablist" aria-label={t("tablist")} onKeyDown={onKeyDown} className="flex min-w-0 flex-wrap gap-px">
+          {tabs.map((tab) => {
+            const name = terminalName(tab.machine, tab.number);
+            const selected = name === active;
+            const label = tab.number === 1 ? tab.machine : t("tabName", { machine: tab.machine, number: tab.number });
+            return (
+              <div
+                key={name}
+                className={`flex items-center rounded-t font-mono text-xs transition-colors ${
+                  selected ? "bg-[#0b1020] text-white" : "text-slate-400 hover:bg-slate-700 hover:text-slate-100"
+                }`}
+              >
+                <button
+                  id={tabId(name)}
+                  type="button"
+                  role="tab"
+                  aria-selected={selected}
+                  aria-controls={panelId(name)}
+                  tabIndex={selected ? 0 : -1}
+                  data-machine={tab.machine}
+                  data-terminal={name}
+                  onClick={() => select(name)}
+                  className={`py-1.5 ${tab.number === 1 ? "px-3" : "pl-3 pr-1"}`}
+                >
+                  {label}
+                </button>
+                {tab.number > 1 && (
+                  <button
+                    type="button"
+                    data-testid={`close-shell-${name}`}
+                    aria-label={t("closeShell", { name: label })}
+                    title={t("closeShell", { name: label })}
+                    onClick={() => void closeShell(tab)}
+                    className="mr-1 rounded px-1 text-slate-500 hover:bg-slate-600 hover:text-white"
+                  >
+                    ×
+                  </button>
+                )}
+              </div>
+            );
+          })}
+        </div>
+        {activeMachine && (
+          <button
+            type="button"
+            data-testid="new-shell"
+            aria-label={t("newShell", { machine: activeMachine })}
+            title={shellsOnActive >= MAX_SHELLS_PER_MACHINE ? t("shellLimit", { max: MAX_SHELLS_PER_MACHINE }) : t("newShell", { machine: activeMachine })}
+            disabled={shellsOnActive >= MAX_SHELLS_PER_MACHINE}
+            onClick={() => void openShell(activeMachine)}
+            className="mb-0.5 self-center rounded px-2 text-sm text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-40"
+          >
+            +
+          </button>
+        )}
+        {tabError && (
+          <span role="alert" data-testid="shell-error" className="mb-0.5 self-center truncate px-2 text-xs text-red-300">
+            {tabError}
+          </span>
+        )}
+        {activeMachine && <PreviewButton slug={slug} machine={activeMachine} />}
+        {activeMachine && <ResetMachineButton key={activeMachine} slug={slug} machine={activeMachine} />}
       </div>
       {/* Terminals are stacked in one box; each fills it, the active one is visible. */}
       <div className="relative min-h-0 flex-1">
-        {machines.map((machine) => {
-          const selected = machine === active;
+        {tabs.map((tab) => {
+          const name = terminalName(tab.machine, tab.number);
+          const selected = name === active;
           return (
             <div
-              key={machine}
-              id={panelId(machine)}
+              key={name}
+              id={panelId(name)}
               role="tabpanel"
-              aria-labelledby={tabId(machine)}
-              data-machine={machine}
+              aria-labelledby={tabId(name)}
+              data-machine={tab.machine}
+              data-terminal={name}
               className={`absolute inset-0 ${selected ? "visible" : "invisible"}`}
             >
-              <Terminal slug={slug} machine={machine} active={selected} />
+              <Terminal slug={slug} machine={tab.machine} number={tab.number} active={selected} />
             </div>
           );
         })}
       </div>
     </div>
   );
+}
+
+/**
+ * Opens a web service of the active machine in a new browser tab through the web preview
+ * (server/preview/): asks for the port, then GET /api/labs/:slug/preview, which sends the browser
+ * on to the preview's own origin.
+ */
+function PreviewButton({ slug, machine }: { slug: string; machine: string }) {
+  const t = useTranslations("lab");
+  const open = () => {
+    const answer = window.prompt(t("previewPrompt", { machine }), "80");
+    if (answer === null) return;
+    const port = Number(answer.trim());
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return void window.alert(t("previewBadPort"));
+    window.open(labPreviewUrl(slug, machine, port), "_blank", "noopener");
+  };
+  return (
+    <button
+      type="button"
+      data-testid="open-preview"
+      title={t("previewTitle", { machine })}
+      onClick={open}
+      className="ml-auto self-center rounded px-2 py-0.5 text-xs text-slate-400 hover:bg-slate-700 hover:text-slate-100"
+    >
+      {t("preview")}
+    </button>
+  );
+}
+
+/** The entry URL of `http://<machine>:<port><path>` of the learner's own session of a lab. */
+export function labPreviewUrl(slug: string, machine: string, port: number, path = "/"): string {
+  const query = new URLSearchParams({ machine, port: String(port), path });
+  return `/api/labs/${encodeURIComponent(slug)}/preview?${query}`;
 }
 
 /** Puts the active machine back to the lab's start (fresh disk + the lab's setup), after a confirm. */
@@ -114,7 +256,7 @@ function ResetMachineButton({ slug, machine }: { slug: string; machine: string }
       data-testid="reset-machine"
       disabled={state === "busy"}
       onClick={() => void reset()}
-      className="ml-auto self-center rounded px-2 py-0.5 text-xs text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-50"
+      className="self-center rounded px-2 py-0.5 text-xs text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-50"
     >
       {state === "busy" ? t("resetting") : state === "error" ? t("resetFailed") : t("reset")}
     </button>

@@ -11,9 +11,16 @@ export type MachineSwitch = {
   machines: readonly string[];
   /** Shows a machine's terminal tab. */
   select(machine: string): void;
+  /** The web preview's entry URL of `http://<machine>:<port><path>` of the learner's session (lesson links). */
+  previewUrl?(machine: string, port: number, path: string): string;
 };
 
 const MachineSwitchContext = createContext<MachineSwitch | null>(null);
+
+/** The page's machine switch, if any (lesson links ask it for preview URLs). */
+export function useMachineSwitch(): MachineSwitch | null {
+  return useContext(MachineSwitchContext);
+}
 
 export function MachineSwitchProvider({ value, children }: { value: MachineSwitch; children: ReactNode }) {
   return <MachineSwitchContext value={value}>{children}</MachineSwitchContext>;

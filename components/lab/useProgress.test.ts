@@ -11,6 +11,7 @@ function progress(over: Partial<Progress> & { done?: number }): Progress {
     steps: ids.map((id, i) => ({ id, title: id, state: i < done ? "done" : i === done ? "current" : "locked" })),
     currentStepId: ids[done] ?? null,
     lastCheck: null,
+    rebootProof: null,
     hintsRevealed: [],
     completed: done === ids.length,
     ...over,

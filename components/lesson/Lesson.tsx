@@ -7,11 +7,13 @@
  * Japanese punctuation works (remark-cjk-friendly). `LessonMarkdown` is the
  * same rendering for other lab text (steps, hints).
  */
-import { memo } from "react";
+import { memo, type ComponentProps } from "react";
+import { useMachineSwitch } from "@/components/lab/active-machine";
 import Markdown, { type Components, type ExtraProps } from "react-markdown";
 import remarkCjkFriendly from "remark-cjk-friendly";
 import remarkGfm from "remark-gfm";
 import { CodeBlock } from "./CodeBlock";
+import { previewLinkTarget } from "./preview-link";
 import { remarkCjkBreaks } from "./remark-cjk-breaks";
 
 /**
@@ -30,17 +32,7 @@ const components: Components = {
   p: ({ node: _node, ...props }) => <p className="my-3" {...props} />,
   ul: ({ node: _node, ...props }) => <ul className="my-3 list-disc space-y-1 pl-6" {...props} />,
   ol: ({ node: _node, ...props }) => <ol className="my-3 list-decimal space-y-1 pl-6" {...props} />,
-  a: ({ node: _node, href, ...props }) => {
-    const external = href !== undefined && /^https?:\/\//.test(href);
-    return (
-      <a
-        href={href}
-        className="text-sky-700 underline underline-offset-2 hover:text-sky-900"
-        {...(external ? { target: "_blank", rel: "noopener noreferrer" } : {})}
-        {...props}
-      />
-    );
-  },
+  a: ({ node: _node, href, ...props }) => <LessonLink href={href} {...props} />,
   blockquote: ({ node: _node, ...props }) => (
     <blockquote className="my-4 border-l-4 border-slate-300 pl-4 text-slate-600" {...props} />
   ),
@@ -56,6 +48,26 @@ const components: Components = {
   hr: () => <hr className="my-6 border-slate-200" />,
   pre: ({ node, children }) => <CodeBlock runOn={runMachine(node)}>{children}</CodeBlock>,
 };
+
+/**
+ * A lesson link; `http://<machine>:<port>/…` of one of the lab's machines opens that service of
+ * the learner's own session through the web preview, in a new tab (preview-link.ts).
+ */
+function LessonLink({ href, ...props }: ComponentProps<"a">) {
+  const machineSwitch = useMachineSwitch();
+  const target = machineSwitch?.previewUrl ? previewLinkTarget(href, machineSwitch.machines) : null;
+  const to = target && machineSwitch?.previewUrl ? machineSwitch.previewUrl(target.machine, target.port, target.path) : href;
+  const external = to !== undefined && (target !== null || /^https?:\/\//.test(to));
+  return (
+    <a
+      href={to}
+      className="text-sky-700 underline underline-offset-2 hover:text-sky-900"
+      data-preview={target ? `${target.machine}:${target.port}` : undefined}
+      {...(external ? { target: "_blank", rel: "noopener noreferrer" } : {})}
+      {...props}
+    />
+  );
+}
 
 /** Lesson text with its padding, as the lab page's lesson panel. */
 export function Lesson({ markdown }: { markdown: string }) {

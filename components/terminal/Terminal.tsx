@@ -9,7 +9,9 @@ import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState } from "react";
 import { TerminalConnection, type ConnectionStatus } from "./connection";
 import { sessionErrorText, sessionTokens } from "./session-tokens";
+import { attachClipboard } from "./clipboard";
 import { registerTerminal } from "./terminal-registry";
+import { terminalName } from "@/server/terminal/tab-names";
 
 /** Lines of scrollback xterm keeps in the browser. */
 const SCROLLBACK_LINES = 5_000;
@@ -17,6 +19,8 @@ const SCROLLBACK_LINES = 5_000;
 export function Terminal(props: {
   slug: string;
   machine: string;
+  /** Which shell of the machine (server/terminal/tab-names.ts): 1, the default, is its first. */
+  number?: number;
   active: boolean;
   /**
    * Where tokens come from; default: the learner's own session of `slug` (write tokens). The
@@ -26,7 +30,9 @@ export function Terminal(props: {
   /** Keystrokes are not sent (the watch view); the gateway refuses read viewers' input anyway. */
   readOnly?: boolean;
 }) {
-  const { slug, machine, active, readOnly = false } = props;
+  const { slug, machine, active, readOnly = false, number = 1 } = props;
+  /** `node01`, `node01#2`: the key of its token and of window.__labdeck.terminals. */
+  const name = terminalName(machine, number);
   const tokenSourceRef = useRef(props.tokenSource);
   tokenSourceRef.current = props.tokenSource;
   const hostRef = useRef<HTMLDivElement>(null);
@@ -59,7 +65,11 @@ export function Terminal(props: {
       const term = new XTerm({
         scrollback: SCROLLBACK_LINES,
         allowProposedApi: true, // for the unicode11 addon: East Asian wide characters take two cells
-        cursorBlink: !readOnly,
+        // No blink: xterm.js keeps an animation running for it, and Chromium then paints every
+        // echoed key one frame later (bench/browser-typing.ts: 28.3 ms keydown-to-glyph p50 with
+        // the blink, 7.1 ms on the floor page). A focused terminal still shows a solid block
+        // cursor, an unfocused one an outline.
+        cursorBlink: false,
         disableStdin: readOnly,
         fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
         fontSize: 14,
@@ -96,8 +106,8 @@ export function Terminal(props: {
                   throw new Error(sessionErrorText(error, tRef.current));
                 })
               ).tokens;
-          const token = tokens.get(machine);
-          if (!token) throw new Error(tRef.current("noMachine", { machine }));
+          const token = tokens.get(name);
+          if (!token) throw new Error(tRef.current("noMachine", { machine: name }));
           return token;
         },
         {
@@ -135,13 +145,19 @@ export function Terminal(props: {
           },
         },
       );
-      const onData = term.onData((data) => connection.input(data));
+      // Input and exam-style copy/paste (keys typed right after a paste shortcut follow the pasted text).
+      const detachClipboard = attachClipboard(term, {
+        confirm: (lines) => window.confirm(tRef.current("pasteConfirm", { lines })),
+        clipboard: navigator.clipboard,
+        onError: (error) => console.warn(`${machine}: clipboard: ${(error as Error).message ?? String(error)}`),
+        send: (data) => connection.input(data),
+      });
       const observer = new ResizeObserver(() => fitRef.current?.());
       observer.observe(host);
       // Read-only: xterm lays out a new grid (the learner resized) when it renders; scale it then.
       const screenElement = term.element?.querySelector(".xterm-screen");
       if (readOnly && screenElement) observer.observe(screenElement);
-      const unregister = registerTerminal(machine, {
+      const unregister = registerTerminal(name, {
         text: () => {
           const buffer = term.buffer.active;
           const lines: string[] = [];
@@ -152,12 +168,20 @@ export function Terminal(props: {
         size: () => ({ cols: term.cols, rows: term.rows }),
         focus: () => term.focus(),
         type: (text) => connection.input(text),
+        cursorLine: () => {
+          const buffer = term.buffer.active;
+          return buffer.getLine(buffer.baseY + buffer.cursorY)?.translateToString(true) ?? "";
+        },
+        onRender: (listener) => {
+          const subscription = term.onRender(listener);
+          return () => subscription.dispose();
+        },
       });
       connection.start();
       cleanup = () => {
         unregister();
+        detachClipboard();
         observer.disconnect();
-        onData.dispose();
         connection.stop();
         term.dispose();
       };
@@ -166,7 +190,7 @@ export function Terminal(props: {
       disposed = true;
       cleanup();
     };
-  }, [slug, machine, readOnly]);
+  }, [slug, machine, name, readOnly]);
 
   useEffect(() => {
     if (active) fitRef.current?.();
@@ -174,7 +198,7 @@ export function Terminal(props: {
 
   const showBanner = status !== "connected";
   return (
-    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${machine}`} data-machine={machine} data-status={status} data-writer-size={writerSize}>
+    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${name}`} data-machine={machine} data-number={number} data-status={status} data-writer-size={writerSize}>
       {showBanner && (
         <div
           role="status"

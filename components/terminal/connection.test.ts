@@ -24,7 +24,7 @@ beforeEach(async () => {
       if (message.type !== "hello") return;
       hellos.push(performance.now());
       if (hellos.length === 1) ws.close(closeFirstWith, "server restarting");
-      else ws.send(JSON.stringify({ type: "ready", offset: 0 }));
+      else ws.send(JSON.stringify({ type: "ready", machine: "node01", mode: "write", offset: 0 })); // a valid ready (protocol.ts), or the page closes with 4400
     });
   });
   Object.assign(globalThis, { WebSocket, location: { protocol: "http:", host: `127.0.0.1:${(wss.address() as AddressInfo).port}` } });
@@ -61,7 +61,7 @@ describe("TerminalConnection on a server restart", () => {
     // Backoff would wait at least RECONNECT_MIN_MS (300 ms); this is one loopback connect.
     expect(gapMs).toBeLessThan(150);
     expect(statuses[0]).toEqual({ status: "reconnecting", message: undefined });
-    expect(statuses.some((s) => s.message === "LOST" || s.status === "failed")).toBe(false);
+    expect(statuses.some((s) => s.message === "LOST" || s.status === "failed"), JSON.stringify(statuses)).toBe(false);
   });
 
   it("waits out the backoff and says the connection was lost on any other close", async () => {

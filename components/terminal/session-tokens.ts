@@ -1,10 +1,29 @@
 /**
- * Browser side of the lab session API: one POST per lab page load starts or resumes the
- * learner's session and returns a terminal token per machine. Terminals share the answer.
+ * Browser side of the lab session API: one start-or-resume per lab page load, shared by the
+ * terminals, the steps and the notices. The start does not hold a request open: the page posts
+ * with `?async=1`, follows a start that is not ready on `GET /api/sessions/:id/start` (stage,
+ * setup script, queue position; `useStartState` shows it), and posts again when it is ready for
+ * a terminal token per machine and per extra tab (keyed by terminal name: `node01`, `node01#2`,
+ * server/terminal/tab-names.ts).
+ *
+ * A start that failed is not started again by itself (each try would boot machines): the failure
+ * is kept until the learner asks for a new start (`retryStart`). Only a lost connection or a busy
+ * server (429, 502, 504) is retried, by whoever asks next.
  */
+import { useSyncExternalStore } from "react";
+import type { StartView } from "@/server/sessions/start-progress";
+import { terminalName, type TabView } from "@/server/terminal/tab-names";
+
 export interface SessionTokens {
   sessionId: string;
   tokens: Map<string, string>;
+  /** The learner's open extra tabs when the answer came. */
+  tabs: TabView[];
+}
+
+/** A tab's token as the session and tab APIs send it. */
+export interface TabToken extends TabView {
+  token: string;
 }
 
 /** The session API refused; `message` is the server's text (in the user's language) or empty. */
@@ -23,30 +42,110 @@ export function sessionErrorText(error: unknown, t: (key: "startFailed", values:
   return error instanceof Error ? error.message : String(error);
 }
 
-const inFlight = new Map<string, Promise<SessionTokens>>();
+/** How often a start that is not ready is looked at, ms. */
+const START_POLL_MS = 1_000;
+/** Answers that say "not now" rather than "no": asked again next time. */
+const TRANSIENT_STATUS = new Set([429, 502, 504]);
 
-/** Tokens for a lab's session; `fresh` forces a new request (after a token was refused). */
+/** Where a lab's start is, for the page. */
+export type StartState =
+  | { phase: "starting"; view?: StartView }
+  | { phase: "ready"; sessionId: string }
+  | { phase: "failed"; message: string; status: number };
+
+const inFlight = new Map<string, Promise<SessionTokens>>();
+const states = new Map<string, StartState>();
+const listeners = new Set<() => void>();
+
+function publish(slug: string, state: StartState): void {
+  states.set(slug, state);
+  for (const listener of listeners) listener();
+}
+
+/** Tokens for a lab's session; `fresh` asks again (a token was refused). A failed start stays failed until retryStart. */
+
+/** Adds a new tab's token (POST /api/sessions/:id/tabs) to the lab's shared answer. */
+export async function rememberTabToken(slug: string, tab: TabToken): Promise<void> {
+  const current = await inFlight.get(slug);
+  current?.tokens.set(terminalName(tab.machine, tab.number), tab.token);
+}
+
 export function sessionTokens(slug: string, fresh = false): Promise<SessionTokens> {
   let entry = inFlight.get(slug);
-  if (!entry || fresh) {
+  if (!entry || (fresh && states.get(slug)?.phase !== "failed")) {
     entry = fetchTokens(slug);
     inFlight.set(slug, entry);
-    entry.catch(() => inFlight.delete(slug));
+    entry.catch((error: unknown) => {
+      const final = error instanceof SessionError && !TRANSIENT_STATUS.has(error.status);
+      if (final) publish(slug, { phase: "failed", message: error.message, status: error.status });
+      else if (inFlight.get(slug) === entry) inFlight.delete(slug);
+    });
   }
   return entry;
 }
 
+/** The learner asked for a new start after a failed one. */
+export function retryStart(slug: string): void {
+  inFlight.delete(slug);
+  publish(slug, { phase: "starting" });
+  void sessionTokens(slug).catch(() => undefined);
+}
+
+/** The lab's start as it goes (re-renders on every change). */
+export function useStartState(slug: string): StartState | undefined {
+  return useSyncExternalStore(
+    (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    () => states.get(slug),
+    () => undefined,
+  );
+}
+
 async function fetchTokens(slug: string): Promise<SessionTokens> {
-  const response = await fetch(`/api/labs/${encodeURIComponent(slug)}/session`, { method: "POST" });
-  const body = (await response.json().catch(() => ({}))) as {
-    error?: string;
-    sessionId?: string;
-    machines?: { name: string; token: string }[];
-  };
-  if (response.status === 401) {
-    // Signed out (or the sign-in expired): back to the login page, then to this lab.
-    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
+  if (states.get(slug)?.phase !== "ready") publish(slug, { phase: "starting" });
+  for (;;) {
+    const response = await fetch(`/api/labs/${encodeURIComponent(slug)}/session?async=1`, { method: "POST" });
+    const body = (await response.json().catch(() => ({}))) as {
+      error?: string;
+      sessionId?: string;
+      state?: string;
+      machines?: { name: string; token: string }[];
+      tabs?: TabToken[];
+    };
+    if (response.status === 401) {
+      // Signed out (or the sign-in expired): back to the login page, then to this lab.
+      window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
+    }
+    if (response.status === 202 && body.sessionId) {
+      await followStart(slug, body.sessionId);
+      continue; // ready: the next answer has the tokens
+    }
+    if (!response.ok || !body.sessionId || !body.machines) throw new SessionError(body.error ?? "", response.status);
+    publish(slug, { phase: "ready", sessionId: body.sessionId });
+    const tabs = body.tabs ?? [];
+    return {
+      sessionId: body.sessionId,
+      tokens: new Map([...body.machines.map((m) => [m.name, m.token] as const), ...tabs.map((t) => [terminalName(t.machine, t.number), t.token] as const)]),
+      tabs: tabs.map(({ machine, number }) => ({ machine, number })),
+    };
   }
-  if (!response.ok || !body.sessionId || !body.machines) throw new SessionError(body.error ?? "", response.status);
-  return { sessionId: body.sessionId, tokens: new Map(body.machines.map((m) => [m.name, m.token])) };
+}
+
+/** Polls the start's stage until the session is ready; throws when it failed. */
+async function followStart(slug: string, sessionId: string): Promise<void> {
+  for (;;) {
+    const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/start`, { cache: "no-store" });
+    if (response.ok) {
+      const view = (await response.json()) as StartView;
+      if (view.state === "ready") return;
+      if (view.state !== "starting") throw new SessionError(view.error ?? "", 500);
+      publish(slug, { phase: "starting", view });
+    } else if (!TRANSIENT_STATUS.has(response.status) && response.status < 500) {
+      const body = (await response.json().catch(() => ({}))) as { error?: string };
+      throw new SessionError(body.error ?? "", response.status);
+    }
+    await new Promise((r) => setTimeout(r, START_POLL_MS));
+  }
 }

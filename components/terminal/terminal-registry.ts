@@ -12,6 +12,10 @@ export interface TerminalHandle {
   focus(): void;
   /** Sends text to the shell as if typed (the lesson's "run in machine" buttons). */
   type(text: string): void;
+  /** The row the cursor is on, as text (right-trimmed). For the browser bench's keystroke probe. */
+  cursorLine(): string;
+  /** Calls `listener` after each xterm render (bench/browser-typing.ts times glyphs with it); returns its removal. */
+  onRender(listener: () => void): () => void;
 }
 
 declare global {

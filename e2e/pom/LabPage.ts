@@ -12,15 +12,16 @@ export class LabPage {
     await this.page.goto(`/labs/${slug}`);
   }
 
-  tab(machine: string): Locator {
-    return this.page.getByRole("tab", { name: machine });
+  /** A terminal's tab by terminal name: `node01` (the machine's first shell), `node01#2` (an extra one). */
+  tab(name: string): Locator {
+    return this.page.locator(`[role="tab"][data-terminal="${name}"]`);
   }
 
-  terminal(machine: string): Locator {
-    return this.page.getByTestId(`terminal-${machine}`);
+  terminal(name: string): Locator {
+    return this.page.getByTestId(`terminal-${name}`);
   }
 
-  /** Opens a machine's tab and waits until its shell is live (data-status="connected"). */
+  /** Opens a terminal's tab (`node01`, `node01#2`) and waits until its shell is live (data-status="connected"). */
   async open(machine: string): Promise<void> {
     await this.tab(machine).click();
     await expect(this.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
@@ -38,6 +39,21 @@ export class LabPage {
     for (const machine of machines) {
       await expect(this.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout });
     }
+  }
+
+  /** Waits until every machine's terminal shows a shell prompt (`root@<machine>…# `); `timeout` in ms. */
+  async expectPrompts(machines: readonly string[], timeout: number): Promise<void> {
+    for (const machine of machines) {
+      await expect.poll(async () => new RegExp(`root@${machine}[^\n]*[#$] ?$`, "m").test((await this.text(machine)).trimEnd()), { timeout }).toBe(true);
+    }
+  }
+
+  /** What the start-progress panel shows now (data-stage), or null once it is gone. */
+  startStage(): Promise<string | null> {
+    return this.page
+      .getByTestId("start-progress")
+      .getAttribute("data-stage", { timeout: 100 })
+      .catch(() => null);
   }
 
   /**
@@ -88,6 +104,28 @@ export class LabPage {
     return status!;
   }
 
+  /** Opens another shell on the active tab's machine ("+"); returns its terminal name once it is live. */
+  async openShell(machine: string): Promise<string> {
+    await this.open(machine);
+    const created = this.page.waitForResponse((r) => r.request().method() === "POST" && /\/api\/sessions\/[^/]+\/tabs$/.test(new URL(r.url()).pathname));
+    await this.page.getByTestId("new-shell").click();
+    const body = (await (await created).json()) as { machine: string; number: number };
+    const name = `${body.machine}#${body.number}`;
+    await expect(this.tab(name)).toHaveAttribute("aria-selected", "true");
+    await expect(this.terminal(name)).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
+    await this.terminal(name).locator(".xterm").click();
+    return name;
+  }
+
+  /** Closes an extra shell's tab with its "×", accepting the confirm. */
+  async closeShell(name: string): Promise<void> {
+    this.page.once("dialog", (dialog) => void dialog.accept());
+    const closed = this.page.waitForResponse((r) => r.request().method() === "DELETE" && /\/tabs\/[^/]+\/\d+$/.test(new URL(r.url()).pathname));
+    await this.page.getByTestId(`close-shell-${name}`).click();
+    expect((await closed).status()).toBe(200);
+    await expect(this.tab(name)).toHaveCount(0);
+  }
+
   /** Whole buffer text of a machine's terminal, read through xterm's buffer API. */
   text(machine: string): Promise<string> {
     return this.page.evaluate((m) => window.__labdeck?.terminals[m]?.text() ?? "", machine);
@@ -105,14 +143,26 @@ export class LabPage {
     return this.page.locator(`li[data-step-id="${id}"]`);
   }
 
-  /** A step's state as the page shows it: "locked" | "current" | "done", null before progress loads. */
+  /** A step's state as the page shows it: "locked" | "current" | "proving" | "done", null before progress loads. */
   stepState(id: string): Promise<string | null> {
     return this.step(id).getAttribute("data-state");
   }
 
   /** Waits until a step is in a state; `timeout` in ms. */
-  async expectStepState(id: string, state: "locked" | "current" | "done", timeout?: number): Promise<void> {
+  async expectStepState(id: string, state: "locked" | "current" | "proving" | "done", timeout?: number): Promise<void> {
     await expect(this.step(id)).toHaveAttribute("data-state", state, timeout === undefined ? {} : { timeout });
+  }
+
+  /** The "passed now — reboot to prove it" notice of a verifyByReboot step (data-machine: the machine to reboot). */
+  rebootProof(): Locator {
+    return this.page.getByTestId("reboot-proof");
+  }
+
+  /** Clicks "reboot and verify" and waits until the server accepted the reboot. */
+  async rebootAndVerify(): Promise<void> {
+    const answered = this.page.waitForResponse((r) => r.request().method() === "POST" && /\/machines\/[^/]+\/reboot$/.test(new URL(r.url()).pathname));
+    await this.page.getByTestId("reboot-and-verify").click();
+    expect((await answered).status()).toBe(200);
   }
 
   checkButton(): Locator {

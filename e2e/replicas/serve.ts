@@ -97,7 +97,7 @@ try {
   const site = deploy
     .replace(/server app1:3000/, `server 127.0.0.1:${p1}`)
     .replace(/server app2:3000/, `server 127.0.0.1:${p2}`)
-    .replace(/listen 80;/, `listen 127.0.0.1:${nginxPort};`);
+    .replace(/listen 80;/g, `listen 127.0.0.1:${nginxPort};`);
   const nginxDir = path.join(dir, "nginx");
   await fs.mkdir(path.join(nginxDir, "tmp"), { recursive: true });
   await fs.writeFile(

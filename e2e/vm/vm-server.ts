@@ -96,7 +96,10 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
       LABDECK_DATA_DIR: dataDir,
       LABDECK_PG_PORT: String(options.port + 1),
       LABDECK_MACHINES: "qemu",
-      LABDECK_POOL_SIZE: "1",
+      // One set prepared for the walked lab (booted, its setup run, its state saved): the click
+      // gets it with nothing left to run, as an operator sets a class up.
+      LABDECK_POOL_SIZE: "0",
+      LABDECK_POOL_LABS: "preinstall-checks:1",
       LABDECK_QEMU_ACCEL: process.env.LABDECK_QEMU_ACCEL ?? "tcg",
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -173,7 +176,7 @@ function waitUntilReady(
       if (poolReadyMs !== undefined) return;
       if (msg === "warm pool refill failed") return fail(`the warm pool could not boot a set: ${err ?? "(no message)"}`);
       if (msg.startsWith("no lab image yet")) return fail("the server found no lab image under its data directory");
-      if (msg === "warm pool set ready") {
+      if (msg === "warm pool set ready" || msg === "warm pool prepared set ready") {
         poolReadyMs = Date.now() - started;
         settleWhenBoth();
       }

@@ -16,10 +16,13 @@ import { createInvitation, findOpenInvitation } from "./invitations";
 import { createUserWithPassword, type UserView } from "./users";
 import * as labSessionRoute from "@/app/api/labs/[slug]/session/route";
 import * as progressRoute from "@/app/api/sessions/[id]/progress/route";
+import * as startRoute from "@/app/api/sessions/[id]/start/route";
+import * as poolTargetRoute from "@/app/api/pool-targets/[slug]/route";
 import * as eventsRoute from "@/app/api/sessions/[id]/events/route";
 import * as checkRoute from "@/app/api/sessions/[id]/check/route";
 import * as machineResetRoute from "@/app/api/sessions/[id]/machines/[name]/reset/route";
 import * as machineStartRoute from "@/app/api/sessions/[id]/machines/[name]/start/route";
+import * as machineRebootRoute from "@/app/api/sessions/[id]/machines/[name]/reboot/route";
 import * as hintRoute from "@/app/api/sessions/[id]/hints/[stepId]/route";
 import * as tokensRoute from "@/app/api/sessions/[id]/terminal-tokens/route";
 import * as invitationsRoute from "@/app/api/invitations/route";
@@ -41,6 +44,11 @@ import * as timelineRoute from "@/app/api/sessions/[id]/timeline/route";
 import * as extendRoute from "@/app/api/sessions/[id]/extend/route";
 import * as labVersionRoute from "@/app/api/sessions/[id]/lab-version/route";
 import * as capacityRoute from "@/app/api/capacity/route";
+import * as sessionPreviewRoute from "@/app/api/sessions/[id]/preview/route";
+import * as labPreviewRoute from "@/app/api/labs/[slug]/preview/route";
+import * as tabsRoute from "@/app/api/sessions/[id]/tabs/route";
+import * as tabRoute from "@/app/api/sessions/[id]/tabs/[machine]/[number]/route";
+import { openTab } from "../terminal/tabs";
 import { refuseUnbuiltImage } from "@/server/labs/image-status";
 
 const BASE = "http://127.0.0.1";
@@ -143,6 +151,8 @@ const ADMIN_ONLY: Expect = { anonymous: 401, owner: 403, otherLearner: 403, coho
 /** Admins, and instructors of the cohort; other instructors do not see it (404), learners are refused (403). */
 const COHORT_VIEW: Expect = { anonymous: 401, owner: 403, otherLearner: 403, cohortInstructor: 200, otherInstructor: 404, admin: 200 };
 const SIGNED_IN: Expect = { anonymous: 401, owner: 200, otherLearner: 200, cohortInstructor: 200, otherInstructor: 200, admin: 200 };
+/** The owner's extra tab that the DELETE row closes (opened when first needed, so refused calls leave none behind). */
+let deletableTab: { machine: string; number: number } | null = null;
 
 const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Response>; works?: (actor: Actor, res: Response) => Promise<void> }[] = [
   {
@@ -163,6 +173,12 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: WATCHABLE,
     call: (a) => progressRoute.GET(request(a, `/api/sessions/${sessionId}/progress`), params({ id: sessionId })),
     works: async (_a, res) => expect(((await res.json()) as { sessionId: string }).sessionId).toBe(sessionId),
+  },
+  {
+    name: "GET /api/sessions/:id/start",
+    expect: WATCHABLE,
+    call: (a) => startRoute.GET(request(a, `/api/sessions/${sessionId}/start`), params({ id: sessionId })),
+    works: async (_a, res) => expect(await res.json()).toMatchObject({ sessionId, state: "ready", stage: null, error: null }),
   },
   {
     name: "GET /api/sessions/:id/events (SSE)",
@@ -199,6 +215,12 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: { ...OWNER_ONLY, owner: 501 },
     call: (a) =>
       machineStartRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/start`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+  },
+  {
+    name: "POST /api/sessions/:id/machines/:name/reboot",
+    expect: { ...OWNER_ONLY, owner: 501 },
+    call: (a) =>
+      machineRebootRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/reboot`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
   },
   {
     name: "POST /api/sessions/:id/machines/:name/reset",
@@ -255,6 +277,22 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
       const body = (await res.json()) as { members: { email: string }[] };
       expect(body.members.map((m) => m.email)).toContain(users.owner.email);
     },
+  },
+  {
+    name: "PUT /api/pool-targets/:slug (a lab's prepared sets and cap)",
+    expect: ADMIN_ONLY,
+    call: (a) =>
+      poolTargetRoute.PUT(request(a, `/api/pool-targets/${LAB}`, { method: "PUT", body: JSON.stringify({ reserve: 0, initial: 0, cap: null }) }), params({ slug: LAB })),
+    works: async (_a, res) => {
+      expect(await res.json()).toEqual({ target: { labSlug: LAB, reserve: 0, initial: 0, cap: null } });
+      expect(await stack.db.auditLog.count({ where: { action: "pool.target", targetId: LAB } })).toBeGreaterThan(0);
+    },
+  },
+  {
+    name: "DELETE /api/pool-targets/:slug",
+    expect: ADMIN_ONLY,
+    call: (a) => poolTargetRoute.DELETE(request(a, `/api/pool-targets/${LAB}`, { method: "DELETE" }), params({ slug: LAB })),
+    works: async () => expect(await stack.db.poolTarget.count({ where: { labSlug: LAB } })).toBe(0),
   },
   {
     name: "PUT /api/cohorts/:id",
@@ -438,6 +476,48 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     },
   },
   {
+    // The web preview's way in (server/preview/): a redirect to the preview origin with an entry code.
+    name: "GET /api/sessions/:id/preview (web preview entry)",
+    expect: { ...WATCHABLE, owner: 303, cohortInstructor: 303, admin: 303 },
+    call: (a) => sessionPreviewRoute.GET(request(a, `/api/sessions/${sessionId}/preview?machine=node01&port=8080&path=/`), params({ id: sessionId })),
+    works: async (_a, res) => expect(new URL(res.headers.get("location")!).hostname).toBe(`8080-node01-${sessionId}.preview.localhost`),
+  },
+  {
+    // Every actor has a session of the lab by now (the first row started one each).
+    name: "GET /api/labs/:slug/preview (one's own session)",
+    expect: { anonymous: 401, owner: 303, otherLearner: 303, cohortInstructor: 303, otherInstructor: 303, admin: 303 },
+    call: (a) => labPreviewRoute.GET(request(a, `/api/labs/${LAB}/preview?machine=node02&port=80`), params({ slug: LAB })),
+    works: async (actor, res) => {
+      const host = new URL(res.headers.get("location")!).hostname;
+      const own = await stack.db.labSession.findFirstOrThrow({ where: { learnerId: users[actor as Exclude<Actor, "anonymous">].id, labSlug: LAB, state: "ready" } });
+      expect(host).toBe(`80-node02-${own.id}.preview.localhost`);
+    },
+  },
+  {
+    name: "POST /api/sessions/:id/tabs (another shell)",
+    expect: { ...OWNER_ONLY, owner: 201 },
+    call: (a) => tabsRoute.POST(request(a, `/api/sessions/${sessionId}/tabs`, { method: "POST", body: JSON.stringify({ machine: "node01" }) }), params({ id: sessionId })),
+    works: async (_a, res) => {
+      const body = (await res.json()) as { machine: string; number: number; token: string };
+      expect(body).toMatchObject({ machine: "node01", number: 2 });
+      expect(body.token.length).toBeGreaterThan(20);
+    },
+  },
+  {
+    name: "DELETE /api/sessions/:id/tabs/:machine/:number (close a shell)",
+    expect: OWNER_ONLY,
+    call: async (a) => {
+      if (a === "owner" && !deletableTab) deletableTab = await openTab(stack.db, sessionId, "node02");
+      const tab = deletableTab ?? { machine: "node02", number: 2 };
+      return tabRoute.DELETE(request(a, `/api/sessions/${sessionId}/tabs/${tab.machine}/${tab.number}`, { method: "DELETE" }), params({ id: sessionId, machine: tab.machine, number: String(tab.number) }));
+    },
+    works: async () => {
+      const row = await stack.db.terminalTab.findFirstOrThrow({ where: { sessionId, machine: deletableTab!.machine, number: deletableTab!.number } });
+      expect(row.closedAt).not.toBeNull();
+      deletableTab = null;
+    },
+  },
+  {
     name: "POST /api/cohorts/:id/end (sessions ended, machines released)",
     expect: ADMIN_ONLY,
     call: (a) => cohortEndRoute.POST(request(a, `/api/cohorts/${endableCohortId}/end`, { method: "POST" }), params({ id: endableCohortId })),
@@ -458,7 +538,7 @@ describe("API routes × actors", () => {
       it(`${route.name} as ${actor} → ${status}`, async () => {
         const res = await route.call(actor);
         expect(res.status).toBe(status);
-        if (status < 300) await route.works?.(actor, res);
+        if (status < 400) await route.works?.(actor, res);
         else {
           const body = (await res.json()) as { code: string; error: string };
           expect(body.code).toMatch(/^[a-zA-Z]+$/);
@@ -643,6 +723,19 @@ describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
   }, 120_000);
 });
 
+describe("a lab's prepared sets and cap (pool targets)", () => {
+  it("bad input is 400 and changes nothing; a lab that does not exist is 404", async () => {
+    const put = (slug: string, body: unknown) =>
+      poolTargetRoute.PUT(request("admin", `/api/pool-targets/${slug}`, { method: "PUT", body: JSON.stringify(body) }), params({ slug }));
+    for (const body of [{ reserve: -1, initial: 0, cap: null }, { reserve: 1, initial: 0 }, { reserve: 1, initial: 0, cap: 0 }, { reserve: 1, initial: 0, cap: null, extra: 1 }, "x"]) {
+      expect((await put(LAB, body)).status).toBe(400);
+    }
+    expect(await stack.db.poolTarget.count({ where: { labSlug: LAB } })).toBe(0);
+    expect((await put("no-such-lab", { reserve: 1, initial: 1, cap: null })).status).toBe(404);
+    expect(await stack.db.poolTarget.count()).toBe(0);
+  });
+});
+
 describe("which labs a learner may start", () => {
   it("a learner starting a lab outside their cohorts (not open to all) is 403, before any machine is taken; staff may", async () => {
     const closed = "multi-node";
@@ -780,6 +873,10 @@ const SOCKETS: { name: string; actor: Actor; token: () => string; expect: number
   { name: "no sign-in, the owner's write token", actor: "anonymous", token: () => tokenFor("owner", "write"), expect: CloseCode.unauthorized },
   { name: "owner, own write token", actor: "owner", token: () => tokenFor("owner", "write"), expect: "write" },
   { name: "owner, own read token", actor: "owner", token: () => tokenFor("owner", "read"), expect: "read" },
+  // The POST …/tabs row above opened node01 #2 for the owner; #9 was never opened.
+  { name: "owner, write token for an open extra tab (node01 #2)", actor: "owner", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "write", sub: users.owner.id }), expect: "write" },
+  { name: "owner, token for a tab that is not open (node01 #9)", actor: "owner", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 9, mode: "write", sub: users.owner.id }), expect: CloseCode.notFound },
+  { name: "cohort instructor, read token for the owner's extra tab", actor: "cohortInstructor", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "read", sub: users.cohortInstructor.id }), expect: "read" },
   { name: "other learner, the owner's token", actor: "otherLearner", token: () => tokenFor("owner", "write"), expect: CloseCode.forbidden },
   { name: "other learner, a read token in their name", actor: "otherLearner", token: () => tokenFor("otherLearner", "read"), expect: CloseCode.forbidden },
   { name: "cohort instructor, read token", actor: "cohortInstructor", token: () => tokenFor("cohortInstructor", "read"), expect: "read" },

@@ -25,7 +25,7 @@ export type SessionAccess = "owner" | "watch" | null;
 /** A refusal a handler turns into a response: 401 not signed in, 403 not allowed, 404 not found (or not yours). */
 export class Denied extends Error {
   constructor(
-    readonly status: 401 | 403 | 404,
+    readonly status: 400 | 401 | 403 | 404 | 409,
     /** Message key under "errors" in messages/*.json. */
     readonly code: string,
   ) {
@@ -113,6 +113,6 @@ export async function requireSession(
   return { ...session, access };
 }
 
-function isRole(value: unknown): value is Role {
+export function isRole(value: unknown): value is Role {
   return value === "learner" || value === "instructor" || value === "admin";
 }

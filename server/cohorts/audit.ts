@@ -15,6 +15,7 @@ export const AuditAction = z.enum([
   "cohort.member.remove",
   "cohort.provision",
   "invitation.revoke",
+  "pool.target",
   "session.extend",
   "session.labVersion",
   "session.watch",
@@ -24,7 +25,7 @@ export type AuditAction = z.infer<typeof AuditAction>;
 export const AuditEntry = z.object({
   actorId: z.string().min(1).nullable(),
   action: AuditAction,
-  targetType: z.enum(["cohort", "session", "user", "invitation"]),
+  targetType: z.enum(["cohort", "session", "user", "invitation", "lab"]),
   targetId: z.string().min(1),
   detail: z.record(z.string(), z.unknown()).optional(),
 });

@@ -13,7 +13,7 @@ import { listAudit, recordAudit } from "./audit";
 import { addMember, cohortLimitsFor, cohortMembers, CohortRuleError, createCohort, extendSession, listCohorts, updateCohort } from "./cohorts";
 import { CSV_MAX_BYTES, importCohortCsv, parseCohortCsv } from "./csv-import";
 import { byStuckLongest, cohortDashboard, sessionTimeline } from "./dashboard";
-import { readMeminfo } from "./capacity";
+import { capacitySnapshot, readMeminfo } from "./capacity";
 import fs from "node:fs/promises";
 import os from "node:os";
 import { EventBus } from "../events/bus";
@@ -271,8 +271,22 @@ describe("sessions: extend time, dashboard", () => {
     expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ outdated: false });
   });
 
+  it("dashboard: a learner whose current step passed now and waits for a reboot proof says so; a record of another step does not", async () => {
+    const lab = await labs.get(LAB);
+    const c = await createCohort(db, labs, { name: "Reboot proof", labs: [LAB] }, null);
+    const u = await user("awaiting-reboot@x.test");
+    await db.cohortMember.create({ data: { cohortId: c.id, userId: u.id, role: "learner" } });
+    const [first, second] = [lab.steps[0]!.id, lab.steps[1]!.id];
+    const proof = { proofBootId: "0f0e0d0c-0b0a-4908-8706-050403020100", proofPassedAt: new Date() };
+    const s = await db.labSession.create({ data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", currentStepId: first, proofStepId: first, ...proof } });
+    expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ currentStepId: first, awaitingReboot: true });
+    // A record left from a step the session is no longer on (a version move) is not shown.
+    await db.labSession.update({ where: { id: s.id }, data: { currentStepId: second } });
+    expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ currentStepId: second, awaitingReboot: false });
+  });
+
   it("stuck-longest order puts finished learners last", () => {
-    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, doneStepIds: [], currentStepId: "a", labVersion: null, outdated: false, lastFailure: null, stepSeconds: [], expiresAt: null };
+    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, doneStepIds: [], currentStepId: "a", awaitingReboot: false, labVersion: null, outdated: false, lastFailure: null, stepSeconds: [], expiresAt: null };
     const list = [
       { ...base, name: "done", completed: true, currentSince: null },
       { ...base, name: "recent", completed: false, currentSince: "2026-12-01T09:59:00Z" },
@@ -295,6 +309,22 @@ describe("audit and capacity helpers", () => {
     expect(await readMeminfo(file)).toEqual({ totalBytes: 24000000 * 1024, availableBytes: 12000000 * 1024 });
     expect(await readMeminfo(file + ".missing")).toBeNull();
     expect((await readMeminfo("/proc/meminfo"))!.totalBytes).toBeGreaterThan(0);
+  });
+
+  it("counts a lab's live sessions (ready, and starting past the queue) apart from its queued ones, with its size and target", async () => {
+    const slug = "preinstall-checks"; // no other test here starts it
+    const make = (state: "ready" | "starting" | "ended", startStage: string | null) =>
+      db.labSession.create({ data: { learnerId: `cap-${randomBytes(4).toString("hex")}`, labSlug: slug, provider: "qemu", state, startStage } });
+    await make("ready", null);
+    await make("starting", "setup");
+    await make("starting", "queued");
+    await make("ended", null);
+    await db.poolTarget.create({ data: { labSlug: slug, reserve: 1, initial: 2, cap: 3 } });
+    const provider = { name: "qemu", create: async () => [], destroy: async () => undefined };
+    const lab = (await capacitySnapshot(db, provider, { labsDir: path.resolve("labs") })).labs.find((l) => l.slug === slug)!;
+    expect(lab).toMatchObject({ live: 2, queued: 1, machines: 3, vcpus: 1, memoryMiB: 512, target: { reserve: 1, initial: 2, cap: 3 }, ready: null });
+    expect(lab.fit).toBeGreaterThanOrEqual(0);
+    await db.poolTarget.delete({ where: { labSlug: slug } });
   });
 });
 
@@ -319,7 +349,10 @@ describe("watch registry", () => {
     expect(await registry.watchers(s.id)).toEqual(["watcher"]);
     ev(teacher.id, "node02", false);
     await expect.poll(() => registry.watchers(s.id)).toEqual([]);
-    expect(seen).toEqual([["watcher"], []]);
+    // What the learner's notice showed, in order: the last notice's load may come a moment after
+    // the rows changed, and a notice that found nothing new repeats the previous list.
+    const shown = () => seen.filter((names, i) => i === 0 || JSON.stringify(names) !== JSON.stringify(seen[i - 1]));
+    await expect.poll(shown).toEqual([["watcher"], []]);
     // Attach and leave in the same tick (the attach's lookups still run first): nobody left behind.
     ev(teacher.id, "node01", true);
     ev(teacher.id, "node01", false);

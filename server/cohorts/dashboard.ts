@@ -25,6 +25,8 @@ export const DashboardLearner = z.object({
   /** Ids of the steps the session passed (progress is by step id, so it reads the same in any version). */
   doneStepIds: z.array(z.string()),
   currentStepId: z.string().nullable(),
+  /** The current step passed now and waits for a reboot of its machine (reboot proof, server/grader/reboot-proof.ts). */
+  awaitingReboot: z.boolean(),
   /** The lab version the session runs (LabVersion.hash); null: none yet. */
   labVersion: z.string().nullable(),
   /** The session runs another version than the lab's current one (an admin may move it). */
@@ -92,6 +94,7 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
         stepsDone: 0,
         doneStepIds: [],
         currentStepId: null,
+        awaitingReboot: false,
         labVersion: null,
         outdated: false,
         currentSince: null,
@@ -115,6 +118,7 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
       stepsDone: doneStepIds.length,
       doneStepIds,
       currentStepId: s.completedAt ? null : s.currentStepId,
+      awaitingReboot: !s.completedAt && s.currentStepId !== null && s.proofStepId === s.currentStepId && s.state !== "ended" && s.state !== "ending",
       labVersion: s.labVersion,
       outdated: labVersion !== null && s.labVersion !== labVersion && s.state !== "ended" && s.state !== "ending",
       currentSince: s.completedAt ? null : s.currentStepSince.toISOString(),
@@ -139,6 +143,8 @@ interface SessionColumns {
   sessionId: string;
   state: "starting" | "ready" | "suspended" | "ending" | "ended";
   currentStepId: string | null;
+  /** The step of the session's reboot-proof record ("passed now"), if any. */
+  proofStepId: string | null;
   labVersion: string | null;
   currentStepSince: Date;
   createdAt: Date;
@@ -168,7 +174,7 @@ export function gridRows(db: Db, cohortId: string, slug: string | null): Promise
 export function gridQuery(cohortId: string, slug: string | null): Prisma.Sql {
   return Prisma.sql`
     SELECT u."id" AS "userId", u."name", u."email",
-           s."id" AS "sessionId", s."state"::text AS "state", s."currentStepId", s."labVersion", s."currentStepSince", s."createdAt", s."endedAt", s."completedAt", s."expiresAt",
+           s."id" AS "sessionId", s."state"::text AS "state", s."currentStepId", s."proofStepId", s."labVersion", s."currentStepSince", s."createdAt", s."endedAt", s."completedAt", s."expiresAt",
            comp."completions", f."outcome"::text AS "failOutcome", f."output" AS "failOutput", f."createdAt" AS "failAt"
       FROM "CohortMember" m
       JOIN "User" u ON u."id" = m."userId"

@@ -100,8 +100,10 @@ it("a provisioning job cut by a restart resumes and finishes: one session per le
   const midJob = async () =>
     ((await job())?.succeeded ?? 0) >= 2 && (await db.labSession.count({ where: { learnerId: { in: learners }, state: "starting" } })) > 0;
   await expect.poll(midJob, { timeout: 90_000, interval: 20 }).toBe(true);
+  const exited = new Promise((resolve) => child.once("exit", resolve));
   process.kill(-child.pid!, "SIGKILL");
   const killedAt = Date.now();
+  await exited;
   const cut = (await job())!;
   const cutStarts = await db.labSession.count({ where: { learnerId: { in: learners }, state: "starting" } });
   expect(cutStarts).toBeGreaterThan(0);
@@ -130,8 +132,10 @@ it("a provisioning job cut by a restart resumes and finishes: one session per le
   expect(live.map((s) => s.learnerId).sort()).toEqual([...learners].sort());
   expect(live.every((s) => s.state === "ready" && s.machines.length === 3)).toBe(true);
   expect(live.find((s) => s.learnerId === learners[5])!.id).toBe(before);
-  // Whatever the dead process left half-started was failed by the reconciler, never kept.
+  // Whatever the dead process left half-started was failed by the reconciler, never kept. At
+  // least the starts counted after the kill: a statement the child sent just before it died
+  // still runs in PostgreSQL (the dry run of 2026-12-02 counted 1, then found 2).
   const others = sessions.filter((s) => s.state === "ended");
-  expect(others.length).toBe(cutStarts);
+  expect(others.length).toBeGreaterThanOrEqual(cutStarts);
   expect(others.every((s) => s.endReason === "failed")).toBe(true);
 }, 240_000);

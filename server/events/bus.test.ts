@@ -71,7 +71,7 @@ describe("event bus over LISTEN/NOTIFY", () => {
     console.log(`event bus: A publish -> B subscriber in ${latencyMs} ms`);
   });
 
-  it("a burst of notices for one session costs at most two loads per process", async () => {
+  it("a burst of notices for one session is folded into a few loads (not one per notice)", async () => {
     const a = await process("A");
     const b = await process("B");
     const seen: unknown[] = [];
@@ -80,7 +80,8 @@ describe("event bus over LISTEN/NOTIFY", () => {
     await expect.poll(() => seen.length).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(b.loads.length).toBeGreaterThan(0);
-    expect(b.loads.length).toBeLessThan(20);
+    // Two when the burst comes in one read; a few when a busy host spreads it out; 20 unfolded.
+    expect(b.loads.length).toBeLessThanOrEqual(10);
   });
 
   it("ignores malformed notices and oversized ids without losing the connection", async () => {

@@ -14,6 +14,7 @@
  */
 import type { Db } from "../db/client";
 import { Prisma } from "../db/generated/client";
+import type { PendingProof } from "./reboot-proof";
 import type { SshEndpoint } from "../terminal/ssh";
 
 /** A claim's lease, s: renewed every RENEW_EVERY_MS while the check runs, so it only matters when its process died. */
@@ -33,6 +34,8 @@ export interface ClaimedSession {
   /** The pinned lab version (null: a session from before versions, pinned on first use). */
   labVersion: string | null;
   currentStepId: string | null;
+  /** The session's "passed now" record (reboot-proof.ts), if it has one. */
+  proof: PendingProof | null;
   machines: ClaimedMachine[];
 }
 
@@ -41,6 +44,9 @@ interface ClaimRow {
   labSlug: string;
   labVersion: string | null;
   currentStepId: string | null;
+  proofStepId: string | null;
+  proofBootId: string | null;
+  proofPassedAt: Date | null;
   machines: ClaimedMachine[] | string | null;
 }
 
@@ -50,8 +56,12 @@ const claimed = (rows: ClaimRow[]): ClaimedSession[] =>
     labSlug: r.labSlug,
     labVersion: r.labVersion,
     currentStepId: r.currentStepId,
+    proof: r.proofStepId && r.proofBootId && r.proofPassedAt ? { stepId: r.proofStepId, bootId: r.proofBootId, passedAt: r.proofPassedAt } : null,
     machines: (typeof r.machines === "string" ? JSON.parse(r.machines) : r.machines) ?? [],
   }));
+
+/** The session's reboot-proof record (reboot-proof.ts). */
+const PROOF = Prisma.raw(`s."proofStepId", s."proofBootId", s."proofPassedAt"`);
 
 /** The claimed session's machines, as one JSON array (a correlated subquery: no row multiplies). */
 const MACHINES = Prisma.raw(`(SELECT coalesce(json_agg(json_build_object('id', m."id", 'name', m."name", 'host', m."host", 'port', m."port", 'user', m."user",
@@ -79,7 +89,7 @@ export async function claimDue(db: Db, owner: string, limit: number): Promise<Cl
        SET "checkUntil" = t.at + make_interval(secs => ${CHECK_LEASE_S}::int), "checkBy" = ${owner}
       FROM picked, t
      WHERE s."id" = picked."id"
-    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${MACHINES}`);
+    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`);
 }
 
 /**
@@ -92,7 +102,7 @@ export async function claimNow(db: Db, owner: string, sessionId: string): Promis
        SET "checkUntil" = (now() AT TIME ZONE 'UTC') + make_interval(secs => ${CHECK_LEASE_S}::int), "checkBy" = ${owner}
      WHERE s."id" = ${sessionId} AND s."state" = 'ready' AND s."completedAt" IS NULL
        AND (s."checkUntil" IS NULL OR s."checkUntil" < (now() AT TIME ZONE 'UTC'))
-    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${MACHINES}`);
+    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`);
   return rows[0] ?? null;
 }
 

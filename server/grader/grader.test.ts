@@ -48,6 +48,37 @@ function writeLab(dir: string) {
   put("steps/hangs/solution.sh", "#!/bin/bash\ntrue\n", 0o755);
 }
 
+/** A lab whose one step is verifyByReboot (reboot-proof.ts), then a plain one. */
+function writeRebootLab(dir: string) {
+  const put = (file: string, content: string, mode = 0o644) => {
+    const full = path.join(dir, "reboot-proof-test", file);
+    fs.mkdirSync(path.dirname(full), { recursive: true });
+    fs.writeFileSync(full, content, { mode });
+  };
+  put(
+    "lab.yaml",
+    [
+      "title: reboot proof test",
+      "summary: a step that must survive a reboot",
+      "durationMinutes: 5",
+      "steps:",
+      "  - { id: durable, title: a durable flag, machine: node01, timeoutSeconds: 5, verifyByReboot: true }",
+      "  - { id: after, title: the next step, machine: node01, timeoutSeconds: 5 }",
+      "setup:",
+      "  node01: [setup/node01.sh]",
+    ].join("\n"),
+  );
+  put("lesson.md", "# test\n");
+  put("setup/node01.sh", "#!/bin/bash\nrm -f /root/durable-flag\n", 0o755);
+  for (const id of ["durable", "after"]) {
+    put(`steps/${id}/step.md`, "do it\n");
+    put(`steps/${id}/hint.md`, "hint\n");
+    put(`steps/${id}/solution.sh`, "#!/bin/bash\ntouch /root/durable-flag\n", 0o755);
+  }
+  put("steps/durable/check.sh", '#!/bin/bash\n[ -f /root/durable-flag ] || { echo "フラグがありません"; exit 1; }\necho durable-ok\n', 0o755);
+  put("steps/after/check.sh", "#!/bin/bash\nfalse\n", 0o755);
+}
+
 async function exec(machine: string, command: string) {
   const host = stack.hosts.hosts.find((h) => h.name === machine)!;
   const result = await stack.pool.run({ ...host, privateKey: host.privateKey }, command, 10);
@@ -73,6 +104,7 @@ function waitForProgress(sessionId: string, predicate: (p: Progress) => boolean,
 beforeAll(async () => {
   labsDir = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-grader-labs-"));
   writeLab(labsDir);
+  writeRebootLab(labsDir);
   stack = await startTestStack({ subnet: 44, labsDir, grader: { intervalMs: 500 } });
   blackHole = net.createServer((socket) => held.push(socket));
   await new Promise<void>((resolve) => blackHole.listen(0, "127.0.0.1", resolve));
@@ -169,5 +201,68 @@ describe("grader over real sshd", () => {
     const fresh = new Grader({ db: stack.db, labs: stack.labs, pool: stack.pool, bus: stack.bus, log: (await import("../log")).log });
     const progress = await fresh.progress(sessionId);
     expect(progress.steps.map((s) => s.state)).toEqual(["done", "current"]);
+  });
+});
+
+/**
+ * Reboot proof (issue #14) over real sshd. The netns hosts cannot reboot, so the "new boot" is
+ * faked at the far edge: the test bind-mounts files over /proc/sys/kernel/random/boot_id and
+ * /proc/uptime inside node01's own mount namespace — which is also exactly what a hostile learner
+ * who is root could do, and the first fake (boot id alone) must not count.
+ */
+describe("reboot proof of a verifyByReboot step (faked boot id and uptime on netns hosts)", () => {
+  let sessionId: string;
+  const state = (p: Progress) => p.steps.map((s) => s.state);
+  const fakeBoot = async (bootId: string, uptime?: string) => {
+    await exec("node01", `umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; echo ${bootId} > /root/fake-boot-id; mount --bind /root/fake-boot-id /proc/sys/kernel/random/boot_id; true`);
+    if (uptime) await exec("node01", `echo '${uptime} 1.00' > /root/fake-uptime; mount --bind /root/fake-uptime /proc/uptime`);
+  };
+
+  afterAll(async () => {
+    await exec("node01", "umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; rm -f /root/durable-flag; true").catch(() => undefined);
+  });
+
+  it("a first pass is 'passed now' (proving), not done; the check's boot facts line is not in the learner's output", async () => {
+    sessionId = await stack.startSession("reboot-learner", "reboot-proof-test");
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["current", "locked"]);
+    await exec("node01", "touch /root/durable-flag");
+    const p = await stack.grader.checkNow(sessionId);
+    expect(state(p)).toEqual(["proving", "locked"]);
+    expect(p.currentStepId).toBe("durable");
+    expect(p.rebootProof).toMatchObject({ stepId: "durable", machine: "node01" });
+    expect(p.lastCheck).toMatchObject({ outcome: "pass", output: "durable-ok" });
+    const row = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+    expect(row.proofBootId).toBe(fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim());
+    expect(await stack.db.stepCompletion.count({ where: { sessionId } })).toBe(0);
+  });
+
+  it("passing again on the same boot keeps it proving", async () => {
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
+  });
+
+  it("a new boot id on a machine that has been up all along (a bind-mounted boot_id) is no reboot", async () => {
+    await fakeBoot("11111111-2222-4333-8444-555555555555");
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
+  });
+
+  it("a fail clears 'passed now': the fix must pass again before a reboot counts", async () => {
+    await exec("node01", "rm -f /root/durable-flag");
+    const p = await stack.grader.checkNow(sessionId);
+    expect(state(p)).toEqual(["current", "locked"]);
+    expect(p.rebootProof).toBeNull();
+    await exec("node01", "touch /root/durable-flag");
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
+    // Recorded on the boot it passed on (the faked one now).
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).proofBootId).toBe("11111111-2222-4333-8444-555555555555");
+  });
+
+  it("a pass on a new boot (new boot id, uptime shorter than the time since the pass) completes the step", async () => {
+    await fakeBoot("66666666-7777-4888-8999-aaaaaaaaaaaa", "3.50");
+    const p = await stack.grader.checkNow(sessionId);
+    expect(state(p)).toEqual(["done", "current"]);
+    expect(p.rebootProof).toBeNull();
+    const row = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+    expect(row).toMatchObject({ currentStepId: "after", proofStepId: null, proofBootId: null, proofPassedAt: null });
+    expect((await stack.db.stepCompletion.findMany({ where: { sessionId } })).map((c) => c.stepId)).toEqual(["durable"]);
   });
 });

@@ -25,6 +25,7 @@ import { isSealed, openPrivateKey, sealIfPlain } from "../sessions/machine-keys"
 import { checkRunning, claimDue, claimNow, oldestDueLagMs, releaseCheck, RENEW_EVERY_MS, renewChecks, type ClaimedSession } from "./claims";
 import { pruneCheckRuns, recordCheckRun, type CheckRelease } from "./history";
 import type { Progress } from "./progress";
+import { bootFactsScript, decide, newNonce, takeBootFacts, type ProofDecision } from "./reboot-proof";
 import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
 
@@ -64,6 +65,10 @@ const TICK_MAX_MS = 250;
 const LAG_READ_MS = 1_000;
 /** Unreachable-run counts of sessions not checked for this long are forgotten, ms. */
 const BACKOFF_FORGET_MS = 10 * 60_000;
+/** Longest wait between polls of a machine that does not answer while its step waits for a reboot proof, ms (it is coming back). */
+const REBOOT_POLL_MAX_MS = 3_000;
+/** SSH handshake limit of a check whose step waits for a reboot proof, ms (ssh-exec.ts RunOptions; a TCG guest's handshake takes 1-3 s). */
+const REBOOT_CONNECT_TIMEOUT_MS = 8_000;
 /** The Check button waits this long at most for a check running elsewhere to finish, in ms. */
 const MANUAL_WAIT_MS = 60_000;
 const MANUAL_POLL_MS = 150;
@@ -241,15 +246,20 @@ export class Grader {
     if (session.labVersion !== hash) session = await load();
     const done = new Set(session.completions.map((c) => c.stepId));
     const last = session.checkRuns[0];
+    const proving =
+      session.proofStepId !== null && session.proofStepId === session.currentStepId && session.proofPassedAt !== null
+        ? lab.steps.find((s) => s.id === session.proofStepId)
+        : undefined;
     return {
       sessionId,
       labVersion: hash,
       steps: lab.steps.map((step) => ({
         id: step.id,
         title: step.title,
-        state: done.has(step.id) ? "done" : step.id === session.currentStepId ? "current" : "locked",
+        state: done.has(step.id) ? "done" : step === proving ? "proving" : step.id === session.currentStepId ? "current" : "locked",
       })),
       currentStepId: session.currentStepId,
+      rebootProof: proving ? { stepId: proving.id, machine: proving.machine, passedAt: session.proofPassedAt!.toISOString() } : null,
       lastCheck: last
         ? {
             stepId: last.stepId,
@@ -351,7 +361,7 @@ export class Grader {
   }
 
   /** The time to a session's next poll after a check with `outcome`, ms (backoff for a machine that did not answer). */
-  private nextInMs(sessionId: string, outcome: ScriptResult["outcome"] | null, rerun: boolean): number {
+  private nextInMs(sessionId: string, outcome: ScriptResult["outcome"] | null, rerun: boolean, waitsForReboot = false): number {
     const now = Date.now();
     if (this.unreachable.size > 1_000) for (const [id, u] of this.unreachable) if (now - u.at > BACKOFF_FORGET_MS) this.unreachable.delete(id);
     let runs = 0;
@@ -359,7 +369,8 @@ export class Grader {
       runs = (this.unreachable.get(sessionId)?.runs ?? 0) + 1;
       this.unreachable.set(sessionId, { runs, at: now });
     } else this.unreachable.delete(sessionId);
-    return rerun ? NUDGE_DELAY_MS : this.delay(runs);
+    if (rerun) return NUDGE_DELAY_MS;
+    return waitsForReboot ? Math.min(this.delay(runs), Math.max(this.options.intervalMs, REBOOT_POLL_MAX_MS)) : this.delay(runs);
   }
 
   /**
@@ -387,13 +398,15 @@ export class Grader {
             : (await this.deps.db.labSession.findUniqueOrThrow({ where: { id: session.id }, select: { currentStepId: true } })).currentStepId;
         const step = version.lab.steps.find((s) => s.id === currentStepId);
         if (!step) return (outcome = null);
+        // Passed now and waiting for its machine to come back from a reboot: no long backoff.
+        const waitsForReboot = session.proof?.stepId === step.id;
         // A failure's record releases the claim in the same statement; a pass is released after the advance (below).
         const release: ReleaseWithRecord = {
-          for: (result) => (result === "pass" ? undefined : { owner: this.owner, nextInMs: this.nextInMs(session.id, result, state.rerun) }),
+          for: (result) => (result === "pass" ? undefined : { owner: this.owner, nextInMs: this.nextInMs(session.id, result, state.rerun, waitsForReboot) }),
           done: false,
         };
         try {
-          outcome = await this.runClaimed(session.id, trigger, version, step, endpointOf(session, step.machine, this.deps.db), release);
+          outcome = await this.runClaimed(session, trigger, version, step, endpointOf(session, step.machine, this.deps.db), release);
         } finally {
           released = release.done;
         }
@@ -441,7 +454,7 @@ export class Grader {
 
   /** Runs one claimed check and records it, with the claim's release when `release` gives one for the outcome. */
   private async runClaimed(
-    sessionId: string,
+    session: ClaimedSession,
     trigger: "poll" | "manual",
     version: LabVersion,
     step: LoadedStep,
@@ -449,19 +462,52 @@ export class Grader {
     release: ReleaseWithRecord,
   ): Promise<ScriptResult["outcome"]> {
     const { db, pool, bus } = this.deps;
-    const result: ScriptResult = endpoint
-      ? await pool.run(endpoint, checkScript(version.lab, step), step.timeoutSeconds)
+    const sessionId = session.id;
+    // A verifyByReboot step's check also reads the machine's boot (reboot-proof.ts).
+    const nonce = step.verifyByReboot ? newNonce() : null;
+    const script = nonce ? bootFactsScript(nonce) + checkScript(version.lab, step) : checkScript(version.lab, step);
+    const rebooting = session.proof?.stepId === step.id;
+    let result: ScriptResult = endpoint
+      ? await pool.run(endpoint, script, step.timeoutSeconds, rebooting ? { connectTimeoutMs: REBOOT_CONNECT_TIMEOUT_MS } : {})
       : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
-    const releasing = release.for(result.outcome);
+    let proof: ProofDecision | null = null;
+    if (nonce) {
+      const taken = takeBootFacts(result.output, nonce);
+      result = { ...result, output: taken.output };
+      proof = decide(step.id, result.outcome, taken.facts, session.proof, new Date());
+    }
+    // A pass that does not complete the step (passed now, waiting for a reboot) is released with its record like a failure.
+    const completes = result.outcome === "pass" && (proof === null || proof.kind === "proven");
+    const releasing = completes ? undefined : release.for(result.outcome === "pass" ? "fail" : result.outcome);
     const changed = await recordCheckRun(db, { sessionId, stepId: step.id, machine: step.machine, trigger, result }, releasing);
     release.done = releasing !== undefined;
     metrics().checkSeconds.observe({ outcome: result.outcome, trigger }, result.durationMs / 1000);
-    if (result.outcome === "pass") await this.advance(sessionId, version, step.id);
-    // What the learner sees changes only with a pass or a run they asked for; instructors'
-    // dashboards show the newest failure, which only a new history row changes.
-    if (result.outcome === "pass" || trigger === "manual") await bus.publishProgress(sessionId);
+    const proofChanged = proof !== null && (await this.applyProof(sessionId, step.id, proof));
+    if (completes) await this.advance(sessionId, version, step.id);
+    // What the learner sees changes only with a pass, a run they asked for or a proof's change;
+    // instructors' dashboards show the newest failure, which only a new history row changes.
+    if (completes || proofChanged || trigger === "manual") await bus.publishProgress(sessionId);
     else if (changed) await bus.publishSessionChange(sessionId);
     return result.outcome;
+  }
+
+  /** Writes a reboot-proof decision (except "proven": the advance ends it); true when the record changed. */
+  private async applyProof(sessionId: string, stepId: string, proof: ProofDecision): Promise<boolean> {
+    if (proof.kind === "record") {
+      const set = await this.deps.db.labSession.updateMany({
+        where: { id: sessionId, currentStepId: stepId },
+        data: { proofStepId: stepId, proofBootId: proof.bootId, proofPassedAt: new Date() },
+      });
+      return set.count === 1;
+    }
+    if (proof.kind === "clear") {
+      const cleared = await this.deps.db.labSession.updateMany({
+        where: { id: sessionId, proofStepId: stepId },
+        data: { proofStepId: null, proofBootId: null, proofPassedAt: null },
+      });
+      return cleared.count === 1;
+    }
+    return false;
   }
 
   /**
@@ -476,7 +522,7 @@ export class Grader {
       const now = new Date();
       const moved = await tx.labSession.updateMany({
         where: { id: sessionId, labVersion: version.hash, currentStepId: stepId },
-        data: { currentStepId: next, currentStepSince: now, completedAt: next === null ? now : null },
+        data: { currentStepId: next, currentStepSince: now, completedAt: next === null ? now : null, proofStepId: null, proofBootId: null, proofPassedAt: null },
       });
       if (moved.count === 1) await tx.stepCompletion.createMany({ data: [{ sessionId, stepId }], skipDuplicates: true });
     });

@@ -5,7 +5,11 @@
  */
 import { z } from "zod";
 
-export const StepState = z.enum(["locked", "current", "done"]);
+/**
+ * proving: the current step of a verifyByReboot step whose check passed on this boot of its
+ * machine; it becomes done when it passes again after a reboot (server/grader/reboot-proof.ts).
+ */
+export const StepState = z.enum(["locked", "current", "proving", "done"]);
 export type StepState = z.infer<typeof StepState>;
 
 export const CheckOutcome = z.enum([
@@ -48,6 +52,8 @@ export const Progress = z.object({
    * (they would flash every few seconds); instructors see every run.
    */
   lastCheck: CheckResult.nullable(),
+  /** The current step passed now and waits for a reboot of `machine` to be done (its state is "proving"). */
+  rebootProof: z.object({ stepId: z.string(), machine: z.string(), passedAt: z.string() }).nullable(),
   /** Step ids whose hint the learner has revealed. */
   hintsRevealed: z.array(z.string()),
   completed: z.boolean(),

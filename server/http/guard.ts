@@ -140,11 +140,17 @@ export function createAppServer(deps: {
   /** LABDECK_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed. */
   trustedProxies?: readonly string[];
   handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown> | unknown;
+  /**
+   * The web preview (server/preview/proxy.ts): answers requests for preview hosts, which are a
+   * lab machine's pages with limits of their own, never Labdeck's (no ops paths, no API guard).
+   */
+  preview?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Where request lines go (request-id.ts); the process log by default. */
   log?: Logger;
 }): http.Server {
   return http.createServer(SERVER_OPTIONS, (req, res) => {
     tagRequest(req, res, deps.log ?? processLog);
+    if (deps.preview?.(req, res)) return;
     if (deps.ops(req, res)) return;
     if (!guardNodeRequest(req, res, deps.allowedOrigin, deps.trustedProxies)) return;
     void deps.handle(req, res);

@@ -33,6 +33,8 @@ export const LIMITS = {
   signInAddress: { points: 100, duration: 15 * 60 },
   /** Check button presses per user. */
   check: { points: 30, duration: 60 },
+  /** "Reboot and verify" presses per user (each reboots a VM: seconds of a host's CPU under TCG). */
+  machineReboot: { points: 10, duration: 10 * 60 },
   /** Lab session starts/resumes per user (every lab page load is one). */
   sessionStart: { points: 20, duration: 60 },
 } as const;

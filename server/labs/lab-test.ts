@@ -3,7 +3,7 @@
  * check must FAIL before its solution, FAIL after each of its shortcuts (states true only until the
  * next boot, or that only look right), PASS after each of its alternatives (other correct fixes)
  * and PASS after its solution; for steps marked verifyByReboot the machine really reboots after
- * the solution and after each alternative, and the check must pass again. Between fixtures the
+ * the solution and after each alternative (unless `rebootAlternatives: false`), and the check must pass again. Between fixtures the
  * step's machines go back to the state before the step (a VM snapshot taken then: `snapshot` /
  * `restore`). Steps run in order, so each "before" sees the state the earlier solutions left, as a
  * learner would.
@@ -69,9 +69,17 @@ export async function testLab(
   pool: SshExecPool,
   onStep?: (result: StepTestResult) => void,
   onFixture?: (step: LoadedStep, result: FixtureResult) => void,
-  /** Test only these steps; the others' solutions still run, in order, so later steps start where a learner would. */
-  only?: ReadonlySet<string>,
+  scope: {
+    /** Test only these steps; the others' solutions still run, in order, so later steps start where a learner would. */
+    only?: ReadonlySet<string>;
+    /**
+     * Reboot after each alternative of a verifyByReboot step too, not only after its solution
+     * (default true). Each reboot is ~75 s under TCG; CI's lab test proves the solutions' reboots.
+     */
+    rebootAlternatives?: boolean;
+  } = {},
 ): Promise<StepTestResult[]> {
+  const { only, rebootAlternatives = true } = scope;
   await runLabSetup(pool, lab, (m) => machines.endpoint(m));
   const results: StepTestResult[] = [];
   for (const step of lab.steps) {
@@ -80,14 +88,21 @@ export async function testLab(
       if (solution.outcome !== "pass") throw new Error(`${step.id}: solution ${solution.outcome} (exit ${solution.exitCode}): ${solution.output}`);
       continue;
     }
-    const result = await testStep(lab, step, machines, pool, (f) => onFixture?.(step, f));
+    const result = await testStep(lab, step, machines, pool, (f) => onFixture?.(step, f), rebootAlternatives);
     results.push(result);
     onStep?.(result);
   }
   return results;
 }
 
-async function testStep(lab: Lab, step: LoadedStep, machines: LabTestMachines, pool: SshExecPool, onFixture: (r: FixtureResult) => void): Promise<StepTestResult> {
+async function testStep(
+  lab: Lab,
+  step: LoadedStep,
+  machines: LabTestMachines,
+  pool: SshExecPool,
+  onFixture: (r: FixtureResult) => void,
+  rebootAlternatives: boolean,
+): Promise<StepTestResult> {
   const checkOn = await machines.endpoint(step.machine);
   const solutionMachine = step.solutionMachine ?? step.machine;
   const touched = [...new Set([step.machine, solutionMachine])];
@@ -149,7 +164,7 @@ async function testStep(lab: Lab, step: LoadedStep, machines: LabTestMachines, p
     for (const [kind, fixture] of fixtures) {
       const restoreMs = dirty ? await restore() : 0;
       dirty = true;
-      const r = await runFixture(kind, fixture, restoreMs, runScript, check, step.verifyByReboot && kind === "alternative" && machines.reboot ? reboot : undefined);
+      const r = await runFixture(kind, fixture, restoreMs, runScript, check, step.verifyByReboot && rebootAlternatives && kind === "alternative" && machines.reboot ? reboot : undefined);
       fixtureResults.push(r);
       onFixture(r);
       if (r.problem) problems.push(`${kind} ${fixture.name}: ${r.problem}`);

@@ -96,8 +96,9 @@ export class SingletonRole {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.ticking;
-    if (!this.holding) return;
-    await this.lose("stopping");
+    if (this.holding) await this.lose("stopping");
+    // Also when not holding: a claim that was in flight as stop began may have won the lease
+    // (it then did not start the work); left, it would block the others until it ran out.
     await releaseRole(this.deps.db, this.name, this.holder).catch((error: Error) =>
       this.deps.log.warn({ role: this.name, err: error.message }, "releasing a role lease failed; it runs out by itself"),
     );

@@ -145,6 +145,13 @@ export async function createNetnsHosts(opts: {
   usePam?: boolean;
   /** Start the terminal holder on each host (default true). */
   holder?: boolean;
+  /**
+   * Host private keys (OpenSSH text) by host name, instead of generated ones: a stand-in for a VM
+   * whose host key its provider chose (the fake Kubernetes API's hosts take it from cloud-init).
+   */
+  hostKeys?: Readonly<Record<string, string>>;
+  /** More authorized_keys lines for root besides the set's own client key (a provider's session key). */
+  authorizedKeys?: string;
 }): Promise<NetnsHostSet> {
   const { id, names, subnet } = opts;
   const holder = opts.holder ?? true;
@@ -178,12 +185,12 @@ export async function createNetnsHosts(opts: {
   await generateKey(privateKeyPath, `labdeck-netns-${id}`);
   const privateKey = await fs.readFile(privateKeyPath, "utf8");
   const authorizedKeysPath = path.join(dir, "authorized_keys");
-  await fs.writeFile(authorizedKeysPath, await fs.readFile(privateKeyPath + ".pub", "utf8"), { mode: 0o600 });
+  await fs.writeFile(authorizedKeysPath, (await fs.readFile(privateKeyPath + ".pub", "utf8")) + (opts.authorizedKeys ?? ""), { mode: 0o600 });
 
   const started: StartedHost[] = [];
   const results = await Promise.allSettled(
     names.map(async (name, index) => {
-      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false, holder });
+      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false, holder, hostKey: opts.hostKeys?.[name] });
       started.push(host);
       return host;
     }),
@@ -317,6 +324,8 @@ async function startHost(p: {
   binds: readonly { source: string; target: string }[];
   usePam: boolean;
   holder: boolean;
+  /** Host private key text to use; none: a fresh one. */
+  hostKey?: string;
 }): Promise<StartedHost> {
   const ns = namespaceName(p.id, p.name);
   const link = linkName(p.id, p.index);
@@ -326,7 +335,11 @@ async function startHost(p: {
 
   // Host key and config.
   const hostKeyPath = path.join(work, "ssh_host_ed25519_key");
-  await generateKey(hostKeyPath, p.name);
+  if (p.hostKey) {
+    await fs.rm(hostKeyPath, { force: true }); // sshd refuses a key file others can read: made anew with 0600
+    await fs.writeFile(hostKeyPath, p.hostKey.endsWith("\n") ? p.hostKey : `${p.hostKey}\n`, { mode: 0o600 });
+    await fs.writeFile(hostKeyPath + ".pub", await run("ssh-keygen", ["-y", "-f", hostKeyPath]), { mode: 0o644 });
+  } else await generateKey(hostKeyPath, p.name);
   const hostKey = (await fs.readFile(hostKeyPath + ".pub", "utf8")).trim().split(/\s+/).slice(0, 2).join(" ");
   const configPath = path.join(work, "sshd_config");
   const pidPath = path.join(work, "sshd.pid");

@@ -68,6 +68,20 @@ export interface MachineProvider {
   readonly name: string;
   /** Provides the machines for a session; throws NoCapacityError when none are free. */
   create(request: MachineRequest): Promise<ProvisionedMachine[]>;
+  /**
+   * Optional: machines with the request's lab already set up for lab version `labVersion`: a warm
+   * pool's prepared set (`prepared`), or a new set started from the lab version's saved template
+   * (`snapshot`); null when there is neither. The caller runs no setup on them.
+   */
+  takePrepared?(request: MachineRequest & { labVersion: string }): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null>;
+  /**
+   * Optional: keeps a session just set up for `labVersion` (a prepared pool set) as the lab
+   * version's template, from which `restorePrepared` starts new sets in seconds; the session is
+   * consumed (its machines become the template).
+   */
+  savePrepared?(sessionId: string, machines: readonly ProvisionedMachine[], labVersion: string): Promise<void>;
+  /** Optional: a new set of the request's lab from its template for `labVersion`; null when there is no usable template. */
+  restorePrepared?(request: MachineRequest & { labVersion: string }): Promise<ProvisionedMachine[] | null>;
   /** Releases a session's machines. Idempotent. */
   destroy(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   /** Optional: the state of each of a session's machines, in the order given. */
@@ -78,12 +92,24 @@ export interface MachineProvider {
    */
   reboot?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
   /**
-   * Optional: puts one machine back to its first boot (a fresh disk), keeping its name, address,
-   * keys and endpoint. Resolves when it answers SSH. The lab's setup is run again by the caller.
+   * Optional: puts one machine back to the lab's start, keeping its name, address, keys and
+   * endpoint; resolves when it answers SSH. `atLabStart`: the provider restored a state saved after
+   * the lab's setup (markLabStart); otherwise the machine is at its first boot (a fresh disk) and
+   * the caller runs the lab's setup again.
    */
-  reset?(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  reset?(sessionId: string, machine: ProvisionedMachine): Promise<{ atLabStart: boolean }>;
+  /**
+   * Optional: the session's machines have just been set up for their lab: a provider that can
+   * save machine states keeps this one, so `reset` returns to it without booting or setting up.
+   */
+  markLabStart?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   /** Optional: gives background-made machines normal priority (when a learner gets them). */
   promote?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
+  /**
+   * Optional: the session these machines were created for is set up (or gave up): work the
+   * provider held back so as not to compete with it for the CPU (a warm pool's refill) may start.
+   */
+  sessionSettled?(sessionId: string, machines: readonly ProvisionedMachine[]): void;
   /**
    * Optional: powers a session's machines off to free the host (an idle learner), keeping their
    * disks, keys and addresses. Idempotent. `resume` brings them back.

@@ -47,10 +47,22 @@ export interface ScriptResult {
   durationMs: number;
 }
 
+export interface RunOptions {
+  /**
+   * Longest wait for the SSH handshake, ms (default: the script's timeout). Shorter for a machine
+   * that is rebooting: QEMU's NAT holds a connection made while the guest is down, so a fresh try
+   * reaches the new sshd sooner than a held one.
+   */
+  connectTimeoutMs?: number;
+}
+
 interface PooledConnection {
   client: Promise<Client>;
   lastUsed: number;
 }
+
+/** Why a pooled connection died (ssh2's error, e.g. "Keepalive timeout"), for a run it cut short. */
+const lostBecause = new WeakMap<Client, string>();
 
 export class SshExecPool {
   private readonly connections = new Map<string, PooledConnection>();
@@ -65,27 +77,27 @@ export class SshExecPool {
    * Runs `script` with bash on the machine in a clean environment (scriptCommand), killed after `timeoutSeconds`. Never throws: an
    * unreachable machine or a refused host key is an outcome like any other.
    */
-  async run(endpoint: SshEndpoint, script: string, timeoutSeconds: number): Promise<ScriptResult> {
+  async run(endpoint: SshEndpoint, script: string, timeoutSeconds: number, options: RunOptions = {}): Promise<ScriptResult> {
     const started = Date.now();
     // A pooled connection can be dead without knowing it (the machine rebooted behind QEMU's NAT,
     // which keeps the host side of the TCP connection open): the exec request then fails before
     // anything ran, so one more try on a fresh connection is safe.
     const reused = this.connections.has(endpointKey(endpoint));
-    const first = await this.attempt(endpoint, script, timeoutSeconds, started);
+    const first = await this.attempt(endpoint, script, timeoutSeconds, started, options);
     if (!(first instanceof Error)) return first;
-    const result = reused ? await this.attempt(endpoint, script, timeoutSeconds, started) : first;
+    const result = reused ? await this.attempt(endpoint, script, timeoutSeconds, started, options) : first;
     if (!(result instanceof Error)) return result;
     return { outcome: "unreachable", exitCode: null, output: `${endpoint.name}: ${result.message}`, durationMs: Date.now() - started };
   }
 
   /** One try; an Error when the exec request failed (nothing ran, the connection is dropped). */
-  private async attempt(endpoint: SshEndpoint, script: string, timeoutSeconds: number, started: number): Promise<ScriptResult | Error> {
+  private async attempt(endpoint: SshEndpoint, script: string, timeoutSeconds: number, started: number, options: RunOptions): Promise<ScriptResult | Error> {
     const elapsed = () => Date.now() - started;
     let client: Client;
     try {
       // Connecting counts against the check's time: a machine that accepts TCP but never
       // finishes the SSH handshake must not hold a check longer than its timeout.
-      client = await withTimeout(this.connection(endpoint), timeoutSeconds * 1000, "no SSH handshake in time");
+      client = await withTimeout(this.connection(endpoint), Math.min(timeoutSeconds * 1000, options.connectTimeoutMs ?? Infinity), "no SSH handshake in time");
     } catch (error) {
       return { outcome: "unreachable", exitCode: null, output: `${endpoint.name} に接続できません: ${(error as Error).message}`, durationMs: elapsed() };
     }
@@ -136,7 +148,12 @@ export class SshExecPool {
           finish("timeout");
         }, timeoutSeconds * 1000 + LOCAL_GRACE_MS);
         channel.on("exit", (code: number | null) => (exitCode = code));
-        channel.on("close", () => finish(exitCode === null ? "unreachable" : undefined));
+        channel.on("close", () => {
+          // No exit status: the connection went away under the script. Say why when ssh2 said.
+          const why = exitCode === null ? lostBecause.get(client) : undefined;
+          if (why) chunks.push(Buffer.from(`\n(SSH connection lost: ${why})`));
+          finish(exitCode === null ? "unreachable" : undefined);
+        });
         channel.end(script);
       });
     });
@@ -160,7 +177,10 @@ export class SshExecPool {
       return existing.client;
     }
     const client = connectSsh(endpoint).then((c) => {
-      c.on("error", () => this.dropKey(key));
+      c.on("error", (error: Error) => {
+        lostBecause.set(c, error.message);
+        this.dropKey(key);
+      });
       c.on("close", () => this.connections.delete(key));
       return c;
     });

@@ -5,7 +5,10 @@
 import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
 import { openPrivateKey, sealIfPlain, sealPrivateKey } from "./machine-keys";
-import type { MachineProvider } from "../machines/provider";
+import { isNoCapacity, NoCapacityError, type MachineProvider, type ProvisionedMachine } from "../machines/provider";
+import { providerSessionOf } from "../machines/warm-pool";
+import { LIVE_NOT_QUEUED, QUEUE_MAX_WAIT_MS, QUEUE_POLL_MS, queuedAhead, setStartStage, setupProgress, type StartSource } from "./start-progress";
+import type { SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
 import { advance, finishEnding, LEASE_MS, LIVE_STATES, reconcileSessions, withLease } from "./lifecycle";
 
@@ -22,32 +25,52 @@ export interface SessionView {
 }
 
 
+/** What a start asks for: the learner, the lab and how its machines are made. */
+export interface StartRequest {
+  learnerId: string;
+  labSlug: string;
+  machines: readonly string[];
+  image?: string;
+  /** lab.yaml `network.internet`: the provider gives outbound access or refuses. */
+  internet?: boolean;
+  /** Time limit from ready, minutes (none: no limit). */
+  limitMinutes?: number;
+  /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
+  idleMinutes?: number | null;
+  /**
+   * The lab version a new session pins (server/labs/versions.ts `currentLabVersion`) and its
+   * first step; none: pinned to the current lab on first use (server/sessions/lab-versions.ts).
+   */
+  labVersion?: { hash: string; firstStepId: string | null };
+}
+
 /**
- * The learner's live session for a lab, or a new one with freshly provided machines. A provider
- * failure leaves no session behind.
+ * Prepares the new session's machines (the lab's setup scripts) before it counts as ready;
+ * `onScript` says which script runs where (the start's progress).
+ */
+export type PrepareSession = (sessionId: string, onScript?: (machine: string, script: string) => (() => void) | void) => Promise<void>;
+
+/**
+ * The learner's live session for a lab, or a new one with freshly provided machines: a set the
+ * warm pool prepared for the lab (nothing left to run), else machines from the provider and the
+ * lab's setup. A start the host has no room for waits in the queue (start-progress.ts) instead
+ * of failing. Its stage is written to the row as it goes; `onStarted` learns the session's id as
+ * soon as there is one (a page that does not wait for the start). A failed start ends the session
+ * (`failed`, with the reason in startError) after releasing whatever it got.
  */
 export async function startOrResumeSession(
   db: Db,
   provider: MachineProvider,
-  request: {
-    learnerId: string;
-    labSlug: string;
-    machines: readonly string[];
-    image?: string;
-    /** lab.yaml `network.internet`: the provider gives outbound access or refuses. */
-    internet?: boolean;
-    /** Time limit from ready, minutes (none: no limit). */
-    limitMinutes?: number;
-    /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
-    idleMinutes?: number | null;
+  request: StartRequest,
+  prepare?: PrepareSession,
+  options: {
+    onStarted?: (sessionId: string) => void;
     /**
-     * The lab version a new session pins (server/labs/versions.ts `currentLabVersion`) and its
-     * first step; none: pinned to the current lab on first use (server/sessions/lab-versions.ts).
+     * Wait in the queue while the host has no room (a learner's start); without it a full host
+     * fails the start at once with NoCapacityError (pre-provisioning reports it per learner).
      */
-    labVersion?: { hash: string; firstStepId: string | null };
-  },
-  /** Prepares the new session's machines (lab setup scripts) before it counts as ready. */
-  prepare?: (sessionId: string) => Promise<void>,
+    queue?: boolean;
+  } = {},
 ): Promise<SessionView> {
   const started = performance.now();
   const observe = (source: "existing" | "resume" | "new", result: SessionView) => {
@@ -66,14 +89,15 @@ export async function startOrResumeSession(
       await touchSession(db, existing.id);
       return observe("existing", view(existing));
     }
-    if (existing.state === "suspended") return observe("resume", await resumeSession(db, provider, existing.id));
+    if (existing.state === "suspended") return observe("resume", await resumeSession(db, provider, existing.id, options.onStarted));
+    options.onStarted?.(existing.id);
     // Another request is providing this learner's machines right now: wait for it, unless the
     // process doing it died (its lease ran out): then the reconciler settles it first.
     if (existing.leaseUntil && existing.leaseUntil.getTime() < Date.now()) {
       await reconcileSessions(db, provider);
       continue;
     }
-    if (waited >= CONCURRENT_START_WAIT_MS) throw new Error("the lab session is still starting; try again");
+    if (waited >= CONCURRENT_START_WAIT_MS && existing.startStage !== "queued") throw new Error("the lab session is still starting; try again");
     await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
   }
 
@@ -88,27 +112,42 @@ export async function startOrResumeSession(
         labVersion: request.labVersion?.hash ?? null,
         currentStepId: request.labVersion?.firstStepId ?? null,
         leaseUntil: new Date(Date.now() + LEASE_MS),
+        startStage: "machines",
       },
     });
   } catch (error) {
     // The partial unique index "LabSession_live_per_learner_lab" lost us a race: use the winner's.
-    if ((error as { code?: string }).code === "P2002") return startOrResumeSession(db, provider, request, prepare);
+    if ((error as { code?: string }).code === "P2002") return startOrResumeSession(db, provider, request, prepare, options);
     throw error;
   }
   const id = session.id;
+  options.onStarted?.(id);
   try {
     const ready = await withLease(db, id, async () => {
-      const machines = await provider.create({ sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image, internet: request.internet });
+      const { machines, source } = await obtainMachines(db, provider, session, request, prepare !== undefined, options.queue === true);
+      await db.labSession.updateMany({ where: { id }, data: { startSource: source } });
       try {
         await db.machine.createMany({ data: machines.map((m) => ({ ...m, privateKey: sealPrivateKey(m.privateKey), sessionId: id })) });
-        await prepare?.(id);
+        // A prepared set or one started from the lab's template is set up already.
+        if (prepare && source !== "prepared" && source !== "snapshot") {
+          await setStartStage(db, id, "setup");
+          const progress = setupProgress(db, id);
+          await prepare(id, progress.onScript).finally(progress.settled);
+          // The set-up machines as a state to reset to (providers that keep machine states).
+          if (provider.markLabStart) {
+            await setStartStage(db, id, "saving");
+            await provider.markLabStart(id, machines);
+          }
+        }
       } catch (error) {
         await provider.destroy(id, machines).catch(() => undefined);
         throw error;
+      } finally {
+        provider.sessionSettled?.(id, machines);
       }
       const now = new Date();
       const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
-      if (!(await advance(db, id, ["starting"], "ready", { currentStepSince: now, lastActivityAt: now, expiresAt, readyAt: now }))) {
+      if (!(await advance(db, id, ["starting"], "ready", { currentStepSince: now, lastActivityAt: now, expiresAt, readyAt: now, startStage: null, startDetail: null }))) {
         // Ended meanwhile (an admin ended the cohort, or the reconciler failed a start it thought dead).
         throw new Error("the lab session was ended while it was starting");
       }
@@ -116,10 +155,75 @@ export async function startOrResumeSession(
     });
     return observe("new", view(ready));
   } catch (error) {
-    // Nothing usable was made: the row goes (no progress yet), unless someone else moved it on.
-    await db.labSession.deleteMany({ where: { id, state: "starting" } }).catch(() => undefined);
+    // Nothing usable was made: the session ends as failed (its progress rows are empty), with
+    // the reason for a page that waits on it; unless someone else moved it on meanwhile.
+    if (await advance(db, id, ["starting"], "ending", { endReason: "failed", startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS) }).catch(() => false)) {
+      await advance(db, id, ["ending"], "ended").catch(() => undefined);
+    }
     throw error;
   }
+}
+
+/** How much of a failed start's message is kept for the page, characters. */
+const START_ERROR_MAX_CHARS = 2_000;
+
+/**
+ * The machines for a new session: a set the warm pool prepared for the lab version the session
+ * pins (when the lab has a setup to skip), else the provider's (a booted pool set or a cold
+ * start). While the host has no room (NoCapacityError) or the lab is at its cap (PoolTarget.cap),
+ * the start waits in the queue, oldest first, looking again every QUEUE_POLL_MS.
+ */
+async function obtainMachines(
+  db: Db,
+  provider: MachineProvider,
+  session: { id: string; provider: string; createdAt: Date },
+  request: StartRequest,
+  hasSetup: boolean,
+  queue: boolean,
+): Promise<{ machines: ProvisionedMachine[]; source: StartSource }> {
+  const id = session.id;
+  const ask = { sessionId: id, labSlug: request.labSlug, machines: request.machines, image: request.image, internet: request.internet };
+  if (hasSetup && request.labVersion && provider.takePrepared) {
+    const taken = await provider.takePrepared({ ...ask, labVersion: request.labVersion.hash });
+    if (taken) return taken;
+  }
+  const create = async () => {
+    const machines = await provider.create(ask);
+    return { machines, source: providerSessionOf(id, machines) !== id ? ("pool" as const) : ("cold" as const) };
+  };
+  return queue ? admitted(db, session, request.labSlug, create) : create();
+}
+
+/**
+ * Runs `attempt` (a create or a resume) once it is this start's turn and the lab is under its
+ * cap; while the host has no room (NoCapacityError) it waits in the queue, stage `queued`,
+ * looking again every QUEUE_POLL_MS, oldest start first, for at most QUEUE_MAX_WAIT_MS.
+ */
+async function admitted<T>(db: Db, session: { id: string; provider: string; createdAt: Date }, labSlug: string, attempt: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + QUEUE_MAX_WAIT_MS;
+  for (;;) {
+    const waitFor = (await queuedAhead(db, session)) > 0 ? "turn" : await labAtCap(db, labSlug, session.id);
+    if (!waitFor) {
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!isNoCapacity(error) || Date.now() > deadline) throw error;
+        await setStartStage(db, session.id, "queued", (error as Error).message);
+      }
+    } else {
+      if (Date.now() > deadline) throw new NoCapacityError(`waited ${Math.round(QUEUE_MAX_WAIT_MS / 60_000)} min in the queue`);
+      await setStartStage(db, session.id, "queued", waitFor === "cap" ? "labCap" : null);
+    }
+    await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
+  }
+}
+
+/** "cap" when the lab already has as many live sessions (ready, or starting past the queue) as its PoolTarget.cap. */
+async function labAtCap(db: Db, labSlug: string, sessionId: string): Promise<"cap" | null> {
+  const target = await db.poolTarget.findUnique({ where: { labSlug }, select: { cap: true } });
+  if (target?.cap == null) return null;
+  const live = await db.labSession.count({ where: { labSlug, id: { not: sessionId }, ...LIVE_NOT_QUEUED } });
+  return live >= target.cap ? "cap" : null;
 }
 
 /**
@@ -154,22 +258,26 @@ export async function suspendSession(db: Db, provider: MachineProvider, sessionI
  * Powers a suspended session's machines on again and serves it (new SSH ports are stored). A
  * failure (no capacity) leaves it suspended.
  */
-export async function resumeSession(db: Db, provider: MachineProvider, sessionId: string): Promise<SessionView> {
+export async function resumeSession(db: Db, provider: MachineProvider, sessionId: string, onStarted?: (sessionId: string) => void): Promise<SessionView> {
   if (!provider.resume) throw new Error(`provider ${provider.name} cannot resume sessions`);
-  if (!(await advance(db, sessionId, ["suspended"], "starting"))) {
+  if (!(await advance(db, sessionId, ["suspended"], "starting", { startStage: "machines", startDetail: null }))) {
     // Someone else is resuming it: wait as for a start.
     const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
-    return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] });
+    return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] }, undefined, { onStarted });
   }
+  onStarted?.(sessionId);
   try {
     await withLease(db, sessionId, async () => {
       const machines = await db.machine.findMany({ where: { sessionId } });
-      const now = await provider.resume!(sessionId, machines);
+      const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+      await db.labSession.updateMany({ where: { id: sessionId }, data: { startSource: "resume" } });
+      // A resume takes the host's room as a start does: it waits in the same queue (from now).
+      const now = await admitted(db, { id: sessionId, provider: session.provider, createdAt: new Date() }, session.labSlug, () => provider.resume!(sessionId, machines));
       for (const m of now) {
         await db.machine.updateMany({ where: { sessionId, name: m.name }, data: { host: m.host, port: m.port } });
       }
     });
-    if (!(await advance(db, sessionId, ["starting"], "ready", { lastActivityAt: new Date() }))) {
+    if (!(await advance(db, sessionId, ["starting"], "ready", { lastActivityAt: new Date(), startStage: null, startDetail: null }))) {
       throw new Error("the lab session was ended while it was resuming");
     }
     return view(await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, include: { machines: { select: { name: true } } } }));
@@ -264,6 +372,24 @@ export async function machinePoweredOff(db: Db, provider: MachineProvider, sessi
   return health?.state === "stopped";
 }
 
+/** How long the guest gets to accept a reboot request over SSH, in seconds (the connection drops as it goes down). */
+const REBOOT_REQUEST_TIMEOUT_S = 20;
+
+/**
+ * Reboots a ready session's running machine the way its learner would: `systemctl reboot` over
+ * SSH, a clean shutdown that flushes what they wrote (a hard reset could lose a file written a
+ * moment ago and fail a correct fix). Resolves once the request is accepted, not when the machine
+ * is back; false when the machine does not exist or refused the request.
+ */
+export async function requestReboot(db: Db, pool: SshExecPool, sessionId: string, name: string): Promise<boolean> {
+  const endpoint = await db.labSession.count({ where: { id: sessionId, state: "ready" } }).then((n) => (n === 1 ? machineEndpoint(db, sessionId, name) : null));
+  if (!endpoint) return false;
+  // The reboot runs detached so the exec channel can answer before sshd goes away.
+  const result = await pool.run(endpoint, "/usr/bin/systemd-run --no-block --on-active=1 /usr/bin/systemctl reboot >/dev/null 2>&1 || /usr/bin/systemctl --no-block reboot\n", REBOOT_REQUEST_TIMEOUT_S);
+  pool.close(endpoint);
+  return result.outcome === "pass";
+}
+
 /**
  * Powers a ready session's machine on again (after a poweroff or crash) or hard-resets it;
  * resolves when it answers SSH. False when the provider cannot or the machine does not exist.
@@ -277,9 +403,10 @@ export async function restartMachine(db: Db, provider: MachineProvider, sessionI
 }
 
 /**
- * Puts a ready session's machine back to the lab's start: a fresh disk from the provider, then
- * `prepare` (the lab's setup for that machine). Progress is not touched: steps done stay done.
- * False when the provider cannot reset or the machine does not exist.
+ * Puts a ready session's machine back to the lab's start: the provider restores the state saved
+ * after the lab's setup, or gives a fresh disk and `prepare` (the lab's setup for that machine)
+ * runs. Progress is not touched: steps done stay done. False when the provider cannot reset or
+ * the machine does not exist.
  */
 export async function resetMachine(
   db: Db,
@@ -291,8 +418,8 @@ export async function resetMachine(
   if (!provider.reset) return false;
   const machine = await db.machine.findFirst({ where: { sessionId, name, session: { state: "ready" } } });
   if (!machine) return false;
-  await provider.reset(sessionId, machine);
-  await prepare?.();
+  const { atLabStart } = await provider.reset(sessionId, machine);
+  if (!atLabStart) await prepare?.();
   return true;
 }
 

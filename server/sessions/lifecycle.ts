@@ -48,7 +48,16 @@ export async function advance(
   sessionId: string,
   from: readonly LabSessionState[],
   to: LabSessionState,
-  data: { endReason?: SessionEndReason; expiresAt?: Date | null; currentStepSince?: Date; lastActivityAt?: Date; readyAt?: Date } = {},
+  data: {
+    endReason?: SessionEndReason;
+    expiresAt?: Date | null;
+    currentStepSince?: Date;
+    lastActivityAt?: Date;
+    readyAt?: Date;
+    startStage?: string | null;
+    startDetail?: string | null;
+    startError?: string;
+  } = {},
 ): Promise<boolean> {
   for (const f of from) if (!TRANSITIONS[f].includes(to)) throw new IllegalTransitionError(`session state ${f} cannot move to ${to}`);
   const leased = to === "starting" || to === "ending";

@@ -311,7 +311,7 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
       .authorize(request, claims)
       .then(async (denied) => {
         if (denied) return close(denied.code, denied.reason);
-        return deps.terminals.get(claims.sid, claims.m);
+        return deps.terminals.get(claims.sid, claims.m, claims.n ?? 1);
       })
       .then((terminal) => {
         if (terminal === undefined) return; // refused above

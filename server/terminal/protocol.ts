@@ -154,8 +154,11 @@ export const CloseCode = {
   restarting: 4503,
 } as const;
 
-/** Close reason of CloseCode.sessionOver (close reasons are at most 123 bytes: keys, not sentences). */
-export const SessionOverReason = z.enum(["suspended", "expired", "learner", "admin"]);
+/**
+ * Close reason of CloseCode.sessionOver (close reasons are at most 123 bytes: keys, not sentences).
+ * `tabClosed`: not the session but this one terminal is over — the learner closed its tab (tabs.ts).
+ */
+export const SessionOverReason = z.enum(["suspended", "expired", "learner", "admin", "tabClosed"]);
 export type SessionOverReason = z.infer<typeof SessionOverReason>;
 
 /**

@@ -1,17 +1,21 @@
 /**
- * The live terminals of this process, one per (lab session, machine), created on first attach
- * and kept while the lab session lives so that shells outlive their WebSockets. The shells
- * themselves live in each machine's terminal holder (holder/connector.ts) and outlive this
- * process too; a machine without a holder gets the direct PTY.
+ * The live terminals of this process, one per (lab session, machine, shell number: tabs.ts),
+ * created on first attach and kept while the lab session lives so that shells outlive their
+ * WebSockets. The shells themselves live in each machine's terminal holder (holder/connector.ts)
+ * and outlive this process too; a machine without a holder gets the direct PTY.
  */
 import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession } from "./session";
-import { holderConnector, holderTerminalId } from "./holder/connector";
+import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder/connector";
+import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "./ssh";
 import type { RecordingTap } from "../recordings/recorder";
 
-/** Finds a machine's SSH endpoint; null when the session or machine does not exist or has ended. */
-export type EndpointLookup = (sessionId: string, machine: string) => Promise<SshEndpoint | null>;
+/**
+ * Finds a terminal's SSH endpoint (its machine's); null when the session, the machine or the
+ * extra tab (`number` > 1, tabs.ts) does not exist or has ended.
+ */
+export type EndpointLookup = (sessionId: string, machine: string, number: number) => Promise<SshEndpoint | null>;
 
 export class TerminalRegistry {
   private readonly terminals = new Map<string, Promise<TerminalSession | null>>();
@@ -25,17 +29,20 @@ export class TerminalRegistry {
     private readonly recorder?: { tap(sessionId: string, machine: string): RecordingTap },
   ) {}
 
-  /** The terminal for a machine, created on first use; null when there is no such machine. */
-  get(sessionId: string, machine: string): Promise<TerminalSession | null> {
-    const key = `${sessionId}/${machine}`;
+  /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
+  get(sessionId: string, machine: string, number = 1): Promise<TerminalSession | null> {
+    const key = `${sessionId}/${terminalName(machine, number)}`;
     let entry = this.terminals.get(key);
     if (!entry) {
-      entry = this.lookup(sessionId, machine).then((endpoint) =>
+      entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
-          ? new TerminalSession(holderConnector(endpoint, holderTerminalId(sessionId), { recording: this.recorder?.tap(sessionId, machine) }), {
-              onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
-              isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
-            })
+          ? new TerminalSession(
+              holderConnector(endpoint, holderTerminalId(sessionId, holderTabName(number)), { recording: this.recorder?.tap(sessionId, terminalName(machine, number)) }),
+              {
+                onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
+                isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
+              },
+            )
           : null,
       );
       // A failed or empty lookup is not cached: the machine may exist on the next attempt.
@@ -46,6 +53,50 @@ export class TerminalRegistry {
       this.terminals.set(key, entry);
     }
     return entry;
+  }
+
+  /**
+   * A closed tab (its row is closed already): this process's terminal of it ends, its viewers
+   * told `tabClosed`, and its shell is hung up — through that terminal when it is connected,
+   * else over a connection of its own to `endpoint`.
+   */
+  async closeTab(sessionId: string, machine: string, number: number, endpoint: SshEndpoint | null): Promise<void> {
+    const key = `${sessionId}/${terminalName(machine, number)}`;
+    const entry = this.terminals.get(key);
+    this.terminals.delete(key);
+    const terminal = await entry?.catch(() => null);
+    const connected = terminal?.currentState === "connected";
+    terminal?.close("tabClosed");
+    if (!connected && endpoint) await hangUpHolderTerminal(endpoint, holderTerminalId(sessionId, holderTabName(number)));
+  }
+
+  /**
+   * After a tab notice (another process closed a tab): ends this process's terminals of the
+   * session's tabs that `isOpen` says are closed now (all sessions' when `sessionId` is null).
+   */
+  async dropClosedTabs(sessionId: string | null, isOpen: (sessionId: string, machine: string, number: number) => Promise<boolean>): Promise<void> {
+    for (const [key, entry] of [...this.terminals]) {
+      const match = /^([^/]+)\/(.+)#([0-9]+)$/.exec(key);
+      if (!match || (sessionId !== null && match[1] !== sessionId)) continue;
+      const [, sid, machine, n] = match;
+      if (await isOpen(sid!, machine!, Number(n)).catch(() => true)) continue;
+      if (this.terminals.get(key) !== entry) continue;
+      this.terminals.delete(key);
+      (await entry.catch(() => null))?.close("tabClosed");
+    }
+  }
+
+  /** Logs in to each machine's first shell ahead of the page (a session just became ready). */
+  async prewarm(sessionId: string, machines: readonly string[]): Promise<void> {
+    await Promise.all(machines.map(async (machine) => (await this.get(sessionId, machine).catch(() => null))?.prewarm()));
+  }
+
+  /** Re-attaches a machine's terminals of this process (its first shell and extra tabs) at once (the machine was restored to a saved state). */
+  async reconnectMachine(sessionId: string, machine: string): Promise<void> {
+    for (const [key, entry] of this.terminals) {
+      if (key !== `${sessionId}/${machine}` && !key.startsWith(`${sessionId}/${machine}#`)) continue;
+      (await entry.catch(() => null))?.reconnectNow();
+    }
   }
 
   /** Closes every terminal of a lab session (suspended or ended); viewers are told why. */

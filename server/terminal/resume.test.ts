@@ -117,7 +117,7 @@ describe("resume through the terminal holder across server processes (real sshd 
     b.child.kill("SIGTERM");
   }, 120_000);
 
-  it("a watcher that stops reading during a flood: the learner goes on, memory stays bounded, the watcher gets a snapshot", async () => {
+  it("a watcher that stops reading for 60 s during a flood: the learner goes on, memory stays bounded, the watcher gets a snapshot", async () => {
     const sid = await stack.startSession("learner-flood");
     const gateway = await startGateway(await freePort());
     const learner = new ResumingTestClient(url(gateway.port), stack.token(sid, "node02"), { keepBytes: 4 * 2 ** 20 });
@@ -128,7 +128,8 @@ describe("resume through the terminal holder across server processes (real sshd 
     await watcher.waitFor((c) => c.isReady && PROMPT.test(c.text()), 20_000, "watcher ready");
     const rssBefore = rssMiB(gateway.child.pid!);
     watcher.pause();
-    learner.input("timeout 10 yes FLOODFLOODFLOODFLOODFLOOD; echo FLOOD-$((1+1))\r");
+    const pausedAt = Date.now();
+    learner.input("timeout 60 yes FLOODFLOODFLOODFLOODFLOOD; echo FLOOD-$((1+1))\r");
     await learner.waitFor((c) => c.offset > 8 * 1024 * 1024, 30_000, "8 MiB of flood");
     // Typed during the flood: the tty echoes it at once, in the learner's stream.
     // (With the learner behind the holder's log, its reader skips to the tail: then in a snapshot.)
@@ -143,7 +144,7 @@ describe("resume through the terminal holder across server processes (real sshd 
     // The learner too may skip ahead by snapshot when its socket backs up beyond the replay buffer.
     const seen = (c: ResumingTestClient, re: RegExp) => re.test(c.tail(4096)) || re.test(c.snapshots.at(-1)?.data ?? "");
     let rssPeak = rssBefore;
-    const floodEnd = Date.now() + 60_000;
+    const floodEnd = Date.now() + 120_000;
     while (!seen(learner, /FLOOD-2/) && Date.now() < floodEnd) {
       rssPeak = Math.max(rssPeak, rssMiB(gateway.child.pid!));
       await learner.waitFor((c) => seen(c, /FLOOD-2/), 500, "flood end").catch(() => undefined);
@@ -155,6 +156,7 @@ describe("resume through the terminal holder across server processes (real sshd 
     expect(rssPeak - rssBefore).toBeLessThan(150);
     expect(holderRss).toBeLessThan(100);
     learner.input("\recho AFTER-$((3+4))\r");
+    expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(60_000); // the watcher read nothing for a minute
     watcher.resume();
     await watcher.waitFor((c) => c.snapshots.length > 0 && /AFTER-7/.test(c.tail(4096) + c.snapshots.at(-1)!.data), 30_000, "the watcher's snapshot");
     await learner.waitFor((c) => seen(c, /AFTER-7/), 10_000, "learner after");
@@ -163,5 +165,5 @@ describe("resume through the terminal holder across server processes (real sshd 
     learner.stop();
     watcher.stop();
     gateway.child.kill("SIGTERM");
-  }, 120_000);
+  }, 240_000);
 });

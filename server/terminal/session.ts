@@ -186,6 +186,14 @@ export class TerminalSession {
     return offset;
   }
 
+  /**
+   * Logs in to the machine's shell before anyone views it (a session just became ready): an SSH
+   * login to a TCG guest takes seconds, and the page's first terminal then only attaches.
+   */
+  prewarm(): void {
+    if (!this.closed && !this.channel && !this.connecting && !this.retryTimer) void this.connect();
+  }
+
   detach(viewer: Viewer): void {
     this.viewers.delete(viewer);
     this.updateFlow();
@@ -232,12 +240,30 @@ export class TerminalSession {
    * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
    * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
    */
+  /**
+   * The machine was put back to a saved state (a reset by snapshot): the connection from before
+   * is dead without knowing it (the restored guest never had it), so drop it and attach again now
+   * instead of waiting for the keepalive.
+   */
+  reconnectNow(): void {
+    if (this.closed) return;
+    const channel = this.channel;
+    this.channel = null;
+    channel?.close();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.attempt = 0;
+    void this.connect();
+  }
+
   close(reason?: SessionOverReason): void {
     if (this.closed) return;
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    this.channel?.close(reason !== undefined);
+    // An ended session's shell is hung up; a suspended one's stays in the holder (the machine's
+    // state is saved with it and the resume continues it).
+    this.channel?.close(reason !== undefined && reason !== "suspended");
     this.channel = null;
     if (reason) for (const viewer of this.viewers.keys()) viewer.end(reason);
     this.viewers.clear();

@@ -3,6 +3,7 @@
  * ssh2, key authentication and a pinned host key. A machine whose host key differs from the
  * pinned one is refused before authentication.
  */
+import net from "node:net";
 import { Client, type ClientChannel, type ConnectConfig } from "ssh2";
 import { HostKeyMismatchError, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./session";
 
@@ -18,10 +19,18 @@ export interface SshEndpoint {
   hostKey: string;
 }
 
-/** How long the TCP connect plus SSH handshake may take before the machine counts as unreachable. */
+/**
+ * How long the machine may take to start answering (TCP connect and sshd's banner) before it
+ * counts as unreachable. A VM that is down or still booting behind QEMU's NAT never answers: the
+ * NAT accepts the TCP connection and holds it.
+ */
 export const SSH_READY_TIMEOUT_MS = 15_000;
-/** Beyond ssh2's own ready timeout, how long connectSsh waits before giving up by itself, in ms. */
-const SSH_SETTLE_GRACE_MS = 5_000;
+/**
+ * After the banner, how long key exchange and login may take, ms. A machine that answered is up,
+ * only slow: a TCG guest just after boot, on a loaded host, took 15-25 s for a login (measured
+ * in the VM e2e: every 15 s attempt failed for 100 s after sshd was up, then one got through).
+ */
+export const SSH_LOGIN_AFTER_BANNER_MS = 60_000;
 /** Keepalive: a dead machine is noticed after interval x count (30 s). */
 export const SSH_KEEPALIVE_INTERVAL_MS = 10_000;
 export const SSH_KEEPALIVE_COUNT_MAX = 3;
@@ -44,12 +53,18 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
   return new Promise((resolve, reject) => {
     const client = new Client();
     let mismatch = false;
+    // Our own socket, to see the server's first bytes: until then `readyTimeoutMs` applies, after
+    // them SSH_LOGIN_AFTER_BANNER_MS (ssh2's single ready timeout is off; the timer below rules).
+    const sock = net.connect({ host: endpoint.host, port: endpoint.port });
+    sock.once("data", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => fail(new Error(`sshd answered but no login within ${SSH_LOGIN_AFTER_BANNER_MS} ms`)), SSH_LOGIN_AFTER_BANNER_MS);
+    });
     const config: ConnectConfig = {
-      host: endpoint.host,
-      port: endpoint.port,
+      sock,
       username: endpoint.user,
       privateKey: endpoint.privateKey,
-      readyTimeout: readyTimeoutMs,
+      readyTimeout: 0,
       keepaliveInterval: SSH_KEEPALIVE_INTERVAL_MS,
       keepaliveCountMax: SSH_KEEPALIVE_COUNT_MAX,
       hostVerifier: (key: Buffer) => {
@@ -63,6 +78,7 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
       settled = true;
       clearTimeout(timer);
       client.end();
+      sock.destroy();
       reject(
         mismatch
           ? new HostKeyMismatchError(`${endpoint.name}: host key does not match the pinned key; connection refused`)
@@ -75,7 +91,7 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
     // and a close or the overall timer settles the promise.
     client.on("error", fail);
     client.once("close", () => fail(new Error("connection closed during the SSH handshake")));
-    const timer = setTimeout(() => fail(new Error(`no SSH login within ${readyTimeoutMs} ms`)), readyTimeoutMs + SSH_SETTLE_GRACE_MS);
+    let timer = setTimeout(() => fail(new Error(`no SSH banner within ${readyTimeoutMs} ms`)), readyTimeoutMs);
     client.once("ready", () => {
       if (settled) return void client.end();
       settled = true;

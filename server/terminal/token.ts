@@ -1,10 +1,11 @@
 /**
- * Terminal tokens: what a browser presents in `hello`. A token names one machine of one lab
- * session, the viewer (subject) and the mode (write for the owner, read for a watcher), and
- * expires. HMAC-SHA256 over the claims; the server secret never leaves the server.
+ * Terminal tokens: what a browser presents in `hello`. A token names one terminal of one lab
+ * session (a machine, and which of its shells: `n`, absent for the first), the viewer (subject)
+ * and the mode (write for the owner, read for a watcher), and expires. HMAC-SHA256 over the claims; the server secret never leaves the server.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
+import { signClaims, verifyClaims } from "../signed";
+import { MAX_TAB_NUMBER, type TabView } from "./tab-names";
 
 /**
  * Token lifetime: minutes, so a leaked token is soon worthless. It is checked at hello only; a
@@ -17,6 +18,8 @@ export const TerminalClaims = z.object({
   sid: z.string().min(1),
   /** Machine name. */
   m: z.string().min(1),
+  /** Which shell of the machine (server/terminal/tabs.ts): absent for the first (#1), else its tab number. */
+  n: z.number().int().min(2).max(MAX_TAB_NUMBER).optional(),
   mode: z.enum(["write", "read"]),
   /** Who the token was issued to. */
   sub: z.string().min(1),
@@ -26,30 +29,14 @@ export const TerminalClaims = z.object({
 export type TerminalClaims = z.infer<typeof TerminalClaims>;
 
 export function signTerminalToken(secret: Buffer, claims: Omit<TerminalClaims, "exp">, now = Date.now()): string {
-  const body = Buffer.from(JSON.stringify({ ...claims, exp: now + TERMINAL_TOKEN_TTL_MS })).toString("base64url");
-  return `${body}.${mac(secret, body)}`;
+  return signClaims(secret, { ...claims, exp: now + TERMINAL_TOKEN_TTL_MS });
 }
 
 /** Returns the claims, or null for a token that is malformed, forged or expired. */
 export function verifyTerminalToken(secret: Buffer, token: string, now = Date.now()): TerminalClaims | null {
-  const [body, signature, extra] = token.split(".");
-  if (!body || !signature || extra !== undefined) return null;
-  const expected = Buffer.from(mac(secret, body));
-  const given = Buffer.from(signature);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return null;
-  }
-  const claims = TerminalClaims.safeParse(raw);
-  if (!claims.success || claims.data.exp <= now) return null;
-  return claims.data;
-}
-
-function mac(secret: Buffer, body: string): string {
-  return createHmac("sha256", secret).update(body).digest("base64url");
+  const claims = verifyClaims(secret, token, TerminalClaims);
+  if (!claims || claims.exp <= now) return null;
+  return claims;
 }
 
 /** One token per machine of a session, all with the same mode, for `sub`. */
@@ -61,4 +48,15 @@ export function terminalTokens(
   sub: string,
 ): { name: string; token: string }[] {
   return machines.map((name) => ({ name, token: signTerminalToken(secret, { sid: sessionId, m: name, mode, sub }) }));
+}
+
+/** One token per extra tab (tabs.ts), all with the same mode, for `sub`. */
+export function tabTokens(
+  secret: Buffer,
+  sessionId: string,
+  tabs: readonly TabView[],
+  mode: "write" | "read",
+  sub: string,
+): { machine: string; number: number; token: string }[] {
+  return tabs.map(({ machine, number }) => ({ machine, number, token: signTerminalToken(secret, { sid: sessionId, m: machine, n: number, mode, sub }) }));
 }

@@ -10,7 +10,7 @@ import http from "node:http";
 import type net from "node:net";
 import { createDb } from "../db/client";
 import { log } from "../log";
-import { machineEndpoint } from "../sessions/lab-sessions";
+import { terminalEndpoint } from "../terminal/tabs";
 import { configureMachineKeys } from "../sessions/machine-keys";
 import { TerminalRegistry } from "../terminal/registry";
 import { terminalUpgrade } from "../terminal/upgrade";
@@ -25,7 +25,7 @@ if (!url || !secretHex || !Number.isInteger(port)) {
 const secret = Buffer.from(secretHex, "hex");
 configureMachineKeys(secret);
 const db = createDb(url);
-const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
+const terminals = new TerminalRegistry((sid, machine, number) => terminalEndpoint(db, sid, machine, number));
 const gateway = terminalUpgrade({ secret, terminals, log, authorize: async () => null });
 const server = http.createServer((_req, res) => res.writeHead(404).end());
 server.on("upgrade", (req, socket, head) => {

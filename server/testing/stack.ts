@@ -31,6 +31,7 @@ import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSes
 import { SessionSweeper } from "../sessions/sweeper";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
+import { openTabs, tabIsOpen, terminalEndpoint } from "../terminal/tabs";
 import { TerminalRecorder } from "../recordings/recorder";
 import { signTerminalToken } from "../terminal/token";
 import { terminalUpgrade } from "../terminal/upgrade";
@@ -162,7 +163,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30, log });
     cleanups.push(() => recorder.stop());
     const terminals = new TerminalRegistry(
-      (sid, machine) => machineEndpoint(db, sid, machine),
+      (sid, machine, number) => terminalEndpoint(db, sid, machine, number),
       undefined,
       (sid, machine) => machinePoweredOff(db, provider, sid, machine),
       recorder,
@@ -178,7 +179,9 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const watchers = new WatchRegistry({ db, bus });
     const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
     cleanups.push(() => provisioner.stop());
-    await bus.start({ progress: (sid) => grader.progress(sid), watchers: (sid) => watchers.watchers(sid) });
+    await bus.start({ progress: (sid) => grader.progress(sid), watchers: (sid) => watchers.watchers(sid), tabs: (sid) => openTabs(db, sid) });
+    const offTabs = bus.onAnyTabsChange((sid) => void terminals.dropClosedTabs(sid, (s, machine, number) => tabIsOpen(db, s, machine, number)));
+    cleanups.push(async () => offTabs());
     const gateway = terminalUpgrade({
       onViewer: watchers.onViewer,
       secret,

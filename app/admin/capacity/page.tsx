@@ -3,6 +3,7 @@ import { getFormatter, getTranslations } from "next-intl/server";
 import { pageRole } from "@/server/auth/page";
 import { capacitySnapshot } from "@/server/cohorts/capacity";
 import { getServicesOrThrow } from "@/server/services";
+import { PoolTargetForm } from "@/components/admin/PoolTargetForm";
 
 export const dynamic = "force-dynamic";
 
@@ -12,7 +13,7 @@ const GIB = 1024 ** 3;
 export default async function CapacityPage() {
   await pageRole("/admin/capacity", "admin");
   const { db, provider } = getServicesOrThrow();
-  const c = await capacitySnapshot(db, provider);
+  const c = await capacitySnapshot(db, provider, { labsDir: getServicesOrThrow().labs.labsDir });
   const t = await getTranslations("capacity");
   const format = await getFormatter();
   const gib = (n: number) => format.number(n / GIB, { maximumFractionDigits: 1 });
@@ -70,6 +71,48 @@ export default async function CapacityPage() {
             {c.pool?.lastError && <p className="mt-1 text-xs text-red-700">{c.pool.lastError}</p>}
           </div>
         </div>
+        <h2 className="mt-8 text-lg font-semibold">{t("labs")}</h2>
+        <p className="mt-1 text-xs text-slate-500">{t("targetHelp")}</p>
+        <table className="mt-3 w-full border-collapse text-sm" data-testid="lab-capacity">
+          <thead>
+            <tr className="border-b border-slate-200 text-left text-xs text-slate-500">
+              <th className="py-1 pr-3">{t("lab")}</th>
+              <th className="py-1 pr-3">{t("perVm")}</th>
+              <th className="py-1 pr-3">{t("perSession")}</th>
+              <th className="py-1 pr-3">{t("fit")}</th>
+              <th className="py-1 pr-3">{t("live")}</th>
+              <th className="py-1 pr-3">{t("queued")}</th>
+              <th className="py-1 pr-3">{t("prepared")}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {c.labs.map((lab) => (
+              <tr key={lab.slug} className="border-b border-slate-100 align-top" data-lab={lab.slug}>
+                <td className="py-2 pr-3">
+                  <div className="font-medium">{lab.title}</div>
+                  <div className="font-mono text-xs text-slate-500">
+                    {lab.slug} · {lab.image}
+                  </div>
+                </td>
+                <td className="py-2 pr-3 text-xs">{t("perVmValue", { vcpus: lab.vcpus, memory: lab.memoryMiB })}</td>
+                <td className="py-2 pr-3 text-xs">{t("perSessionValue", { memory: lab.sessionMiB, machines: lab.machines })}</td>
+                <td className="py-2 pr-3 font-semibold" data-testid="fit">
+                  {lab.fit ?? "–"}
+                </td>
+                <td className="py-2 pr-3" data-testid="live">
+                  {lab.live}
+                </td>
+                <td className="py-2 pr-3" data-testid="queued">
+                  {lab.queued}
+                </td>
+                <td className="py-2 pr-3">
+                  {lab.ready !== null && <div className="text-xs text-slate-600">{t("preparedValue", { ready: lab.ready })}</div>}
+                  <PoolTargetForm slug={lab.slug} target={lab.target} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       </div>
     </div>
   );

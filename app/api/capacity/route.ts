@@ -7,5 +7,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute<unknown>(async (request, _context, services) => {
   await requireRole(services.auth, request.headers, "admin");
-  return Response.json(await capacitySnapshot(services.db, services.provider));
+  return Response.json(await capacitySnapshot(services.db, services.provider, { labsDir: services.labs.labsDir }));
 });

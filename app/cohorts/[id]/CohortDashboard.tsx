@@ -118,6 +118,7 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
         <span className="ml-auto flex items-center gap-3 text-xs text-slate-600">
           <Legend className="bg-emerald-500" label={t("legend.done")} />
           <Legend className="bg-amber-400" label={t("legend.current")} />
+          <Legend className="bg-emerald-100 ring-1 ring-emerald-500 ring-inset" label={t("legend.proving")} />
           <Legend className="bg-slate-200" label={t("legend.locked")} />
         </span>
       </div>
@@ -187,23 +188,23 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
   const t = useTranslations("dashboard");
   const onStep = l.currentSince && l.state !== "ended" ? Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000)) : null;
   return (
-    <tr className="bg-white" data-learner={l.email} data-steps-done={l.stepsDone} data-current-step={l.currentStepId ?? ""}>
+    <tr className="bg-white" data-learner={l.email} data-steps-done={l.stepsDone} data-current-step={l.currentStepId ?? ""} data-awaiting-reboot={l.awaitingReboot}>
       <td className="rounded-l border-y border-l border-slate-200 px-2 py-1.5">
         <div className="font-medium">{l.name}</div>
         <div className="text-xs text-slate-500">
-          {l.state === "none" ? t("notStarted") : l.completed ? t("completed") : l.state === "ended" ? t("ended") : onStep !== null ? t("onStep", { time: formatDuration(onStep) }) : ""}
+          {l.state === "none" ? t("notStarted") : l.completed ? t("completed") : l.state === "ended" ? t("ended") : l.awaitingReboot ? t("awaitingReboot") : onStep !== null ? t("onStep", { time: formatDuration(onStep) }) : ""}
         </div>
         {l.outdated && l.sessionId && <OutdatedVersion sessionId={l.sessionId} isAdmin={props.isAdmin} onMoved={props.onMoved} />}
       </td>
       {steps.map((s, i) => {
-        const state = l.doneStepIds.includes(s.id) ? "done" : s.id === l.currentStepId ? "current" : "locked";
+        const state = l.doneStepIds.includes(s.id) ? "done" : s.id === l.currentStepId ? (l.awaitingReboot ? "proving" : "current") : "locked";
         return (
           <td key={s.id} className="border-y border-slate-200 px-0.5 text-center" data-step={s.id} data-state={state}>
             <span
               title={`${s.title}: ${t(`legend.${state}`)}`}
-              className={`inline-block h-6 min-w-8 rounded px-1 text-[10px] leading-6 ${state === "done" ? "bg-emerald-500 text-white" : state === "current" ? "bg-amber-400 text-amber-950" : "bg-slate-200"}`}
+              className={`inline-block h-6 min-w-8 rounded px-1 text-[10px] leading-6 ${state === "done" ? "bg-emerald-500 text-white" : state === "proving" ? "bg-emerald-100 text-emerald-900 ring-1 ring-emerald-500 ring-inset" : state === "current" ? "bg-amber-400 text-amber-950" : "bg-slate-200"}`}
             >
-              {state === "current" && onStep !== null ? formatDuration(onStep) : ""}
+              {state === "proving" ? "↻" : state === "current" && onStep !== null ? formatDuration(onStep) : ""}
             </span>
           </td>
         );

@@ -2,7 +2,7 @@
  * Command line of the QEMU provider, for developers and the `labdeck` CLI (which imports the
  * exported functions). Standalone:
  *
- *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL] [--variant NAME]
+ *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL] [--variant NAME] [--format qcow2|containerdisk] [--out FILE]
  *   npx tsx server/machines/qemu/cli.ts image variants
  *   npx tsx server/machines/qemu/cli.ts image list    [--data-dir D]
  *   npx tsx server/machines/qemu/cli.ts session up    [--data-dir D] [--machines a,b,c] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
@@ -25,6 +25,8 @@ import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage 
 import { qemuProvider } from "./provider";
 import { DEBIAN_BASE_RECIPE, needsUpstream, recipeByName, recipeHash, RECIPES } from "./recipe";
 import { SessionId, sessionDir } from "./state";
+import { writeContainerDisk, type ContainerDiskResult } from "../kubevirt/containerdisk";
+import { containerDiskRecipe } from "../kubevirt/containerdisk-recipe";
 
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
@@ -32,7 +34,9 @@ const EXIT_USAGE = 2;
 const DEFAULT_MACHINES = ["controlplane", "node01", "node02"];
 
 const USAGE = `usage:
-  cli.ts image build   [--data-dir D] [--mirror URL] [--variant ${Object.keys(RECIPES).join("|")}]
+  cli.ts image build   [--data-dir D] [--mirror URL] [--variant ${Object.keys(RECIPES).join("|")}] [--format qcow2|containerdisk] [--out FILE]
+                       (containerdisk: the variant + cloud-init, as an OCI archive for KubeVirt; push it with
+                        skopeo copy oci-archive:FILE docker://REGISTRY/PATH/<variant>:<hash>)
   cli.ts image variants                    (which variants exist, which need downloads from outside Debian)
   cli.ts image list    [--data-dir D]
   cli.ts session up    [--data-dir D] [--machines ${DEFAULT_MACHINES.join(",")}] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
@@ -57,6 +61,28 @@ export interface ImageBuildOptions {
 export function imageBuild(opts: ImageBuildOptions): Promise<BuiltImage> {
   const recipe = recipeByName(opts.variant ?? DEBIAN_BASE_RECIPE.name);
   return buildImage({ dataDir: opts.dataDir, recipe, mirror: opts.mirror, onProgress: opts.onProgress });
+}
+
+/**
+ * Builds (or finds) the fleet flavour of a variant (the recipe + cloud-init, kubevirt/containerdisk-recipe.ts)
+ * and writes it as a containerDisk OCI archive: `out`, default `<image dir>/containerdisk.oci.tar`.
+ * Its tag is the image hash, which the kubevirt provider asks the registry for.
+ */
+export async function imageBuildContainerDisk(opts: ImageBuildOptions & { out?: string }): Promise<{ image: BuiltImage; archive: ContainerDiskResult; reference: string }> {
+  const variant = opts.variant ?? DEBIAN_BASE_RECIPE.name;
+  const image = await buildImage({ dataDir: opts.dataDir, recipe: containerDiskRecipe(recipeByName(variant)), mirror: opts.mirror, onProgress: opts.onProgress });
+  const reference = `${variant}:${image.hash}`;
+  const archive = await writeContainerDisk(
+    {
+      disk: image.base,
+      kernel: image.kernel,
+      initrd: image.initrd,
+      reference,
+      annotations: { "org.opencontainers.image.title": `labdeck ${variant}`, "io.labdeck.recipe-hash": image.hash, "io.labdeck.kernel-version": image.manifest.kernelVersion },
+    },
+    opts.out ?? path.join(image.dir, "containerdisk.oci.tar"),
+  );
+  return { image, archive, reference };
 }
 
 export interface SessionUpOptions {
@@ -151,6 +177,8 @@ const Flags = z.strictObject({
   memory: z.coerce.number().int().min(128).max(65536).optional(),
   accel: z.enum(["tcg", "kvm", "auto"]).optional(),
   id: SessionId.optional(),
+  format: z.enum(["qcow2", "containerdisk"]).optional(),
+  out: z.string().min(1).optional(),
 });
 
 /** A bad command line; its message ends with the usage text. */
@@ -182,6 +210,8 @@ export async function runQemuCli(argv: string[]): Promise<void> {
         memory: { type: "string" },
         accel: { type: "string" },
         id: { type: "string" },
+        format: { type: "string" },
+        out: { type: "string" },
       },
     });
   } catch (error) {
@@ -197,18 +227,26 @@ export async function runQemuCli(argv: string[]): Promise<void> {
   if (group === "image" && command === "build" && rest.length === 0) {
     let lastPercent = -1;
     const started = Date.now();
-    const image = await imageBuild({
+    const build = {
       dataDir,
       variant: flags.data.variant,
       mirror: flags.data.mirror ?? env.LABDECK_DEBIAN_MIRROR,
       // One line per percent (debootstrap alone says ~600 things), plus every warning.
-      onProgress: (p) => {
+      onProgress: (p: BuildProgress) => {
         if (p.percent === lastPercent && !/^[WE]: /.test(p.message)) return;
         lastPercent = p.percent;
         console.error(`[${String(p.percent).padStart(3)}%] ${p.phase}: ${p.message}`);
       },
-    });
-    print({ ...image, seconds: Math.round((Date.now() - started) / 1000) });
+    };
+    if (flags.data.out && flags.data.format !== "containerdisk") usageError("--out is for --format containerdisk");
+    if (flags.data.format === "containerdisk") {
+      const { image, archive, reference } = await imageBuildContainerDisk({ ...build, out: flags.data.out });
+      console.error(`push it: skopeo copy oci-archive:${archive.file} docker://<LABDECK_KUBEVIRT_IMAGE_REPOSITORY>/${reference}`);
+      print({ hash: image.hash, reference, archive, seconds: Math.round((Date.now() - started) / 1000) });
+    } else {
+      const image = await imageBuild(build);
+      print({ ...image, seconds: Math.round((Date.now() - started) / 1000) });
+    }
   } else if (group === "image" && command === "variants" && rest.length === 0) {
     print(
       Object.values(RECIPES).map((r) => ({

@@ -107,7 +107,10 @@ WantedBy=sysinit.target
 /**
  * The terminal holder (server/terminal/holder/labdeck-holder) as a system service: it owns the
  * lab's shells in its own cgroup, so neither `systemctl restart ssh`, nor the end of an SSH login,
- * nor the Labdeck server's death ends them. Stopping the service ends them (KillMode default).
+ * nor the Labdeck server's death ends them. Stopping the service ends them (KillMode default):
+ * an interactive bash ignores SIGTERM, so they also get SIGHUP (what a closed terminal sends), and
+ * a shell that still does not exit is killed after 10 s, not systemd's 90 s, so a reboot with the
+ * lab's terminals open is not held up in shutdown.
  */
 const HOLDER_SERVICE = `# Installed by Labdeck (server/machines/qemu/guest.ts).
 [Unit]
@@ -118,6 +121,30 @@ After=local-fs.target
 ExecStart=/usr/bin/python3 ${HOLDER_PATH}
 Restart=on-failure
 RestartSec=1
+SendSIGHUP=yes
+TimeoutStopSec=10s
+
+[Install]
+WantedBy=multi-user.target
+`;
+
+/**
+ * Says on the serial console (the host's serial.log) that sshd is up on this boot, with the boot
+ * id: the host waits for this line before its first SSH connection (vm.ts waitForSsh). Connections
+ * made while the guest boots are held by QEMU's slirp and all reach sshd at once when it starts,
+ * past its MaxStartups (measured: sshd dropped connections for 26 s, a boot took 98 s, not 65 s).
+ * ssh.service is Type=notify on Debian: after it, sshd listens.
+ */
+export const READY_LINE_PREFIX = "labdeck-ready ";
+const READY_UNIT = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+[Unit]
+Description=Labdeck: tell the host on the serial console that SSH is up on this boot
+After=ssh.service systemd-networkd.service
+Wants=ssh.service
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c 'echo "${READY_LINE_PREFIX}$(cat /proc/sys/kernel/random/boot_id)" > /dev/ttyS0'
 
 [Install]
 WantedBy=multi-user.target
@@ -136,6 +163,7 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
     { path: "/etc/systemd/system/labdeck-seed.service", content: SEED_UNIT },
     { path: HOLDER_PATH, content: holderSource().toString("utf8"), mode: 0o755 },
     { path: `/etc/systemd/system/${HOLDER_UNIT}.service`, content: HOLDER_SERVICE },
+    { path: "/etc/systemd/system/labdeck-ready.service", content: READY_UNIT },
     {
       path: "/etc/systemd/network/10-eth0.network",
       content: [
@@ -173,6 +201,11 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
         // authorized_keys (labs hand keys around for ansible) locks the platform out.
         `AuthorizedKeysFile .ssh/authorized_keys ${GUEST_PLATFORM_KEYS_DIR}/%u`,
         "UseDNS no",
+        // The platform opens many connections (terminals, the grader, setup, resets); under TCG
+        // a handshake takes seconds. Debian's 10 unauthenticated connections and 120 s grace let
+        // abandoned ones lock sshd out for minutes ("Exceeded MaxStartups", measured).
+        "MaxStartups 100:30:300",
+        "LoginGraceTime 30",
         "",
       ].join("\n"),
     },
@@ -196,4 +229,4 @@ export const MASKED_UNITS = ["systemd-binfmt.service", "proc-sys-fs-binfmt_misc.
 /** Units disabled in the image: timers that would wake up in every VM and compete for the CPU. */
 export const DISABLED_UNITS = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "e2scrub_reap.service"];
 /** Units enabled in the image. */
-export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service", `${HOLDER_UNIT}.service`];
+export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service", `${HOLDER_UNIT}.service`, "labdeck-ready.service"];

@@ -13,6 +13,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import {
@@ -28,30 +29,51 @@ import { checkCapacity, vmFootprintMiB } from "./capacity";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
 import { freeLoopbackPort } from "./ports";
-import { isAlive, isOurProcess, processArgv, residentKiB, terminate } from "./processes";
-import { egressIntact, egressNamespace, egressNamespaceSessions, ensureEgressTable, namespacePids, setUpEgress, tearDownEgress, egressUnavailable } from "./egress";
+import { isAlive, isOurProcess, residentKiB, terminate } from "./processes";
+import { egressIntact, egressNamespace, ensureEgressTable, setUpEgress, tearDownEgress, egressUnavailable } from "./egress";
 import { InternetNotOfferedError } from "./network";
 import { hostsFile, seedFile } from "./seed";
-import { SessionId, listSessionDirs, readState, sessionDir, sessionsDir, writeState, type SessionState, type VmRecord } from "./state";
+import { SessionId, listSessionDirs, readState, sessionDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
-import { adoptVm, ensureOverlay, loadVmState, resetVm, saveVmState, setVmNice, startVm, stopVm, vmPaths, waitForSsh, type Accel, type VmConfig, type VmProcess } from "./vm";
+import { recipeByName, DEBIAN_BASE_RECIPE, type ImageRecipe } from "./recipe";
+import { LAB_START, snapshotHost } from "./snapshots";
+import { readTemplate, templatePaths, type TemplateRecord } from "./templates";
+import { SshExecPool } from "../ssh-exec";
+import { killProcessesUnder, recoveryOps } from "./recovery";
+import { savedStateOps } from "./saved-states";
+import type { QemuCore, Runtime } from "./session-core";
+import { templateOps } from "./template-sets";
+import {
+  ensureOverlay,
+  loadVmState,
+  resetVm,
+  saveVmState,
+  serialMark,
+  setVmNice,
+  startVm,
+  vmPaths,
+  waitForSsh,
+  type Accel,
+  type VmConfig,
+  type VmProcess,
+} from "./vm";
 
-/** Guest RAM per VM when not configured, MiB: what the course's machines need without Kubernetes images running. */
-export const DEFAULT_MEMORY_MIB = 512;
+/** Guest RAM per VM of the default image, MiB (recipe.ts `machine`: each variant has its own size). */
+export const DEFAULT_MEMORY_MIB = DEBIAN_BASE_RECIPE.machine.memoryMiB;
 /**
  * How long a VM may take from start to answering SSH, in ms. Measured under TCG on 2 cores:
  * one VM 25-35 s, three at once 45-60 s; generous for a loaded host.
  */
 export const BOOT_TIMEOUT_MS = 240_000;
-/**
- * How long an adopted VM gets to answer SSH after a platform restart, in ms. Only logged: a VM
- * that is mid-reboot or whose sshd a learner broke is still the learner's and stays adopted.
- */
-const ADOPT_SSH_TIMEOUT_MS = 30_000;
-/** How long a suspended VM's guest gets to shut down cleanly (ACPI) before QEMU is ended, in ms. */
-const SUSPEND_SHUTDOWN_MS = 60_000;
 /** How long a killed VM or switch gets between SIGTERM and SIGKILL, in ms (QEMU exits at once on SIGTERM). */
 const KILL_GRACE_MS = 3_000;
+/**
+ * Machines booting at once per host core. A TCG boot keeps a core busy for ~30 CPU-seconds; with
+ * more boots than cores' worth at once every boot stretches past its SSH limit (measured: a start
+ * failed after "SSH not ready within 240 s" at load 30 on 2 cores). Learners' boots beyond it wait
+ * in the start queue; a background boot (a pool spare) waits while any boot runs.
+ */
+const MAX_BOOTING_PER_CORE = 2;
 /** Niceness of machines made in the background (warm-pool spares) until they are handed out. */
 const BACKGROUND_NICE = 10;
 /** Most machines one session may ask for. */
@@ -74,13 +96,15 @@ export interface QemuProviderOptions {
   image?: Pick<BuiltImage, "base" | "kernel" | "initrd">;
   /** Finds the built image of a variant a request names (lab.yaml `image`); else `image` is booted. */
   imageFor?: (variant: string) => Promise<Pick<BuiltImage, "base" | "kernel" | "initrd"> | null>;
-  /** Guest RAM per VM, MiB. */
+  /** Guest RAM per VM, MiB, for every variant; unset: each image variant's own (recipe.ts `machine`). */
   memoryMiB?: number;
   /** tcg (software, works everywhere) or kvm (only where a real timed boot showed it works). */
   accel?: Accel;
   log: Logger;
   /** Start-to-SSH limit per VM, ms. */
   bootTimeoutMs?: number;
+  /** Machines booting at once for learners (CPU admission; restores from saved states do not count); default MAX_BOOTING_PER_CORE per core, at least one 3-VM set. */
+  maxBooting?: number;
 }
 
 export interface QemuSessionSummary {
@@ -93,11 +117,19 @@ export interface QemuSessionSummary {
 }
 
 export interface QemuProvider extends MachineProvider {
+  savePrepared(sessionId: string, machines: readonly ProvisionedMachine[], labVersion: string): Promise<void>;
+  restorePrepared(request: MachineRequest & { labVersion: string }): Promise<ProvisionedMachine[] | null>;
+  markLabStart(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
   health(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<MachineHealth[]>;
   reboot(sessionId: string, machine: ProvisionedMachine): Promise<void>;
-  reset(sessionId: string, machine: ProvisionedMachine): Promise<void>;
+  reset(sessionId: string, machine: ProvisionedMachine): Promise<{ atLabStart: boolean }>;
   /** Saves a running machine's whole state (memory and disk) as snapshot TAG; for `labs test`. */
   saveState(sessionId: string, machine: ProvisionedMachine, tag: string): Promise<void>;
+  /**
+   * A reboot from inside the guest: `ask` requests it (e.g. `systemctl reboot` over SSH); resolves
+   * when the new boot says it is ready (guest.ts) and answers SSH. The QEMU process stays.
+   */
+  guestReboot(sessionId: string, machine: ProvisionedMachine, ask: () => Promise<void>): Promise<void>;
   /** Puts a running machine back to snapshot TAG; its SSH connections from before are dead. */
   loadState(sessionId: string, machine: ProvisionedMachine, tag: string): Promise<void>;
   promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
@@ -110,17 +142,33 @@ export interface QemuProvider extends MachineProvider {
   machinesOf(sessionId: string): Promise<ProvisionedMachine[]>;
 }
 
-/** A session this process serves: its state and handles on its live QEMU processes. */
-interface Runtime {
-  dir: string;
-  state: SessionState;
-  vms: Map<string, VmProcess>;
-  destroying: boolean;
-}
 
 export function qemuProvider(options: QemuProviderOptions): QemuProvider {
-  const memoryMiB = options.memoryMiB ?? DEFAULT_MEMORY_MIB;
   const accel = options.accel ?? "tcg";
+  /** What one VM of a variant gets (recipe.ts), the memory override applied. */
+  const sizeOf = (variant: string | undefined): ImageRecipe["machine"] => {
+    const size = variant ? recipeByName(variant).machine : DEBIAN_BASE_RECIPE.machine;
+    return { vcpus: size.vcpus, memoryMiB: options.memoryMiB ?? size.memoryMiB };
+  };
+  const memoryMiB = sizeOf(undefined).memoryMiB;
+  /** SSH exec for the fix-up of restored machines (snapshots.ts). */
+  const exec = new SshExecPool();
+  const maxBooting = options.maxBooting ?? Math.max(3, MAX_BOOTING_PER_CORE * os.cpus().length);
+  /** Sessions whose machines boot now (from the image, not from a saved state), by session id. */
+  const booting = new Map<string, { vms: number; background: boolean }>();
+
+  /** Why another boot of `vms` machines may not start now (CPU admission), or null. */
+  function bootRefusal(vms: number, background: boolean): string | null {
+    let all = 0;
+    let foreground = 0;
+    for (const b of booting.values()) {
+      all += b.vms;
+      if (!b.background) foreground += b.vms;
+    }
+    if (background && all > 0) return `${all} machines are booting; a spare waits`;
+    if (!background && foreground > 0 && foreground + vms > maxBooting) return `${foreground} machines are booting (at most ${maxBooting} at once on this host)`;
+    return null;
+  }
   const bootTimeoutMs = options.bootTimeoutMs ?? BOOT_TIMEOUT_MS;
   const log = options.log.child({ provider: "qemu" });
   const runtimes = new Map<string, Runtime>();
@@ -139,6 +187,12 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (sessionLocks.get(sessionId) === next) sessionLocks.delete(sessionId);
     }).catch(() => undefined);
     return next;
+  }
+
+  function withCapacity<T>(fn: () => Promise<T>): Promise<T> {
+    const step = capacityLock.catch(() => undefined).then(fn);
+    capacityLock = step;
+    return step;
   }
 
   /** Memory the tracked VMs will still grow into, MiB. */
@@ -180,6 +234,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       dir: record.dir,
       image: state.image,
       memoryMiB: state.memoryMiB,
+      vcpus: state.vcpus,
       accel: state.accel,
       sshPort: record.sshPort,
       sshHost: state.egress?.nsAddress ?? "127.0.0.1",
@@ -216,10 +271,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   }
 
   /** Starts one VM of the session, choosing a new SSH port when its port turns out to be taken. */
-  async function startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean, nice = 0): Promise<VmProcess> {
+  async function startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean, nice = 0, loadvm?: string, incoming?: string): Promise<VmProcess> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await startVm({ ...vmConfig(runtime.state, record), nice });
+        return await startVm({ ...vmConfig(runtime.state, record), nice, loadvm, incoming });
       } catch (error) {
         if (reusePort || attempt >= PORT_ATTEMPTS || !HOSTFWD_TAKEN.test((error as Error).message)) throw error;
         record.sshPort = await freeLoopbackPort();
@@ -228,7 +283,16 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     }
   }
 
-  async function create(request: MachineRequest): Promise<ProvisionedMachine[]> {
+  function create(request: MachineRequest): Promise<ProvisionedMachine[]> {
+    return startSession(request);
+  }
+
+  /**
+   * A new session's machines: booted from the image, or, with `template`, started from the
+   * template's saved states on overlays of its disks (no boot, the lab already set up) and then
+   * given their own identity (templates.ts).
+   */
+  async function startSession(request: MachineRequest, template?: { dir: string; record: TemplateRecord }): Promise<ProvisionedMachine[]> {
     const sessionId = SessionId.parse(request.sessionId);
     const names = [...request.machines];
     if (names.length === 0 || names.length > MAX_MACHINES) throw new Error(`a session needs 1..${MAX_MACHINES} machines (got ${names.length})`);
@@ -241,7 +305,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (unavailable) throw new InternetNotOfferedError(request.labSlug, unavailable);
     }
     const dir = sessionDir(options.dataDir, sessionId);
-    const image = request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
+    const image = template ? template.record.image : request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
     if (!image) {
       throw new Error(
         `the qemu provider has no image ${request.image ?? ""} to boot: build it (npm run labdeck -- image build${request.image ? ` --variant ${request.image}` : ""})`,
@@ -253,7 +317,17 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
         throw new Error(`session ${sessionId} already has machines (${dir}); destroy it first`);
       }
       const started = Date.now();
-      const runtime = await reserve(sessionId, request.labSlug, names, dir, image, request.internet === true);
+      const size = template ? { vcpus: template.record.vcpus, memoryMiB: template.record.memoryMiB } : sizeOf(request.image);
+      // A boot takes CPU; a start from a template's saved state hardly any.
+      const runtime = await reserve(sessionId, request.labSlug, names, dir, image, request.internet === true, size, template ? undefined : { background: request.background === true });
+      if (template) {
+        // The template's devices as they were saved: a restored guest keeps its NICs' MACs and SMBIOS uuid.
+        runtime.state.template = template.dir;
+        for (const record of runtime.state.vms) {
+          const saved = template.record.vms.find((v) => v.name === record.name)!;
+          Object.assign(record, { eth1Mac: saved.eth1Mac, eth1Address: saved.eth1Address, uuid: saved.uuid });
+        }
+      }
       try {
         await fs.mkdir(dir, { recursive: true, mode: 0o700 });
         await save(runtime);
@@ -271,7 +345,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           runtime.state.vms.map(async (record) => {
             const paths = vmPaths(record.dir);
             await fs.mkdir(paths.dir, { recursive: true, mode: 0o700 });
-            await ensureOverlay(runtime.state.image.base, paths.overlay);
+            await ensureOverlay(template ? templatePaths(template.dir, record.name).disk : runtime.state.image.base, paths.overlay);
             const hostKey = hostKeys.get(record.name)!;
             const seed = seedFile({
               hostname: record.name,
@@ -282,7 +356,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
               authorizedKeys: `${runtime.state.clientKey.publicKey} labdeck-${sessionId}\n`,
             });
             await fs.writeFile(paths.seed, seed, { mode: 0o600 });
-            const vm = await startRecord(runtime, record, false, request.background ? BACKGROUND_NICE : 0);
+            const incoming = template ? templatePaths(template.dir, record.name).state : undefined;
+            const vm = await startRecord(runtime, record, false, request.background ? BACKGROUND_NICE : 0, undefined, incoming);
             record.pid = vm.pid;
             watch(runtime, vm);
           }),
@@ -294,7 +369,9 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
         await Promise.all(
           runtime.state.vms.map(async (record) => {
             const t = Date.now();
-            await waitForSsh(runtime.vms.get(record.name)!, endpointOf(runtime.state, record), bootTimeoutMs);
+            const vm = runtime.vms.get(record.name)!;
+            if (template) await giveOwnIdentity(runtime, record, vm, template.record, hostKeys.get(record.name)!);
+            else await waitForSsh(vm, endpointOf(runtime.state, record), bootTimeoutMs);
             log.debug({ sessionId, machine: record.name, ms: Date.now() - t }, "qemu provider: SSH ready");
           }),
         );
@@ -308,6 +385,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           log.error({ sessionId, err: cleanupError }, "qemu provider: cleanup after failed create failed"),
         );
         throw error;
+      } finally {
+        booting.delete(sessionId);
       }
     });
   }
@@ -327,10 +406,18 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     dir: string,
     image: Pick<BuiltImage, "base" | "kernel" | "initrd">,
     internet: boolean,
+    size: ImageRecipe["machine"],
+    boot?: { background: boolean },
   ): Promise<Runtime> {
     const step = capacityLock.catch(() => undefined).then(async () => {
-      const check = await checkCapacity(names.length, memoryMiB, await committedMiB());
+      const check = await checkCapacity(names.length, size.memoryMiB, await committedMiB());
       if (!check.fits) throw noCapacity(sessionId, check);
+      const busy = boot ? bootRefusal(names.length, boot.background) : null;
+      if (busy) {
+        log.info({ sessionId, busy }, "qemu provider: no room to boot now");
+        throw new NoCapacityError(`起動中のマシンが多いため、順番を待っています（${busy}）`);
+      }
+      if (boot) booting.set(sessionId, { vms: names.length, background: boot.background });
       const clientKey = generateEd25519(`labdeck-${sessionId}`);
       const vms: VmRecord[] = [];
       for (const [index, name] of names.entries()) {
@@ -345,6 +432,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           hostPublicKey: "",
           machineId: randomBytes(16).toString("hex"),
           uuid: randomUUID(),
+          snapshots: [],
         });
       }
       const runtime: Runtime = {
@@ -359,7 +447,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           creatorPid: process.pid,
           createdAt: new Date().toISOString(),
           image: { base: path.resolve(image.base), kernel: path.resolve(image.kernel), initrd: path.resolve(image.initrd) },
-          memoryMiB,
+          memoryMiB: size.memoryMiB,
+          vcpus: size.vcpus,
           accel,
           clientKey,
           switch: { socket: path.join(dir, "switch"), pidFile: path.join(dir, "switch.pid"), pid: 0 },
@@ -466,21 +555,44 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   }
 
   /**
-   * Puts one machine back to the image's first boot: QEMU is ended, its overlay replaced by a
-   * fresh one on the base, and it boots with the same seed (hostname, eth1, host key, login key),
-   * so pinned keys and the session's endpoints stay valid. The lab's setup is the caller's.
+   * Puts one machine back to the lab's start. With a `lab-start` snapshot (markLabStart) it is
+   * restored (`atLabStart`: the lab's setup is done); without one the machine goes back to the
+   * image's first boot: QEMU is ended, its overlay replaced by a fresh one on the base, and it
+   * boots with the same seed (hostname, eth1, host key, login key), and the caller runs the lab's
+   * setup. Either way pinned keys and the session's endpoints stay valid.
    */
-  async function reset(sessionId: string, machine: ProvisionedMachine): Promise<void> {
+  async function reset(sessionId: string, machine: ProvisionedMachine): Promise<{ atLabStart: boolean }> {
     const { id, name } = locate(sessionId, machine);
-    await serialised(id, async () => {
+    return serialised(id, async () => {
       const runtime = await runtimeOrThrow(id);
       const record = runtime.state.vms.find((r) => r.name === name);
       if (!record) throw new Error(`session ${id} has no machine ${name}`);
       const started = Date.now();
+      if (await usableSnapshot(runtime.state, record, LAB_START)) {
+        try {
+          await restoreLabStart(runtime, record);
+          log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine restored to the lab's start");
+          return { atLabStart: true };
+        } catch (error) {
+          log.warn({ sessionId: id, machine: name, err: (error as Error).message }, "qemu provider: restoring the lab's start failed; resetting to a fresh disk");
+        }
+      }
+      // A machine started from the lab's template starts from it again, with its own identity.
+      const template = runtime.state.template ? await readTemplate(runtime.state.template) : null;
+      if (template && template.snapshotHost === (await snapshotHost(runtime.state.accel))) {
+        try {
+          await restartFromTemplate(runtime, record, runtime.state.template!, template);
+          log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine restarted from the lab's template");
+          return { atLabStart: true };
+        } catch (error) {
+          log.warn({ sessionId: id, machine: name, err: (error as Error).message }, "qemu provider: restarting from the lab's template failed; resetting to a fresh disk");
+        }
+      }
       runtime.vms.delete(record.name); // its exit is expected, not a crash
       if (record.pid > 0) await terminate(record.pid, vmPaths(record.dir).pidFile, KILL_GRACE_MS);
       const paths = vmPaths(record.dir);
       await fs.rm(paths.overlay, { force: true });
+      record.snapshots = [];
       await ensureOverlay(runtime.state.image.base, paths.overlay);
       if (runtime.state.internet) await ensureEgress(runtime);
       const vm = await startRecord(runtime, record, true);
@@ -489,6 +601,7 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       await save(runtime);
       await waitForSsh(vm, endpointOf(runtime.state, record), bootTimeoutMs);
       log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine reset to a fresh disk");
+      return { atLabStart: false };
     });
   }
 
@@ -502,6 +615,17 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     });
   }
 
+  async function guestReboot(sessionId: string, machine: ProvisionedMachine, ask: () => Promise<void>): Promise<void> {
+    const { id, name } = locate(sessionId, machine);
+    const runtime = await runtimeOrThrow(id);
+    const vm = runtime.vms.get(name);
+    const record = runtime.state.vms.find((r) => r.name === name);
+    if (!vm || vm.hasExited() || !record) throw new Error(`session ${id}: machine ${name} is not running`);
+    const mark = await serialMark(vm);
+    await ask();
+    await waitForSsh(vm, endpointOf(runtime.state, record), bootTimeoutMs, mark);
+  }
+
   /** Gives a session's VMs normal CPU priority (a spare set handed to a learner). */
   async function promote(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
     const runtime = runtimes.get(sessionOf(sessionId, machines));
@@ -512,163 +636,6 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   /** Session id behind a set of machines (a pooled set keeps the pool's id in its providerRef). */
   function sessionOf(sessionId: string, machines: readonly ProvisionedMachine[]): string {
     return machines[0] ? locate(sessionId, machines[0]).id : SessionId.parse(sessionId);
-  }
-
-  async function suspend(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
-    const id = sessionOf(sessionId, machines);
-    await serialised(id, async () => {
-      const runtime = await runtimeOrThrow(id);
-      if (runtime.state.phase === "suspended") return;
-      runtime.state.phase = "suspended";
-      await save(runtime);
-      const started = Date.now();
-      // The guests shut down cleanly (ACPI), so what the learner wrote is on disk.
-      await Promise.all([...runtime.vms.values()].map((vm) => stopVm(vm, SUSPEND_SHUTDOWN_MS)));
-      runtime.vms.clear();
-      if (await isSwitchAlive(runtime.state.switch)) await stopSwitch(runtime.state.switch);
-      log.info({ sessionId: id, ms: Date.now() - started }, "qemu provider: session suspended (VMs off, disks kept)");
-    });
-  }
-
-  async function resume(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]> {
-    const id = sessionOf(sessionId, machines);
-    return serialised(id, async () => {
-      const runtime = await runtimeOrThrow(id);
-      if (runtime.state.phase === "ready" && runtime.state.vms.every((r) => runtime.vms.get(r.name)?.hasExited() === false)) {
-        return provisioned(runtime.state);
-      }
-      const started = Date.now();
-      // Capacity check and spawn in one step, as in create: no two starts race past the check.
-      const spawn = capacityLock.catch(() => undefined).then(async () => {
-        const down = runtime.state.vms.filter((r) => runtime.vms.get(r.name)?.hasExited() !== false);
-        const check = await checkCapacity(down.length, memoryMiB, await committedMiB());
-        if (!check.fits) throw noCapacity(id, check);
-        if (!(await isSwitchAlive(runtime.state.switch))) {
-          const sw = await startSwitch(runtime.dir);
-          runtime.state.switch = { socket: sw.socket, pidFile: sw.pidFile, pid: sw.pid };
-          await save(runtime);
-        }
-        if (runtime.state.internet) await ensureEgress(runtime);
-        await Promise.all(
-          down.map(async (record) => {
-            // Its old port when free (the platform has it stored), else a new one.
-            const vm = await startRecord(runtime, record, false);
-            record.pid = vm.pid;
-            watch(runtime, vm);
-          }),
-        );
-      });
-      capacityLock = spawn;
-      await spawn;
-      runtime.state.phase = "ready";
-      await save(runtime);
-      await Promise.all(runtime.state.vms.map((record) => waitForSsh(runtime.vms.get(record.name)!, endpointOf(runtime.state, record), bootTimeoutMs)));
-      log.info({ sessionId: id, ms: Date.now() - started }, "qemu provider: session resumed");
-      return provisioned(runtime.state);
-    });
-  }
-
-  async function adoptOrCleanup(opts: { keep?: (sessionId: string) => boolean } = {}): Promise<RecoveryReport> {
-    const report: RecoveryReport = { adopted: [], cleaned: [] };
-    const ids = (await listSessionDirs(options.dataDir)).filter((id) => !runtimes.has(id));
-    // All sessions at once: each may wait for its VMs' SSH, and a restart should not take minutes.
-    await Promise.all(
-      ids.map((sessionId) =>
-        serialised(sessionId, async () => {
-          const dir = sessionDir(options.dataDir, sessionId);
-          const found = await readState(dir);
-          if ("state" in found && found.state.phase === "starting" && found.state.creatorPid !== process.pid && (await isAlive(found.state.creatorPid))) {
-            // Another process (the CLI, a second platform) is creating this session right now.
-            log.info({ sessionId, creatorPid: found.state.creatorPid }, "qemu provider: session is being created by another process; left alone");
-            return;
-          }
-          const kept = opts.keep ? opts.keep(sessionId) : undefined;
-          const reason =
-            "error" in found
-              ? found.error
-              : found.state.phase !== "ready" && found.state.phase !== "suspended"
-                ? `left in phase ${found.state.phase}`
-                : kept === false
-                  ? "session has ended"
-                  : undefined;
-          // A session the platform still counts as live keeps its disks even when its VMs are gone
-          // (host reboot, crash): it is adopted as suspended and powered on again on resume.
-          const adopted = reason === undefined && "state" in found ? await adopt(dir, found.state, kept === true) : false;
-          if (adopted) {
-            report.adopted.push(sessionId);
-            return;
-          }
-          log.info({ sessionId, reason: reason ?? "no VM is running" }, "qemu provider: removing leftovers of an earlier run");
-          await teardown(sessionId);
-          report.cleaned.push(sessionId);
-        }),
-      ),
-    );
-    report.adopted.sort();
-    report.cleaned.sort();
-    // Processes whose session directory is gone altogether.
-    const present = new Set(await listSessionDirs(options.dataDir));
-    const strays = await killProcessesUnder(sessionsDir(options.dataDir), (argv) => {
-      const id = sessionIdInArgv(argv, sessionsDir(options.dataDir));
-      return id === undefined || !present.has(id);
-    });
-    if (strays > 0) log.warn({ strays }, "qemu provider: killed processes of removed sessions");
-    // Namespaces (and their veths) of sessions whose directory is gone.
-    for (const sessionId of await egressNamespaceSessions(options.dataDir)) {
-      if (present.has(sessionId) || runtimes.has(sessionId)) continue;
-      const netns = egressNamespace(options.dataDir, sessionId);
-      // Only processes of this data directory's sessions (QEMU's argv names its files there).
-      for (const pid of await namespacePids(netns)) await terminate(pid, sessionsDir(options.dataDir) + "/", KILL_GRACE_MS).catch(() => undefined);
-      await tearDownEgress(netns);
-      log.warn({ sessionId, netns }, "qemu provider: removed the network namespace of a removed session");
-    }
-    return report;
-  }
-
-  /**
-   * Serves a session found on disk again. Without a running VM it is adopted as suspended when
-   * `keepDisks` (the platform counts it as live), else refused (false). A session whose VMs run
-   * but whose network switch is gone is refused: its private network cannot be mended under it.
-   */
-  async function adopt(dir: string, state: SessionState, keepDisks: boolean): Promise<boolean> {
-    const runtime: Runtime = { dir, state, vms: new Map(), destroying: false };
-    if (state.phase === "ready") {
-      for (const record of state.vms) {
-        const vm = record.pid > 0 ? await adoptVm(record.name, record.dir, record.pid) : null;
-        if (vm) watch(runtime, vm);
-      }
-    }
-    if (runtime.vms.size === 0) {
-      if (!keepDisks) return false;
-      if (await isSwitchAlive(state.switch)) await stopSwitch(state.switch);
-      state.phase = "suspended";
-      await writeState(dir, state);
-      runtimes.set(state.sessionId, runtime);
-      log.info({ sessionId: state.sessionId }, "qemu provider: adopted session with no running VM as suspended (disks kept)");
-      return true;
-    }
-    if (!(await isSwitchAlive(state.switch))) {
-      log.warn({ sessionId: state.sessionId }, "qemu provider: VMs run but the network switch is gone");
-      return false;
-    }
-    if (state.internet) {
-      if (!state.egress || !(await egressIntact(state.egress))) {
-        log.warn({ sessionId: state.sessionId }, "qemu provider: VMs run but the session's network namespace is gone");
-        return false;
-      }
-      await ensureEgressTable(log);
-    }
-    runtimes.set(state.sessionId, runtime);
-    const answers = await Promise.all(
-      [...runtime.vms.values()].map((vm) =>
-        waitForSsh(vm, endpointOf(state, state.vms.find((r) => r.name === vm.name)!), ADOPT_SSH_TIMEOUT_MS).then(
-          () => `${vm.name}: ssh ok`,
-          (error: Error) => `${vm.name}: ${error.message.split("\n")[0]}`,
-        ),
-      ),
-    );
-    log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - runtime.vms.size }, "qemu provider: adopted session");
-    return true;
   }
 
   async function list(): Promise<QemuSessionSummary[]> {
@@ -709,6 +676,45 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     return provisioned(found.state);
   }
 
+  const core: QemuCore = {
+    dataDir: options.dataDir,
+    image: options.image,
+    imageFor: options.imageFor,
+    accel,
+    log,
+    exec,
+    bootTimeoutMs,
+    runtimes,
+    serialised,
+    withCapacity,
+    committedMiB,
+    noCapacity,
+    save,
+    endpointOf,
+    provisioned,
+    watch,
+    ensureEgress,
+    startRecord,
+    runtimeOrThrow,
+    sessionOf,
+    teardown,
+  };
+  const { usableSnapshot, markLabStart, restoreLabStart, suspend, resume } = savedStateOps(core);
+  const templates = templateOps(core, startSession);
+  const { giveOwnIdentity, savePrepared, restartFromTemplate } = templates;
+
+  /**
+   * A new set from the lab's template. A pool spare (background) also saves its lab start right
+   * away (~1 s per VM, nobody waits): a reset is then a `loadvm` in place (seconds) instead of a
+   * restart from the template (bench/lab-start.ts: 12.9 s).
+   */
+  async function restorePrepared(request: MachineRequest & { labVersion: string }): Promise<ProvisionedMachine[] | null> {
+    const machines = await templates.restorePrepared(request);
+    if (machines && request.background) await markLabStart(request.sessionId, machines);
+    return machines;
+  }
+  const { adoptOrCleanup } = recoveryOps(core);
+
   return {
     name: "qemu",
     create,
@@ -716,8 +722,12 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     health,
     reboot,
     reset,
+    markLabStart,
+    savePrepared,
+    restorePrepared,
     saveState: (sessionId, machine, tag) => vmState(sessionId, machine, (vm) => saveVmState(vm, tag)),
     loadState: (sessionId, machine, tag) => vmState(sessionId, machine, (vm) => loadVmState(vm, tag)),
+    guestReboot,
     suspend,
     resume,
     promote,
@@ -725,36 +735,4 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     list,
     machinesOf,
   };
-}
-
-/** The session id in a process's argv when one argument lies under `sessionsRoot`. */
-function sessionIdInArgv(argv: string[], sessionsRoot: string): string | undefined {
-  for (const arg of argv) {
-    const at = arg.indexOf(sessionsRoot + "/");
-    if (at < 0) continue;
-    const id = arg.slice(at + sessionsRoot.length + 1).split("/")[0];
-    if (id && SessionId.safeParse(id).success) return id;
-  }
-  return undefined;
-}
-
-/**
- * Kills every qemu-system/vde_switch process with an argument under `dir` (and passing `filter`);
- * returns how many. The last line of defence against leaked processes.
- */
-async function killProcessesUnder(dir: string, filter: (argv: string[]) => boolean = () => true): Promise<number> {
-  const prefix = path.resolve(dir) + "/";
-  let killed = 0;
-  for (const entry of await fs.readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    if (pid === process.pid) continue;
-    const argv = await processArgv(pid);
-    if (!argv || !/(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/.test(argv[0] ?? "")) continue;
-    const marker = argv.find((arg) => arg.includes(prefix));
-    if (!marker || !filter(argv)) continue;
-    await terminate(pid, marker, KILL_GRACE_MS);
-    killed++;
-  }
-  return killed;
 }

@@ -49,7 +49,7 @@ describe("image variants", () => {
   it("keeps debian-base's hash stable: it changes only with the guest files (the terminal holder file included)", () => {
     // The image carries server/terminal/holder/labdeck-holder: editing that file changes this hash
     // (a new image is built), as it should.
-    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("95203c8ebb15e7ce");
+    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("2c1dace3f2fc40d6");
   });
 
   it("registers debian-base (Debian only) and the Kubernetes and kubespray variants (upstream)", () => {
@@ -74,6 +74,15 @@ describe("image variants", () => {
     const otherSource = ImageRecipe.parse({ ...K8S_RECIPE, upstream: [{ ...K8S_RECIPE.upstream[0]!, url: "https://example.invalid/key" }] });
     expect(recipeHash(otherSource)).not.toBe(recipeHash(K8S_RECIPE));
     expect(new Set(Object.values(RECIPES).map(recipeHash)).size).toBe(3);
+  });
+
+  it("sizes machines per variant without rebuilding the image: the k8s variant meets kubeadm's preflight (2 CPUs, 1700 MB)", () => {
+    expect(DEBIAN_BASE_RECIPE.machine).toEqual({ vcpus: 1, memoryMiB: 512 });
+    expect(K8S_RECIPE.machine.vcpus).toBeGreaterThanOrEqual(2);
+    expect(K8S_RECIPE.machine.memoryMiB * 1024 * 1024).toBeGreaterThanOrEqual(1700 * 1000 * 1000);
+    const resized = ImageRecipe.parse({ ...DEBIAN_BASE_RECIPE, machine: { vcpus: 2, memoryMiB: 1024 } });
+    expect(recipeHash(resized)).toBe(recipeHash(DEBIAN_BASE_RECIPE));
+    expect(ImageRecipe.safeParse({ name: "x", machine: { vcpus: 0 } }).success).toBe(false);
   });
 
   it("refuses malformed upstream pins", () => {

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { DISABLED_UNITS, ENABLED_UNITS, GUEST_DIRECTORIES, MASKED_UNITS, guestFiles } from "./guest";
+import { DEFAULT_MACHINE_SIZE, machineSize } from "../sizes";
 
 /**
  * Bumped whenever the builder changes what it produces for the same recipe in ways the hash does
@@ -70,6 +71,19 @@ export const ImageRecipe = z.strictObject({
   upstream: z.array(UpstreamSource).default([]),
   /** One line for operators (`image variants`), not part of the image hash. */
   summary: z.string().default(""),
+  /**
+   * What each VM booting this image gets (sizes.ts holds the variants' sizes as data): the
+   * provider, the warm pool and the capacity math use it. Not part of the image hash (sizing a
+   * machine does not change what is on its disk).
+   */
+  machine: z
+    .strictObject({
+      /** Virtual CPUs (QEMU -smp). */
+      vcpus: z.number().int().min(1).max(16).default(1),
+      /** Guest RAM, MiB. */
+      memoryMiB: z.number().int().min(256).max(65536).default(512),
+    })
+    .default(DEFAULT_MACHINE_SIZE),
 });
 export type ImageRecipe = z.infer<typeof ImageRecipe>;
 
@@ -149,6 +163,7 @@ const KUBESPRAY_SOURCE: UpstreamSource = UpstreamSource.parse({
  */
 export const K8S_RECIPE: ImageRecipe = ImageRecipe.parse({
   name: `k8s-${K8S_MINOR}`,
+  machine: machineSize(`k8s-${K8S_MINOR}`),
   summary: `debian-base + containerd/runc (Debian) + kubeadm/kubelet/kubectl ${K8S_PACKAGE_VERSION} (pkgs.k8s.io) + Flannel ${FLANNEL_VERSION} manifest`,
   packages: [...DEBIAN_BASE_RECIPE.packages, "containerd", "runc", "socat", "ethtool", "ebtables", "jq"],
   diskGiB: 12,
@@ -187,6 +202,7 @@ export const K8S_RECIPE: ImageRecipe = ImageRecipe.parse({
  */
 export const KUBESPRAY_RECIPE: ImageRecipe = ImageRecipe.parse({
   name: `kubespray-${KUBESPRAY_VERSION}`,
+  machine: machineSize(`kubespray-${KUBESPRAY_VERSION}`),
   summary: `debian-base + kubespray ${KUBESPRAY_VERSION} (GitHub) + its pinned Ansible (PyPI) in /opt/kubespray-venv`,
   packages: [...DEBIAN_BASE_RECIPE.packages, "python3-venv", "python3-pip", "git", "rsync", "openssh-client", "jq"],
   upstream: [KUBESPRAY_SOURCE, { name: "PyPI (ansible and the other pins of kubespray's requirements.txt)", url: "https://pypi.org/simple/ansible/" }],
@@ -224,11 +240,11 @@ export function recipePackages(recipe: ImageRecipe): string[] {
 
 /**
  * 16 hex digits naming the image: hash of the builder version, the guest files and the normalised
- * recipe. `summary` is left out (words, not content) and `upstream` only counts when present, so
+ * recipe. `summary` and `machine` are left out (words and sizing, not content) and `upstream` only counts when present, so
  * a recipe without upstream sources hashes as it did before variants existed.
  */
 export function recipeHash(recipe: ImageRecipe): string {
-  const { summary: _summary, upstream, ...content } = recipe;
+  const { summary: _summary, machine: _machine, upstream, ...content } = recipe;
   const normalised = {
     builder: IMAGE_BUILDER_VERSION,
     guest: { files: guestFiles(), dirs: GUEST_DIRECTORIES, enabled: ENABLED_UNITS, disabled: DISABLED_UNITS, masked: MASKED_UNITS },

@@ -55,3 +55,12 @@ export function hostsFile(machines: readonly { name: string; eth1Address: string
     "",
   ].join("\n");
 }
+
+/** The host key pair a seed file hands its VM (a machine restored again keeps its own key). */
+export function seedHostKey(seed: string): { privateKey: string; publicKey: string } {
+  const value = (key: string) => new RegExp(`^${key}=(.*)$`, "m").exec(seed)?.[1];
+  const priv = value("HOST_KEY_B64");
+  const pub = value("HOST_KEY_PUB");
+  if (!priv || !pub) throw new Error("the seed has no host key");
+  return { privateKey: Buffer.from(priv, "base64").toString("utf8"), publicKey: pub };
+}

@@ -27,6 +27,11 @@ export const VmRecord = z.object({
   hostPublicKey: z.string(),
   machineId: z.string(),
   uuid: z.string(),
+  /**
+   * Internal snapshots in the VM's overlay (snapshots.ts): `lab-start` (the lab's setup done, the
+   * state a reset returns to), `suspended` (the running state a suspend saved; resume restores it).
+   */
+  snapshots: z.array(z.string()).default([]),
 });
 export type VmRecord = z.infer<typeof VmRecord>;
 
@@ -44,6 +49,12 @@ export const SessionState = z.object({
   createdAt: z.string(),
   image: z.object({ base: z.string(), kernel: z.string(), initrd: z.string() }),
   memoryMiB: z.number().int(),
+  /** The template (templates.ts) whose disks the VMs' overlays stand on, when started from one. */
+  template: z.string().optional(),
+  /** The QEMU build and accelerator that wrote the VMs' snapshots (snapshots.ts `snapshotHost`); others ignore them. */
+  snapshotHost: z.string().optional(),
+  /** Virtual CPUs per VM (the image variant's size, recipe.ts). */
+  vcpus: z.number().int().min(1).default(1),
   accel: z.enum(["tcg", "kvm"]),
   /** The session's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
   clientKey: z.object({ privateKey: z.string(), publicKey: z.string() }),

@@ -28,6 +28,7 @@ import { inNamespace } from "./egress";
 import type { BuiltImage } from "./image";
 import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
 import { qmpCommand } from "./qmp";
+import { READY_LINE_PREFIX } from "./guest";
 import { SEED_FW_CFG_NAME } from "./seed";
 
 export type Accel = "tcg" | "kvm";
@@ -69,13 +70,26 @@ const MAX_SOCKET_PATH = 107;
 const MONITOR_READY_TIMEOUT_MS = 10_000;
 /** Polling interval while waiting for the monitor or a process, in ms. */
 const POLL_INTERVAL_MS = 100;
+/** How often the serial log is read for the guest's ready line, in ms. */
+const READY_POLL_MS = 200;
+/** The serial log's newest bytes read for it (the console is quiet: kernel warnings, getty). */
+const READY_READ_MAX_BYTES = 64 * 1024;
+/** A guest that has not said it is ready after this long is probed anyway, in ms (a TCG boot takes 50-100 s). */
+const READY_FALLBACK_MS = 150_000;
 /** Pause between SSH readiness probes, in ms. */
 const SSH_PROBE_INTERVAL_MS = 250;
 /**
- * One banner probe, in ms: while the guest boots, slirp accepts the TCP connection on the host
- * and holds it; a short probe moves on instead of waiting for ssh2's 15 s handshake timeout.
+ * Banner probes kept open at once. While the guest boots, slirp accepts the TCP connection on the
+ * host and holds it, so one probe cannot tell "not up yet" from "sshd is slow to answer". A probe
+ * is therefore never abandoned early: a new one opens every interval while fewer than this many
+ * wait. Abandoning them after 1 s (as before) left sshd's pre-auth children piling up past its
+ * MaxStartups (10): sshd dropped connections for 26 s and a boot took 98 s instead of ~60 s.
  */
-const SSH_BANNER_PROBE_MS = 1_000;
+const SSH_BANNER_PROBES = 3;
+/** A new banner probe opens this often while fewer than SSH_BANNER_PROBES wait, in ms. */
+const SSH_BANNER_PROBE_EVERY_MS = 1_000;
+/** Longest a single banner probe waits before it is closed and replaced, in ms. */
+const SSH_BANNER_PROBE_MS = 30_000;
 /** Handshake plus login once the banner came, in ms (a booting TCG guest's sshd can take seconds). */
 const SSH_LOGIN_TIMEOUT_MS = 20_000;
 /** How long QEMU gets to exit after SIGTERM (after a guest shutdown that timed out), in ms. */
@@ -114,7 +128,20 @@ export interface VmConfig {
   dir: string;
   image: Pick<BuiltImage, "base" | "kernel" | "initrd">;
   memoryMiB: number;
+  /** Virtual CPUs (default 1). */
+  vcpus?: number;
   accel: Accel;
+  /**
+   * Start from this internal snapshot of the overlay (QEMU -loadvm) instead of booting: the
+   * machine continues where the snapshot was taken (a suspended session's resume).
+   */
+  loadvm?: string;
+  /**
+   * Start from a machine state saved to this file (`saveVmToFile`, QEMU -incoming) instead of
+   * booting: a prepared template's machine (templates.ts). The other settings must be the
+   * template's own (memory, CPUs, devices), the disk an overlay on the template's.
+   */
+  incoming?: string;
   /** Port on `sshHost` forwarded to the guest's port 22. */
   sshPort: number;
   /** Address the SSH forward listens on: 127.0.0.1, or the session namespace's address (`netns`). */
@@ -187,7 +214,7 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
     "pc",
     ...accel,
     "-smp",
-    "1",
+    String(config.vcpus ?? 1),
     "-m",
     String(config.memoryMiB),
     "-uuid",
@@ -216,6 +243,10 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
     // Entropy from the host: sshd and the kernel do not wait for a TCG guest's slow jitter source.
     "-device",
     "virtio-rng-pci",
+    // A VM generation id: each QEMU process has a new one, so a guest resumed from a saved state
+    // (-loadvm) learns it was restored and its kernel reseeds its random generator (Linux vmgenid).
+    "-device",
+    "vmgenid,guid=auto",
     "-chardev",
     `file,id=console,path=${paths.serialLog}`,
     "-serial",
@@ -226,7 +257,15 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
     `name=${SEED_FW_CFG_NAME},file=${paths.seed}`,
     "-pidfile",
     paths.pidFile,
+    ...(config.loadvm ? ["-loadvm", checkTag(config.loadvm)] : []),
+    ...(config.incoming ? ["-incoming", `exec:cat ${checkStatePath(config.incoming)}`] : []),
   ];
+}
+
+/** A saved-state path goes into a shell command line (QEMU's exec: migration): plain characters only. */
+function checkStatePath(file: string): string {
+  if (!/^\/[A-Za-z0-9/._-]+$/.test(file)) throw new Error(`state file path ${JSON.stringify(file)} must be absolute, of A-Z a-z 0-9 / . _ - only`);
+  return file;
 }
 
 /**
@@ -310,15 +349,21 @@ export async function adoptVm(name: string, dir: string, pid: number): Promise<V
  * and the session key succeeds. Rejects at once on a host key mismatch or when QEMU exits, and
  * after `timeoutMs` otherwise (naming the last error and the end of the serial console).
  */
-export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs: number): Promise<void> {
+export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs: number, since?: SerialMark | "up"): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  // By default the boot that is under way now: its ready line comes after the log's end (a boot
+  // takes tens of seconds; the old boot's line after a reset is before it). "up": it runs already.
+  since ??= await serialMark(vm);
   let lastError = "no attempt yet";
+  // No connection before the guest says sshd is up (guest.ts READY_UNIT); a guest that never says
+  // so (an image without the unit, a learner who masked it) is probed after READY_FALLBACK_MS.
+  if (since !== "up") await waitForReadyLine(vm, since, Math.min(deadline, Date.now() + READY_FALLBACK_MS));
   while (Date.now() < deadline) {
     if (vm.hasExited()) {
       throw new Error(`${vm.name}: QEMU exited while waiting for SSH: ${await logTail(vm.paths.qemuLog)}\nconsole:\n${await logTail(vm.paths.serialLog)}`);
     }
     try {
-      await probeBanner(endpoint.host, endpoint.port, SSH_BANNER_PROBE_MS);
+      await awaitBanner(endpoint.host, endpoint.port, Math.max(0, deadline - Date.now()), () => vm.hasExited());
       const client = await connectSsh(endpoint, SSH_LOGIN_TIMEOUT_MS);
       client.end();
       return;
@@ -332,6 +377,55 @@ export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs
     `${vm.name}: SSH on ${endpoint.host}:${endpoint.port} not ready within ${Math.round(timeoutMs / 1000)} s (last error: ${lastError})\n` +
       `console:\n${await logTail(vm.paths.serialLog)}`,
   );
+}
+
+/** A place in a VM's serial log: ready lines after it belong to a boot that had not finished then. */
+export interface SerialMark {
+  offset: number;
+}
+
+/** Where the VM's serial log ends now (take it before asking for a reboot). */
+export async function serialMark(vm: Pick<VmProcess, "paths">): Promise<SerialMark> {
+  const stat = await fs.stat(vm.paths.serialLog).catch(() => null);
+  return { offset: stat?.size ?? 0 };
+}
+
+/**
+ * The guest's ready line (guest.ts). Not anchored at a line start: the console's getty prompt
+ * ("controlplane login: ") usually comes first on the same line.
+ */
+const READY_LINE = new RegExp(`${READY_LINE_PREFIX}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`);
+
+/** Whether serial console output contains the guest's ready line. */
+export function hasReadyLine(console: string): boolean {
+  return READY_LINE.test(console);
+}
+
+/** Resolves when a ready line (guest.ts) appears in the serial log after `since`, the VM exits, or at `until` (epoch ms). */
+async function waitForReadyLine(vm: VmProcess, since: SerialMark, until: number): Promise<void> {
+  while (Date.now() < until && !vm.hasExited()) {
+    const text = await readFrom(vm.paths.serialLog, since.offset);
+    // A truncated log (QEMU restarted the file) is read from its start.
+    if (text === null) since = { offset: 0 };
+    else if (hasReadyLine(text)) return;
+    await sleep(READY_POLL_MS);
+  }
+}
+
+/** The file's bytes from `offset` as text; null when the file is shorter than that. */
+async function readFrom(file: string, offset: number): Promise<string | null> {
+  const handle = await fs.open(file, "r").catch(() => null);
+  if (!handle) return "";
+  try {
+    const { size } = await handle.stat();
+    if (size < offset) return null;
+    const length = Math.min(size - offset, READY_READ_MAX_BYTES);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    return buffer.toString("latin1");
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
@@ -389,6 +483,67 @@ export async function loadVmState(vm: Pick<VmProcess, "name" | "paths">, tag: st
   await hmp(vm, `loadvm ${checkTag(tag)}`);
 }
 
+/** Deletes internal snapshot TAG of a running VM (HMP `delvm`); its disk space is reused. */
+export async function deleteVmState(vm: Pick<VmProcess, "name" | "paths">, tag: string): Promise<void> {
+  await hmp(vm, `delvm ${checkTag(tag)}`);
+}
+
+/**
+ * Saves the VM's state as snapshot TAG and ends QEMU (the guest is paused first, so nothing runs
+ * after the save): a later start with `loadvm: TAG` continues from there without a boot.
+ */
+export async function saveVmStateAndQuit(vm: VmProcess, tag: string): Promise<void> {
+  await qmpCommand(vm.paths.qmp, "stop");
+  await saveVmState(vm, tag);
+  await qmpCommand(vm.paths.qmp, "quit").catch(() => undefined); // the monitor goes away with QEMU
+  if (!(await waitGone(vm.pid, SIGTERM_GRACE_MS))) await terminate(vm.pid, vm.paths.pidFile, SIGTERM_GRACE_MS);
+}
+
+/** Longest a migration to or from a file may take, ms (RAM of one VM, mostly zero pages). */
+const MIGRATION_TIMEOUT_MS = 180_000;
+/** Migration bandwidth to a file, bytes/s: the disk's speed, not QEMU's default 128 MiB/s network pace. */
+const MIGRATION_TO_FILE_BANDWIDTH = 8 * 1024 ** 3;
+
+/**
+ * Saves the VM's RAM and device state to `file` (QEMU migration into a file) with the guest
+ * paused, and ends QEMU. The disk stays as it was at that moment: the overlay and the file
+ * together are the machine, startable any number of times with `incoming: file` on a new overlay.
+ */
+export async function saveVmToFile(vm: VmProcess, file: string): Promise<void> {
+  const qmp = vm.paths.qmp;
+  await qmpCommand(qmp, "migrate-set-parameters", { "max-bandwidth": MIGRATION_TO_FILE_BANDWIDTH });
+  await qmpCommand(qmp, "stop");
+  await qmpCommand(qmp, "migrate", { uri: `exec:cat > ${checkStatePath(file)}` });
+  const deadline = Date.now() + MIGRATION_TIMEOUT_MS;
+  for (;;) {
+    const info = (await qmpCommand(qmp, "query-migrate")) as { status?: string; "error-desc"?: string };
+    if (info.status === "completed") break;
+    if (info.status === "failed" || info.status === "cancelled") throw new Error(`${vm.name}: saving to ${file} failed: ${info["error-desc"] ?? info.status}`);
+    if (Date.now() > deadline) throw new Error(`${vm.name}: saving to ${file} did not finish in ${MIGRATION_TIMEOUT_MS} ms (${info.status})`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+  await qmpCommand(qmp, "quit").catch(() => undefined); // the monitor goes away with QEMU
+  if (!(await waitGone(vm.pid, SIGTERM_GRACE_MS))) await terminate(vm.pid, vm.paths.pidFile, SIGTERM_GRACE_MS);
+}
+
+/**
+ * Waits until a VM started from a saved state (`incoming` or `loadvm`) has loaded it and runs. A
+ * state saved with the guest paused (saveVmToFile, saveVmStateAndQuit pause it first) loads as
+ * paused — QEMU carries the run state over (its global state section) whatever -S says — so a
+ * loaded, paused VM is continued.
+ */
+export async function waitRunning(vm: VmProcess): Promise<void> {
+  const deadline = Date.now() + MIGRATION_TIMEOUT_MS;
+  for (;;) {
+    if (vm.hasExited()) throw new Error(`${vm.name}: QEMU exited while loading its saved state: ${await logTail(vm.paths.qemuLog)}`);
+    const status = (await qmpCommand(vm.paths.qmp, "query-status").catch(() => null)) as { status?: string } | null;
+    if (status?.status === "running") return;
+    if (status?.status === "paused" || status?.status === "restore-vm") await qmpCommand(vm.paths.qmp, "cont").catch(() => undefined);
+    if (Date.now() > deadline) throw new Error(`${vm.name}: not running ${MIGRATION_TIMEOUT_MS} ms after its start from a saved state (${status?.status})`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
 function checkTag(tag: string): string {
   if (!VM_STATE_TAG.test(tag)) throw new Error(`snapshot name ${JSON.stringify(tag)} must match ${VM_STATE_TAG}`);
   return tag;
@@ -400,26 +555,50 @@ async function hmp(vm: Pick<VmProcess, "name" | "paths">, commandLine: string): 
   if (typeof answer === "string" && answer.trim() !== "") throw new Error(`${vm.name}: ${commandLine}: ${answer.trim()}`);
 }
 
-/** Resolves once something at host:port sends an SSH banner line. */
-export function probeBanner(host: string, port: number, timeoutMs: number): Promise<void> {
+/**
+ * Resolves once something at host:port sends an SSH banner line, rejects at the timeout or when
+ * `gone()` says the VM exited. Keeps up to SSH_BANNER_PROBES connections waiting at once (see there).
+ */
+export function awaitBanner(host: string, port: number, timeoutMs: number, gone: () => boolean = () => false): Promise<void> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host, port });
-    let received = "";
-    const finish = (error?: Error) => {
-      socket.destroy();
+    const open = new Set<net.Socket>();
+    let lastError = "no probe yet";
+    let settled = false;
+    const settle = (error?: Error) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(opener);
+      clearTimeout(overall);
+      for (const socket of open) socket.destroy();
       if (error) reject(error);
       else resolve();
     };
-    socket.setTimeout(timeoutMs, () => finish(new Error(`no SSH banner within ${timeoutMs} ms`)));
-    socket.on("error", (error) => finish(error));
-    socket.on("data", (chunk) => {
-      received += chunk.toString("latin1");
-      const newline = received.indexOf("\n");
-      if (newline < 0) return;
-      const line = received.slice(0, newline);
-      finish(line.startsWith("SSH-") ? undefined : new Error(`unexpected banner ${JSON.stringify(line.slice(0, 80))}`));
-    });
-    socket.on("end", () => finish(new Error("connection closed before the SSH banner")));
+    const probe = () => {
+      if (gone()) return settle(new Error("the machine exited"));
+      if (open.size >= SSH_BANNER_PROBES) return;
+      const socket = net.connect({ host, port });
+      open.add(socket);
+      let received = "";
+      const drop = (why: string) => {
+        lastError = why;
+        open.delete(socket);
+        socket.destroy();
+      };
+      socket.setTimeout(SSH_BANNER_PROBE_MS, () => drop(`no SSH banner within ${SSH_BANNER_PROBE_MS} ms`));
+      socket.on("error", (error) => drop(error.message));
+      socket.on("end", () => drop("connection closed before the SSH banner"));
+      socket.on("data", (chunk) => {
+        received += chunk.toString("latin1");
+        const newline = received.indexOf("\n");
+        if (newline < 0) return;
+        const line = received.slice(0, newline);
+        if (line.startsWith("SSH-")) settle();
+        else drop(`unexpected banner ${JSON.stringify(line.slice(0, 80))}`);
+      });
+    };
+    const opener = setInterval(probe, SSH_BANNER_PROBE_EVERY_MS);
+    const overall = setTimeout(() => settle(new Error(`no SSH banner within ${Math.round(timeoutMs / 1000)} s (last: ${lastError})`)), timeoutMs);
+    probe();
   });
 }
 

@@ -140,3 +140,24 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     },
   };
 }
+
+/**
+ * Hangs up a holder terminal's shell from a connection of its own (a closed tab whose terminal
+ * this process has not open). OPEN in write mode starts a shell if none runs, so the KILL always
+ * finds one to end; the link closes once the KILL has gone out.
+ */
+export async function hangUpHolderTerminal(endpoint: SshEndpoint, terminalId: string): Promise<void> {
+  const client = await connectSsh(endpoint);
+  try {
+    const link = await connectHolder(client);
+    link.open(terminalId, -1, { cols: 80, rows: 24 }, "write");
+    link.kill(terminalId);
+    link.end();
+    await new Promise<void>((resolve) => {
+      if (link.isClosed) return resolve();
+      link.once("close", () => resolve());
+    });
+  } finally {
+    client.end();
+  }
+}

@@ -312,8 +312,9 @@ describe("terminal holder over real sshd", () => {
     await echo.waitForText("# ");
 
     const idle = await echoLatencies(echo, 20);
-    // Output as fast as the PTY goes, until Ctrl-C.
-    flood.term.write("while :; do head -c 1000000 /dev/zero | tr '\\0' x; done\r");
+    // Output as fast as the PTY goes, until Ctrl-C: one pipeline (a `while` loop of them can miss
+    // a Ctrl-C that lands between two iterations: bash goes on when no child died of SIGINT).
+    flood.term.write("head -c 4000000000 /dev/zero | tr '\\0' x\r");
     await waitFor(() => watcher.bytes() > 4 * MIB, 30_000, "flood to start");
 
     // Keystroke echo on another terminal while the flood runs and a reader is stuck.
@@ -361,6 +362,59 @@ describe("terminal holder over real sshd", () => {
 
     for (const c of [writer, slow, echoer]) c.link.close();
   }, 180_000);
+
+  it("reads a flood nobody keeps up with at the unwatched rate (the program blocks), and at full speed again once a reader is back at the end", async () => {
+    const first = await connect();
+    const loud = new Screen("unwatched", { keep: false });
+    await loud.term.attach(first.link);
+    await loud.waitForText("# ");
+    loud.term.write("yes 0123456789abcdef\r");
+    // Watched: read at the shell's pace.
+    await waitFor(() => loud.bytes() > 2 * MIB, 30_000, "the watched flood");
+    const watchedFrom = loud.bytes();
+    const watchedStart = performance.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    const watchedRate = ((loud.bytes() - watchedFrom) / (performance.now() - watchedStart)) * 1000;
+    first.link.close(); // the tab is closed: no reader at all
+
+    // Unwatched: the log end (OPENED.end from a reader that reads nothing) grows at most at
+    // UNWATCHED_RATE; a peek opens with `from: -1` and leaves at once.
+    const peekLink = (await connect()).link;
+    const end = async (): Promise<number> => {
+      const peek = new Screen("unwatched", { mode: "read", keep: false });
+      const info: HolderOpened = await peek.term.attach(peekLink);
+      peekLink.detach("unwatched");
+      return info.end;
+    };
+    await new Promise((r) => setTimeout(r, 1000)); // the reader's lag passes LIVE_LAG, throttling starts
+    const e1 = await end();
+    const t1 = performance.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    const e2 = await end();
+    const unwatchedRate = ((e2 - e1) / (performance.now() - t1)) * 1000;
+
+    // A reader back at the end lifts the throttle at once.
+    const back = new Screen("unwatched", { keep: false });
+    const again = await connect();
+    await back.term.attach(again.link);
+    const backStart = performance.now();
+    await waitFor(() => back.bytes() > 2 * MIB, 30_000, "full speed with a reader at the end");
+    const backRate = (back.bytes() / (performance.now() - backStart)) * 1000;
+    back.term.write("\u0003");
+    back.term.write("echo QUIET-$((2+2))\r");
+    await back.waitForText("QUIET-4\r\n", 30_000);
+    console.log(
+      `flood read rate: watched ${(watchedRate / MIB).toFixed(1)} MiB/s, unwatched ${(unwatchedRate / 1024).toFixed(0)} KiB/s, reader back ${(backRate / MIB).toFixed(1)} MiB/s`,
+    );
+    // 128 KiB/s (labdeck-holder UNWATCHED_RATE) plus one 64 KiB read of slack per second.
+    expect(unwatchedRate).toBeLessThan(192 * 1024);
+    expect(unwatchedRate).toBeGreaterThan(0); // still read: an unattended job goes on
+    expect(watchedRate).toBeGreaterThan(4 * unwatchedRate);
+    expect(backRate).toBeGreaterThan(4 * unwatchedRate);
+    expect(back.gaps).toEqual([]);
+    for (const c of [again]) c.link.close();
+    peekLink.close();
+  }, 120_000);
 
   it("keeps the shell through a restart of sshd that ends every SSH login", async () => {
     const first = await connect();

@@ -1,7 +1,12 @@
 /**
  * POST /api/labs/:slug/session — start or resume the caller's own session of a lab (new sessions
- * get machines and the lab's setup) and hand out a write token per machine. Learners: the labs of
+ * get machines and the lab's setup) and hand out a write token per machine and per extra tab. Learners: the labs of
  * their live cohorts and labs marked `openToAll`; admins and instructors: any.
+ *
+ * `?async=1` (the lab page): answers at once; a session that is not ready yet answers 202 with
+ * its id, and the start goes on in this process: the page follows it on `GET
+ * /api/sessions/:id/start` and posts again when it is ready. Without it the answer waits for the
+ * session (API clients, tests).
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
@@ -12,7 +17,8 @@ import { currentLabVersion } from "@/server/labs/versions";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
 import { machineEndpoint, startOrResumeSession } from "@/server/sessions/lab-sessions";
-import { terminalTokens } from "@/server/terminal/token";
+import { openTabs } from "@/server/terminal/tabs";
+import { tabTokens, terminalTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";
 
@@ -33,21 +39,36 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   if (services.env.LABDECK_MACHINES === "netns-demo" && lab.manifest.changesMachine) return apiError(request, 409, "labNeedsRealMachines");
   const refusal = await services.refuseUnbuiltImage(lab);
   if (refusal) return Response.json(refusal, { status: 503 });
+  const waitForReady = new URL(request.url).searchParams.get("async") !== "1";
+  let onStarted: (sessionId: string) => void = () => undefined;
+  const begun = new Promise<{ starting: string }>((resolve) => (onStarted = (sessionId) => resolve({ starting: sessionId })));
+  const start = startOrResumeSession(
+    services.db,
+    services.provider,
+    { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
+      idleMinutes: limits?.idleMinutes,
+      labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
+    },
+    (sessionId, onScript) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine), undefined, onScript),
+    { onStarted, queue: true },
+  );
+  // The terminals log in while the page loads and asks for them (seconds per login under TCG).
+  start.then((session) => services.terminals.prewarm(session.id, session.machines), () => undefined);
+  if (!waitForReady) {
+    // The start runs on without the request; its failure is on the session row (startError).
+    start.catch((error: Error) => log.warn({ slug, err: error.message }, "lab session start failed"));
+    const first = await Promise.race([start.then((session) => ({ session }), () => null), begun]);
+    if (first && "starting" in first) return Response.json({ sessionId: first.starting, state: "starting" }, { status: 202 });
+  }
   try {
-    const session = await startOrResumeSession(
-      services.db,
-      services.provider,
-      { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
-        idleMinutes: limits?.idleMinutes,
-        labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
-      },
-      (sessionId) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine)),
-    );
+    const session = await start;
     return Response.json({
       sessionId: session.id,
       expiresAt: session.expiresAt?.toISOString() ?? null,
       mode: "write",
       machines: terminalTokens(services.secret, session.id, session.machines, "write", user.id),
+      // The learner's extra shells (server/terminal/tabs.ts), so a reload shows them again.
+      tabs: tabTokens(services.secret, session.id, await openTabs(services.db, session.id), "write", user.id),
     });
   } catch (error) {
     if (isNoCapacity(error)) return apiError(request, 503, "noCapacity");

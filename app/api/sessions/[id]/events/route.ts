@@ -1,7 +1,8 @@
 /**
  * GET /api/sessions/:id/events — Server-Sent Events: `progress` with the full Progress whenever it
  * changes, first once on connect; `watchers` with the names of who watches its terminals read-only
- * (on connect and on every change), so the learner sees they are being watched. For the
+ * (on connect and on every change), so the learner sees they are being watched; `tabs` with the
+ * learner's open extra shells (on connect and on every change: the watch view shows them). For the
  * session's owner and its watchers (server/http/streams.ts eventStream: keep-alive, slot release).
  * When the caller's access ends while it is open (signed out, removed, cohort ended): `revoked`
  * with the reason, then the stream ends.
@@ -10,6 +11,7 @@ import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
 import { apiError, apiRoute } from "@/server/http/route";
 import { eventStream, revokeOnAccessChange, streamSlot } from "@/server/http/streams";
+import { openTabs } from "@/server/terminal/tabs";
 
 export const dynamic = "force-dynamic";
 
@@ -23,11 +25,13 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   return eventStream(request, release, async (out) => {
     out.onClose(services.bus.onProgress(id, (progress: Progress) => out.send("progress", progress)));
     out.onClose(services.bus.onWatchers(id, (names) => out.send("watchers", { watchers: names })));
+    out.onClose(services.bus.onTabs(id, (tabs) => out.send("tabs", { tabs })));
     // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
     out.onClose(
       revokeOnAccessChange(services.bus, user.id, async () => requireSession(services.db, await requireUser(services.auth, request.headers), id, "watch"), out.revoke),
     );
     out.send("progress", await services.grader.progress(id));
     out.send("watchers", { watchers: await services.watchers.watchers(id) });
+    out.send("tabs", { tabs: await openTabs(services.db, id) });
   });
 });

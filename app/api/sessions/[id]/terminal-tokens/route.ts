@@ -1,11 +1,13 @@
 /**
  * GET /api/sessions/:id/terminal-tokens — terminal tokens for a session the caller may open:
  * write tokens for its owner, read-only tokens for a watcher (an admin, or an instructor of the
- * learner's cohort). 404 for anyone else.
+ * learner's cohort); one per machine (its first shell) and one per open extra tab (`tabs`).
+ * 404 for anyone else.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import { apiRoute } from "@/server/http/route";
-import { terminalTokens } from "@/server/terminal/token";
+import { openTabs } from "@/server/terminal/tabs";
+import { tabTokens, terminalTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";
 
@@ -19,5 +21,6 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
     sessionId: id,
     mode,
     machines: terminalTokens(services.secret, id, machines.map((m) => m.name), mode, user.id),
+    tabs: tabTokens(services.secret, id, await openTabs(services.db, id), mode, user.id),
   });
 });

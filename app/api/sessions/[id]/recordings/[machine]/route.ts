@@ -1,4 +1,8 @@
-/** GET one machine's terminal recording as asciicast v2 (markers at every step unlock and Check): same access as the list. */
+/**
+ * GET one terminal's recording as asciicast v2 (markers at every step unlock and Check): same
+ * access as the list. `:machine` is the terminal's name: `node01`, or `node01#2` (URL-encoded) for
+ * an extra shell (server/terminal/tab-names.ts).
+ */
 import { z } from "zod";
 import { Denied, requireUser } from "@/server/auth/guard";
 import { castText, loadCast, sessionMarkers } from "@/server/recordings/asciicast";
@@ -8,7 +12,7 @@ import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";
 
-const MachineName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/);
+const MachineName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}(#[0-9]{1,2})?$/);
 
 export const GET = apiRoute<{ params: Promise<{ id: string; machine: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);

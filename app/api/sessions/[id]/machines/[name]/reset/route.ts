@@ -1,6 +1,7 @@
 /**
  * POST /api/sessions/:id/machines/:name/reset — puts the caller's machine back to the lab's start
- * (fresh disk, then the lab's setup for it); answers when it is ready. Steps done stay done. The
+ * (the state saved after the lab's setup, or a fresh disk and the lab's setup for it); answers when
+ * it is ready. Steps done stay done. The
  * owner only.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
@@ -23,5 +24,7 @@ export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(
     runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
   );
   if (!done) return apiError(request, 404, "noSuchMachine");
+  // Every process's terminals and check connections into the machine are from before the reset.
+  await services.bus.publishMachineRestored(id, name);
   return Response.json({ ok: true });
 });

@@ -1,0 +1,248 @@
+/**
+ * What a learner feels in the browser (issue 12 item 1), in Debian Chromium: the real lab page
+ * against the browser's floor, in one run, over the same server and the same machine's terminal.
+ *
+ *   lab     /labs/hello-terminal as a signed-in learner sees it (components/terminal/Terminal.tsx),
+ *           probed through the page's terminal handle (window.__labdeck: onRender, cursorLine);
+ *   floor   a minimal page on the same origin (fulfilled by Playwright): xterm.js with the same
+ *           font and grid, xterm's default cursor (no blink), the same TerminalConnection to the
+ *           same server's socket (bench/lib/typing-page.ts, floor=1). Same session, same shell.
+ *
+ * Measured per page, rounds interleaved (the order alternates):
+ *   keystrokes  keydown (capture, xterm's textarea) to the first xterm render whose cursor row shows
+ *               every key typed on it so far, at human pace (random gaps), into `cat`;
+ *   bulk        `head -c N /dev/urandom | base64` from Enter to its end marker on screen, and the
+ *               longest long-animation-frame meanwhile (PerformanceObserver: the page runs no
+ *               requestAnimationFrame loop of its own, which would change what it measures).
+ *
+ * Starts its own app (e2e/serve.ts: netns sshd hosts, embedded PostgreSQL, server.ts in
+ * production mode; run `next build` first). --mode short (CI) measures a little and fails only when it
+ * cannot measure; the targets (lab ≈ floor) are the printed ratios, not an exit code.
+ *
+ *   flock /tmp/labdeck-test.lock npx tsx bench/browser-typing.ts [--keys 300] [--rounds 3] [--bulk-mib 4] [--mode full|short] [--json out.json]
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import { z } from "zod";
+import { benchFlags } from "./lib/flags";
+
+const SLUG = "hello-terminal";
+const MACHINE = "controlplane";
+/** Human pace: the gap between two keys is drawn from this range, ms. */
+const GAP_MS = { min: 60, max: 220 };
+/** Keys typed per line before Enter (a fresh line of `cat`). */
+const LINE_KEYS = 40;
+const PROMPT = /[#$][\s\u00a0]*$/;
+const SERVER_START_MS = 180_000;
+const READY_MS = 120_000;
+const BULK_TIMEOUT_MS = 300_000;
+
+const Flags = z.object({
+  keys: z.coerce.number().int().min(10).max(20_000).default(300),
+  rounds: z.coerce.number().int().min(1).max(50).default(3),
+  "bulk-mib": z.coerce.number().min(0.1).max(256).default(4),
+  /** short: CI's mode (40 keys, 1 round, 1 MiB). */
+  mode: z.enum(["full", "short"]).default("full"),
+  json: z.string().min(1).optional(),
+});
+const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--json FILE]");
+const opts = parsed.mode === "short" ? { ...parsed, keys: 40, rounds: 1, "bulk-mib": 1 } : parsed;
+
+process.env.LOG_LEVEL ??= "warn";
+const { bundle, typingPageHtml } = await import("./lib/bundle");
+const { chromium } = await import("playwright-core");
+const { CHROMIUM_ARGS, CHROMIUM_PATH } = await import("../e2e/chromium");
+const { signInNewUser, joinNewCohort, adminLoginFile } = await import("../e2e/accounts");
+const { freePort } = await import("../server/testing/stack");
+const m = await import("./lib/measure");
+type Stats = import("./lib/measure").Stats;
+type Page = import("playwright-core").Page;
+
+declare global {
+  interface Window {
+    __frames?: { longest: number; count: number; reset(): void };
+  }
+}
+
+interface PageResult {
+  keys: Stats;
+  lost: number;
+  bulkMs: number[];
+  longestFrameMs: number[];
+}
+
+/** Adds the keystroke probe (bench/lib/lab-probe.ts) to the lab page once its terminal is mounted. */
+async function probeLabPage(page: Page, probe: string): Promise<void> {
+  await page.waitForFunction((machine) => Boolean(window.__labdeck?.terminals[machine]), MACHINE, { timeout: READY_MS, polling: 200 });
+  await page.addScriptTag({ content: `document.currentScript.dataset.machine = ${JSON.stringify(MACHINE)};\n${probe}` });
+}
+
+/** Longest long-animation-frame (or long task, where LoAF is missing) since the last reset. */
+async function watchFrames(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const state = { longest: 0, count: 0, reset: () => ((state.longest = 0), (state.count = 0)) };
+    window.__frames = state;
+    const type = PerformanceObserver.supportedEntryTypes.includes("long-animation-frame") ? "long-animation-frame" : "longtask";
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        state.longest = Math.max(state.longest, entry.duration);
+        state.count++;
+      }
+    }).observe({ type, buffered: false });
+  });
+}
+
+async function waitInPage(page: Page, what: string, test: (s: { status: string; text: string }) => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await page.evaluate(() => {
+      const b = (window as unknown as { __bench?: { status: string; text(): string } }).__bench;
+      return { status: b?.status ?? "loading", text: b?.text() ?? "" };
+    });
+    if (test(state)) return;
+    if (Date.now() > deadline) throw new Error(`no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`);
+    await m.sleep(200);
+  }
+}
+
+/** Gets the shell into `cat` (every key echoes as typed, no line editing), once per page load. */
+async function intoCat(page: Page): Promise<void> {
+  await waitInPage(page, "prompt", (s) => s.status === "connected" && PROMPT.test(s.text.trimEnd()), READY_MS);
+  await page.keyboard.type("stty -echoctl; cat\n");
+  await waitInPage(page, "cat", (s) => /cat\s*$/.test(s.text.trimEnd()), 20_000);
+  await m.sleep(500);
+  await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
+}
+
+async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz";
+  let lost = 0;
+  for (let i = 0; i < n; i++) {
+    await page.keyboard.press(alphabet[Math.floor(Math.random() * alphabet.length)]!);
+    const ms = await page.evaluate((t) => (window as unknown as { __bench: { waitGlyph(t: number): Promise<number | null> } }).__bench.waitGlyph(t), m.ECHO_TIMEOUT_MS);
+    if (ms === null) lost++;
+    else out.push(ms);
+    if ((i + 1) % LINE_KEYS === 0 || i === n - 1) {
+      await page.keyboard.press("Enter");
+      await m.sleep(m.SETTLE_MS);
+      await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
+    }
+    await m.sleep(GAP_MS.min + Math.random() * (GAP_MS.max - GAP_MS.min));
+  }
+  return lost;
+}
+
+/** Leaves `cat`, prints N bytes of base64 and an end marker; ms from Enter to the marker on screen, and the longest frame meanwhile. */
+async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number }> {
+  await page.keyboard.press("Control+D");
+  await waitInPage(page, "prompt after cat", (s) => PROMPT.test(s.text.trimEnd()), 20_000);
+  const bytes = Math.round(opts["bulk-mib"] * m.MIB);
+  const marker = `BULK-${round}-${Math.floor(Math.random() * 1e6)}`;
+  // The marker is built by the shell, so the command line itself does not contain it.
+  const [head, tail] = [marker.slice(0, 5), marker.slice(5)];
+  await page.keyboard.type(`head -c ${bytes} /dev/urandom | base64 -w 76; echo ${head}''${tail}`);
+  await page.evaluate(() => window.__frames!.reset());
+  const started = Date.now();
+  await page.keyboard.press("Enter");
+  const deadline = started + BULK_TIMEOUT_MS;
+  for (;;) {
+    const done = await page.evaluate((mk) => (window as unknown as { __bench: { text(): string } }).__bench.text().includes(`\n${mk}`), marker);
+    if (done) break;
+    if (Date.now() > deadline) throw new Error(`bulk output did not end within ${BULK_TIMEOUT_MS} ms`);
+    await m.sleep(50);
+  }
+  const ms = Date.now() - started;
+  const longestFrameMs = await page.evaluate(() => window.__frames!.longest);
+  // A clear screen and scrollback for what follows (xterm's buffer is full of base64), then `cat` again.
+  await page.keyboard.type("clear\n");
+  await m.sleep(500);
+  await page.keyboard.type("cat\n");
+  await waitInPage(page, "cat", (s) => /cat\s*$/.test(s.text.trimEnd()), 20_000);
+  await m.sleep(300);
+  await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
+  return { ms, longestFrameMs };
+}
+
+const t0 = Date.now();
+const port = await freePort();
+const baseURL = `http://127.0.0.1:${port}`;
+const serve = spawn(process.execPath, ["--import", "tsx", "e2e/serve.ts", "--port", String(port)], { stdio: ["ignore", "ignore", "inherit"] });
+let browser: import("playwright-core").Browser | undefined;
+const results: Record<"lab" | "floor", PageResult> = {
+  lab: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
+  floor: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
+};
+try {
+  for (const deadline = Date.now() + SERVER_START_MS; ; ) {
+    if (await fs.stat(adminLoginFile(port)).catch(() => null)) break;
+    if (serve.exitCode !== null) throw new Error(`e2e/serve.ts exited with ${serve.exitCode}`);
+    if (Date.now() > deadline) throw new Error(`the app did not start within ${SERVER_START_MS / 1000} s`);
+    await m.sleep(300);
+  }
+  // The floor page is fulfilled by Playwright, so Chromium takes it for a public page and refuses
+  // its socket to loopback (Local Network Access): allowed, as in bench/typing-under-load.ts.
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"] });
+  const context = await browser.newContext({ baseURL, viewport: { width: 1400, height: 900 } });
+  // tsx (esbuild keepNames) wraps the functions this file hands to page.evaluate in __name(...).
+  await context.addInitScript("globalThis.__name = (f) => f;");
+  const email = await signInNewUser(context, baseURL);
+  await joinNewCohort(baseURL, email, [SLUG]);
+  const started = await context.request.post(`/api/labs/${SLUG}/session`, { headers: { origin: baseURL } });
+  if (!started.ok()) throw new Error(`lab session: HTTP ${started.status()} ${await started.text()}`);
+  const { sessionId } = (await started.json()) as { sessionId: string };
+  const [html, labProbe] = await Promise.all([typingPageHtml(), bundle("bench/lib/lab-probe.ts")]);
+  await context.route(`${baseURL}/__bench-floor*`, (route) => route.fulfill({ contentType: "text/html", body: html }));
+  console.error(`app up and session ${sessionId} in ${Date.now() - t0} ms`);
+
+  const samples = { lab: [] as number[], floor: [] as number[] };
+  const perRound = Math.ceil(opts.keys / opts.rounds);
+  for (let round = 0; round < opts.rounds; round++) {
+    const order: ("lab" | "floor")[] = round % 2 ? ["lab", "floor"] : ["floor", "lab"];
+    for (const which of order) {
+      const page = await context.newPage();
+      page.on("pageerror", (error) => console.error(`${which} page error: ${error.message}`));
+      if (which === "lab") {
+        await page.goto(`/labs/${SLUG}`);
+        await probeLabPage(page, labProbe);
+      } else {
+        await page.goto(`/__bench-floor?floor=1&machine=${MACHINE}&tokens=${encodeURIComponent(`/api/sessions/${sessionId}/terminal-tokens`)}`);
+      }
+      await watchFrames(page);
+      await intoCat(page);
+      results[which].lost += await typeKeys(page, perRound, samples[which]);
+      const b = await bulk(page, round);
+      results[which].bulkMs.push(b.ms);
+      results[which].longestFrameMs.push(b.longestFrameMs);
+      await page.keyboard.press("Control+D");
+      await page.close();
+      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, longest frame ${Math.round(b.longestFrameMs)} ms`);
+    }
+  }
+  results.lab.keys = m.stats(samples.lab);
+  results.floor.keys = m.stats(samples.floor);
+  if (results.lab.keys.n === 0 || results.floor.keys.n === 0) throw new Error("no keystroke was measured on one of the pages");
+
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const f = (x: number) => x.toFixed(1);
+  const rows = (["floor", "lab"] as const).map((w) => {
+    const r = results[w];
+    return `| ${w} | ${r.keys.n} | ${f(r.keys.p50)} | ${f(r.keys.p90)} | ${f(r.keys.p99)} | ${r.lost} | ${f(median(r.bulkMs) / 1000)} | ${Math.round(Math.max(...r.longestFrameMs))} |`;
+  });
+  const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
+  console.log(`Browser typing (Chromium ${browser.version()}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`);
+  console.log("| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms |");
+  console.log("|---|---|---|---|---|---|---|---|");
+  for (const r of rows) console.log(r);
+  console.log(
+    `lab/floor: p50 ${ratio(results.lab.keys.p50, results.floor.keys.p50)}x (${f(results.lab.keys.p50 - results.floor.keys.p50)} ms), ` +
+      `p99 ${ratio(results.lab.keys.p99, results.floor.keys.p99)}x (${f(results.lab.keys.p99 - results.floor.keys.p99)} ms), ` +
+      `bulk ${ratio(median(results.lab.bulkMs), median(results.floor.bulkMs))}x`,
+  );
+  if (opts.json) await fs.writeFile(opts.json, JSON.stringify({ opts, results }, null, 2));
+} finally {
+  await browser?.close();
+  if (serve.exitCode === null) {
+    serve.kill("SIGTERM");
+    await new Promise((r) => serve.once("exit", r));
+  }
+}

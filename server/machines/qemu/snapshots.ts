@@ -1,0 +1,83 @@
+/**
+ * Saved machine states (issue 15): a VM's whole state (RAM, devices, disk) kept as an internal
+ * snapshot of its qcow2 overlay, so that a reset or a resume restores instead of booting.
+ *
+ *   lab-start  taken right after the lab's setup (a prepared pool set or a cold start): a reset
+ *              of the machine is a `loadvm` of it (seconds), not a fresh disk, a boot and the setup
+ *   suspended  taken when an idle session is suspended (the guest paused, saved, QEMU ended): the
+ *              resume starts QEMU with `-loadvm`; the learner's shells, still in the machine's
+ *              terminal holder, are where they were
+ *
+ * A restored guest wakes up with the clock, the random generator and the terminal holder of the
+ * moment it was saved: `afterRestore` steps the clock, reseeds the kernel's generator with host
+ * randomness (besides vmgenid, vm.ts) and, for lab-start, restarts the holder so the terminal
+ * offsets of the shells the learner had before the reset are not reused by a new log.
+ * Snapshots are only valid for the QEMU build and accelerator that wrote them (`snapshotHost`):
+ * any other host boots from the disk instead.
+ */
+import { randomBytes } from "node:crypto";
+import { HOLDER_UNIT } from "../../terminal/holder/install";
+import type { SshEndpoint } from "../../terminal/ssh";
+import type { SshExecPool } from "../ssh-exec";
+import { requireTools, run } from "./command";
+import type { Accel } from "./vm";
+
+/** The state after the lab's setup: what a reset returns to. */
+export const LAB_START = "lab-start";
+/** The running state a suspend saved. */
+export const SUSPENDED = "suspended";
+/** Longest the fix-up after a restore may run in the guest, s (a TCG guest that just woke up is slow). */
+const AFTER_RESTORE_TIMEOUT_S = 60;
+/** Host randomness mixed into a restored guest's pool, bytes. */
+const RESEED_BYTES = 64;
+
+let qemuVersion: Promise<string> | undefined;
+
+/**
+ * Who can load this host's snapshots: QEMU's version line and the accelerator. A state saved by
+ * another QEMU build (a package upgrade) or under another accelerator may not load (or load
+ * wrongly): it is not used there.
+ */
+export async function snapshotHost(accel: Accel): Promise<string> {
+  qemuVersion ??= requireTools(["qemu-system-x86_64"])
+    .then((tools) => run(tools["qemu-system-x86_64"], ["--version"]))
+    .then((out) => out.split("\n")[0]!.trim());
+  return `${await qemuVersion} / ${accel}`;
+}
+
+/**
+ * Bash run as root in a guest right after its state was restored. The clock is stepped to the
+ * host's (the guest's stood still while saved); host randomness is added with credit and the
+ * kernel's generator reseeded (RNDADDENTROPY, RNDRESEEDCRNG), so two restores of one state never
+ * share random numbers (keys, TCP sequence numbers); with `restartHolder` the terminal holder
+ * starts as a new instance.
+ */
+export function afterRestoreScript(options: { epochMs: number; restartHolder: boolean; seed?: Buffer }): string {
+  const seed = (options.seed ?? randomBytes(RESEED_BYTES)).toString("hex");
+  const seconds = (options.epochMs / 1000).toFixed(3);
+  return [
+    "set -eu",
+    `date -u -s @${seconds} >/dev/null`,
+    "python3 - <<'PY'",
+    "import fcntl, os, struct",
+    `seed = bytes.fromhex("${seed}")`,
+    'fd = os.open("/dev/random", os.O_WRONLY)',
+    "# RNDADDENTROPY (_IOW('R', 3, int[2])): struct rand_pool_info { int entropy_count; int buf_size; u32 buf[]; }",
+    'fcntl.ioctl(fd, 0x40085203, struct.pack("ii", len(seed) * 8, len(seed)) + seed)',
+    "# RNDRESEEDCRNG (_IO('R', 7)): the next random bytes come from the new pool",
+    "fcntl.ioctl(fd, 0x5207)",
+    "PY",
+    ...(options.restartHolder ? [`systemctl restart ${HOLDER_UNIT}.service`] : []),
+  ].join("\n");
+}
+
+/** Runs the fix-up in a restored guest; throws with its output when it fails. */
+export async function afterRestore(exec: SshExecPool, endpoint: SshEndpoint, restartHolder: boolean): Promise<void> {
+  // Never a pooled connection from before: the restored guest knows nothing of it.
+  exec.close(endpoint);
+  const result = await exec.run(endpoint, afterRestoreScript({ epochMs: Date.now(), restartHolder }), AFTER_RESTORE_TIMEOUT_S);
+  exec.close(endpoint);
+  if (result.outcome !== "pass") {
+    throw new Error(`${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`);
+  }
+}
