@@ -15,6 +15,11 @@
  *               longest long-animation-frame meanwhile (PerformanceObserver: the page runs no
  *               requestAnimationFrame loop of its own, which would change what it measures).
  *
+ * Renderer choice (issue 12 item 2): --gpu swiftshader starts Chromium with software WebGL (this
+ * machine has no GPU; SwiftShader stands in for one) and adds a third page, floor-webgl: the floor
+ * page with xterm's WebGL renderer (@xterm/addon-webgl), beside the DOM renderer in the same
+ * browser. The default (--gpu off) is the browser as CI and a GPU-less learner run it.
+ *
  * Starts its own app (e2e/serve.ts: netns sshd hosts, embedded PostgreSQL, server.ts in
  * production mode; run `next build` first). --mode short (CI) measures a little and fails only when it
  * cannot measure; the targets (lab ≈ floor) are the printed ratios, not an exit code.
@@ -44,8 +49,10 @@ const Flags = z.object({
   /** short: CI's mode (40 keys, 1 round, 1 MiB). */
   mode: z.enum(["full", "short"]).default("full"),
   json: z.string().min(1).optional(),
+  /** off: Chromium with --disable-gpu (DOM renderer only); swiftshader: software WebGL, and the floor page also with the WebGL renderer. */
+  gpu: z.enum(["off", "swiftshader"]).default("off"),
 });
-const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--json FILE]");
+const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--gpu off|swiftshader] [--json FILE]");
 const opts = parsed.mode === "short" ? { ...parsed, keys: 40, rounds: 1, "bulk-mib": 1 } : parsed;
 
 process.env.LOG_LEVEL ??= "warn";
@@ -168,10 +175,14 @@ const port = await freePort();
 const baseURL = `http://127.0.0.1:${port}`;
 const serve = spawn(process.execPath, ["--import", "tsx", "e2e/serve.ts", "--port", String(port)], { stdio: ["ignore", "ignore", "inherit"] });
 let browser: import("playwright-core").Browser | undefined;
-const results: Record<"lab" | "floor", PageResult> = {
+type Which = "lab" | "floor" | "floor-webgl";
+const pages: Which[] = opts.gpu === "swiftshader" ? ["floor", "floor-webgl", "lab"] : ["floor", "lab"];
+/** Per page measured (floor-webgl only with --gpu swiftshader). */
+const results: Partial<Record<Which, PageResult>> & Record<"lab" | "floor", PageResult> = {
   lab: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
   floor: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
 };
+if (pages.includes("floor-webgl")) results["floor-webgl"] = { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] };
 try {
   for (const deadline = Date.now() + SERVER_START_MS; ; ) {
     if (await fs.stat(adminLoginFile(port)).catch(() => null)) break;
@@ -181,7 +192,10 @@ try {
   }
   // The floor page is fulfilled by Playwright, so Chromium takes it for a public page and refuses
   // its socket to loopback (Local Network Access): allowed, as in bench/typing-under-load.ts.
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"] });
+  // swiftshader: software WebGL (ANGLE on SwiftShader) instead of --disable-gpu.
+  const gpuArgs = opts.gpu === "swiftshader" ? ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"] : [];
+  const args = [...CHROMIUM_ARGS.filter((a) => opts.gpu === "off" || a !== "--disable-gpu"), ...gpuArgs, "--disable-features=LocalNetworkAccessChecks"];
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args });
   const context = await browser.newContext({ baseURL, viewport: { width: 1400, height: 900 } });
   // tsx (esbuild keepNames) wraps the functions this file hands to page.evaluate in __name(...).
   await context.addInitScript("globalThis.__name = (f) => f;");
@@ -194,10 +208,10 @@ try {
   await context.route(`${baseURL}/__bench-floor*`, (route) => route.fulfill({ contentType: "text/html", body: html }));
   console.error(`app up and session ${sessionId} in ${Date.now() - t0} ms`);
 
-  const samples = { lab: [] as number[], floor: [] as number[] };
+  const samples: Record<Which, number[]> = { lab: [], floor: [], "floor-webgl": [] };
   const perRound = Math.ceil(opts.keys / opts.rounds);
   for (let round = 0; round < opts.rounds; round++) {
-    const order: ("lab" | "floor")[] = round % 2 ? ["lab", "floor"] : ["floor", "lab"];
+    const order = round % 2 ? [...pages].reverse() : pages;
     for (const which of order) {
       const page = await context.newPage();
       page.on("pageerror", (error) => console.error(`${which} page error: ${error.message}`));
@@ -205,31 +219,37 @@ try {
         await page.goto(`/labs/${SLUG}`);
         await probeLabPage(page, labProbe);
       } else {
-        await page.goto(`/__bench-floor?floor=1&machine=${MACHINE}&tokens=${encodeURIComponent(`/api/sessions/${sessionId}/terminal-tokens`)}`);
+        const renderer = which === "floor-webgl" ? "&renderer=webgl" : "";
+        await page.goto(`/__bench-floor?floor=1${renderer}&machine=${MACHINE}&tokens=${encodeURIComponent(`/api/sessions/${sessionId}/terminal-tokens`)}`);
+        const used = await page.evaluate(() => (window as unknown as { __bench: { renderer: string } }).__bench.renderer);
+        if (which === "floor-webgl" && used !== "webgl") throw new Error(`the WebGL renderer did not start: ${used}`);
       }
       await watchFrames(page);
       await intoCat(page);
-      results[which].lost += await typeKeys(page, perRound, samples[which]);
+      const result = results[which]!;
+      result.lost += await typeKeys(page, perRound, samples[which]);
       const b = await bulk(page, round);
-      results[which].bulkMs.push(b.ms);
-      results[which].longestFrameMs.push(b.longestFrameMs);
+      result.bulkMs.push(b.ms);
+      result.longestFrameMs.push(b.longestFrameMs);
       await page.keyboard.press("Control+D");
       await page.close();
       console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, longest frame ${Math.round(b.longestFrameMs)} ms`);
     }
   }
-  results.lab.keys = m.stats(samples.lab);
-  results.floor.keys = m.stats(samples.floor);
-  if (results.lab.keys.n === 0 || results.floor.keys.n === 0) throw new Error("no keystroke was measured on one of the pages");
+  for (const w of pages) {
+    const result = results[w]!;
+    result.keys = m.stats(samples[w]);
+    if (result.keys.n === 0) throw new Error(`no keystroke was measured on the ${w} page`);
+  }
 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const f = (x: number) => x.toFixed(1);
-  const rows = (["floor", "lab"] as const).map((w) => {
-    const r = results[w];
+  const rows = pages.map((w) => {
+    const r = results[w]!;
     return `| ${w} | ${r.keys.n} | ${f(r.keys.p50)} | ${f(r.keys.p90)} | ${f(r.keys.p99)} | ${r.lost} | ${f(median(r.bulkMs) / 1000)} | ${Math.round(Math.max(...r.longestFrameMs))} |`;
   });
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
-  console.log(`Browser typing (Chromium ${browser.version()}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`);
+  console.log(`Browser typing (Chromium ${browser.version()}, GPU ${opts.gpu}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`);
   console.log("| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms |");
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows) console.log(r);
@@ -238,6 +258,13 @@ try {
       `p99 ${ratio(results.lab.keys.p99, results.floor.keys.p99)}x (${f(results.lab.keys.p99 - results.floor.keys.p99)} ms), ` +
       `bulk ${ratio(median(results.lab.bulkMs), median(results.floor.bulkMs))}x`,
   );
+  if (results["floor-webgl"]) {
+    const g = results["floor-webgl"];
+    console.log(
+      `webgl/dom (floor page): p50 ${ratio(g.keys.p50, results.floor.keys.p50)}x, p99 ${ratio(g.keys.p99, results.floor.keys.p99)}x, ` +
+        `bulk ${ratio(median(g.bulkMs), median(results.floor.bulkMs))}x, longest frame ${Math.round(Math.max(...g.longestFrameMs))} vs ${Math.round(Math.max(...results.floor.longestFrameMs))} ms`,
+    );
+  }
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify({ opts, results }, null, 2));
 } finally {
   await browser?.close();

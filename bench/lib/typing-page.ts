@@ -7,6 +7,7 @@
  */
 import { Terminal } from "@xterm/xterm";
 import { Unicode11Addon } from "@xterm/addon-unicode11";
+import { WebglAddon } from "@xterm/addon-webgl";
 import { TerminalConnection } from "@/components/terminal/connection";
 import { glyphProbe } from "./glyph-probe";
 
@@ -20,6 +21,8 @@ declare global {
       waitGlyph(timeoutMs: number): Promise<number | null>;
       text(): string;
       bytes(): number;
+      /** The renderer in use: "dom", or "webgl" when ?renderer=webgl got a WebGL2 context. */
+      renderer: string;
     };
   }
 }
@@ -46,6 +49,21 @@ const term = new Terminal({
 term.loadAddon(new Unicode11Addon());
 term.unicode.activeVersion = "11";
 term.open(host);
+/** renderer=webgl: xterm's WebGL renderer (bench/browser-typing.ts --webgl compares it with the DOM renderer). */
+let renderer = "dom";
+if (params.get("renderer") === "webgl") {
+  try {
+    const webgl = new WebglAddon();
+    webgl.onContextLoss(() => {
+      renderer = "dom (webgl context lost)";
+      webgl.dispose();
+    });
+    term.loadAddon(webgl);
+    renderer = "webgl";
+  } catch (error) {
+    renderer = `dom (webgl failed: ${(error as Error).message})`;
+  }
+}
 
 const probe = glyphProbe({
   textarea: term.textarea!,
@@ -89,6 +107,9 @@ window.__bench = {
     return lines.join("\n");
   },
   bytes: () => connection.bytesReceived,
+  get renderer() {
+    return renderer;
+  },
 };
 connection.start();
 term.focus();

@@ -7,24 +7,32 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
-import { CloseCode } from "@/server/terminal/protocol";
-import { TerminalConnection, type ConnectionStatus } from "./connection";
+import { CloseCode, encodeOutput } from "@/server/terminal/protocol";
+import { CONSUMED_EVERY_BYTES, TerminalConnection, WRITE_PIECE_BYTES, type ConnectionStatus } from "./connection";
 
 let wss: WebSocketServer;
 let hellos: number[];
-let closeFirstWith: number;
+let closeFirstWith: number | null;
+/** Sent after the ready (a test's output frames), and what the page sent back after that. */
+let afterReady: ((ws: WebSocket) => void) | null;
+let received: { type: string; offset?: number }[];
 
 beforeEach(async () => {
   hellos = [];
+  closeFirstWith = null;
+  afterReady = null;
+  received = [];
   wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
   await new Promise((r) => wss.once("listening", r));
   wss.on("connection", (ws) => {
     ws.on("message", (raw) => {
       const message = JSON.parse(String(raw)) as { type: string };
+      received.push(message);
       if (message.type !== "hello") return;
       hellos.push(performance.now());
-      if (hellos.length === 1) ws.close(closeFirstWith, "server restarting");
-      else ws.send(JSON.stringify({ type: "ready", machine: "node01", mode: "write", offset: 0 })); // a valid ready (protocol.ts), or the page closes with 4400
+      if (hellos.length === 1 && closeFirstWith !== null) return ws.close(closeFirstWith, "server restarting");
+      ws.send(JSON.stringify({ type: "ready", machine: "node01", mode: "write", offset: 0 })); // a valid ready (protocol.ts), or the page closes with 4400
+      afterReady?.(ws);
     });
   });
   Object.assign(globalThis, { WebSocket, location: { protocol: "http:", host: `127.0.0.1:${(wss.address() as AddressInfo).port}` } });
@@ -68,5 +76,43 @@ describe("TerminalConnection on a server restart", () => {
     const { gapMs, statuses } = await reconnectAfterClose(CloseCode.internal);
     expect(gapMs).toBeGreaterThanOrEqual(290);
     expect(statuses[0]).toEqual({ status: "reconnecting", message: "LOST" });
+  });
+});
+
+describe("TerminalConnection output to xterm", () => {
+  it("writes a large output frame in pieces of at most WRITE_PIECE_BYTES (xterm yields only between writes), and reports consumed only once the last is written", async () => {
+    const data = new Uint8Array(100 * 1024).map((_, i) => 32 + (i % 90));
+    afterReady = (ws) => ws.send(encodeOutput(0, data));
+    const pieces: Uint8Array[] = [];
+    const callbacks: (() => void)[] = [];
+    const connection = new TerminalConnection(
+      "node01",
+      async () => "token",
+      {
+        write(piece, written) {
+          pieces.push(piece.slice());
+          if (written) callbacks.push(written);
+        },
+        reset() {},
+        size: () => ({ cols: 80, rows: 24 }),
+      },
+      {
+        onStatus: () => undefined,
+        messages: { lost: "", closeUnauthorized: "", closeForbidden: "", closeNotFound: "", sessionOver: () => "", closed: () => "", revoked: () => "" },
+      },
+    );
+    connection.start();
+    const deadline = Date.now() + 5_000;
+    while (pieces.reduce((n, p) => n + p.byteLength, 0) < data.byteLength && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(pieces.map((p) => p.byteLength)).toEqual([16, 16, 16, 16, 16, 16, 4].map((k) => k * 1024));
+    expect(pieces.every((p) => p.byteLength <= WRITE_PIECE_BYTES)).toBe(true);
+    expect(Buffer.concat(pieces).equals(Buffer.from(data))).toBe(true);
+    expect(callbacks).toHaveLength(1); // the last piece's
+    expect(received.some((m) => m.type === "consumed")).toBe(false);
+    callbacks[0]!();
+    while (!received.some((m) => m.type === "consumed") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    connection.stop();
+    expect(data.byteLength).toBeGreaterThan(CONSUMED_EVERY_BYTES);
+    expect(received.find((m) => m.type === "consumed")).toMatchObject({ offset: data.byteLength });
   });
 });

@@ -54,6 +54,12 @@ const QUEUED_INPUT_CHARS = 16 * 1024;
  * back its own terminal, not the server.
  */
 export const OUTPUT_WINDOW_BYTES = 1024 * 1024;
+/**
+ * Output goes to xterm in pieces of at most this many bytes. xterm parses one write without a
+ * break and looks at the clock (its 12 ms budget per frame) only between writes, so a 64–256 KiB
+ * frame (a flood, the holder's batched reads) held the tab for one long frame.
+ */
+export const WRITE_PIECE_BYTES = 16 * 1024;
 /** The page reports what xterm has written (`consumed`) once this many bytes have been written since the last report. */
 export const CONSUMED_EVERY_BYTES = 64 * 1024;
 
@@ -221,7 +227,12 @@ export class TerminalConnection {
       this.ws?.close(4000, "output gap");
       return;
     }
-    this.screen.write(decoded.data.subarray(this.offset - decoded.offset), () => this.written(end));
+    const data = decoded.data.subarray(this.offset - decoded.offset);
+    for (let at = 0; at < data.byteLength; at += WRITE_PIECE_BYTES) {
+      const last = at + WRITE_PIECE_BYTES >= data.byteLength;
+      // A UTF-8 sequence cut between two pieces is fine: xterm's decoder keeps its state across writes.
+      this.screen.write(data.subarray(at, at + WRITE_PIECE_BYTES), last ? () => this.written(end) : undefined);
+    }
     this.offset = end;
   }
 

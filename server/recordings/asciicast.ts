@@ -45,65 +45,137 @@ export async function sessionMarkers(db: Db, sessionId: string, titles: Map<stri
   ].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
 
-/** Builds the cast of one recording; null when the terminal has none. */
-export async function loadCast(db: Db, sessionId: string, machine: string, markers: RecordingMarker[], title?: string): Promise<Cast | null> {
-  const recording = await db.terminalRecording.findUnique({
-    where: { sessionId_machine: { sessionId, machine } },
-    select: { startedAt: true, chunks: { orderBy: { offset: "asc" }, select: { events: true, data: true } } },
-  });
+/** Recording rows read per database query while a cast streams (each row at most MAX_CHUNK_BYTES). */
+export const CAST_PAGE_ROWS = 16;
+
+type Chunk = { events: ChunkEvent[]; data: Buffer };
+
+/**
+ * The asciicast file of one recording, in pieces of whole lines, read from the database a page of rows at a time:
+ * a recording of up to the per-session limit (64 MiB) is never held in memory whole, by the
+ * server or by the page's player fetching it. Null when the terminal has no recording.
+ */
+export async function castLines(db: Db, sessionId: string, machine: string, markers: RecordingMarker[], title?: string): Promise<AsyncGenerator<string> | null> {
+  const recording = await db.terminalRecording.findUnique({ where: { sessionId_machine: { sessionId, machine } }, select: { id: true, startedAt: true } });
   if (!recording) return null;
-  return buildCast(
-    recording.startedAt,
-    recording.chunks.map((c) => ({ events: c.events as ChunkEvent[], data: Buffer.from(c.data) })),
-    markers,
-    title,
-  );
+  const page = (after: number) =>
+    db.recordingChunk.findMany({
+      where: { recordingId: recording.id, offset: { gt: after } },
+      orderBy: { offset: "asc" },
+      take: CAST_PAGE_ROWS,
+      select: { offset: true, events: true, data: true },
+    });
+  const first = await page(-1);
+  async function* rows(): AsyncGenerator<Chunk> {
+    let rowsOf = first;
+    while (rowsOf.length) {
+      for (const row of rowsOf) yield { events: row.events as ChunkEvent[], data: Buffer.from(row.data) };
+      if (rowsOf.length < CAST_PAGE_ROWS) return;
+      rowsOf = await page(rowsOf.at(-1)!.offset);
+    }
+  }
+  const chunks = first.map((row) => ({ events: row.events as ChunkEvent[] }));
+  return castStream(recording.startedAt, firstSize(chunks), rows(), markers, title);
+}
+
+/** Builds the cast of one recording in memory (tests, benches); null when the terminal has none. */
+export async function loadCast(db: Db, sessionId: string, machine: string, markers: RecordingMarker[], title?: string): Promise<Cast | null> {
+  const lines = await castLines(db, sessionId, machine, markers, title);
+  if (!lines) return null;
+  let text = "";
+  for await (const piece of lines) text += piece;
+  const [header, ...events] = text.trimEnd().split("\n");
+  return { header: JSON.parse(header!) as Cast["header"], events: events.map((line) => JSON.parse(line) as CastEvent) };
 }
 
 /**
  * Output bytes are decoded as one UTF-8 stream over every chunk, so a character split between
  * two reads (or two rows) arrives whole in the later event.
  */
-export function buildCast(startedAt: Date, chunks: { events: ChunkEvent[]; data: Buffer }[], markers: RecordingMarker[], title?: string): Cast {
-  const t0 = startedAt.getTime();
-  const decoder = new TextDecoder("utf-8");
-  const terminal: CastEvent[] = [];
-  let size: string | null = null;
-  let current: string | null = null;
-  for (const chunk of chunks) {
+export function buildCast(startedAt: Date, chunks: Chunk[], markers: RecordingMarker[], title?: string): Cast {
+  const writer = new CastWriter(startedAt, firstSize(chunks), markers, title);
+  const events = [...chunks.flatMap((chunk) => writer.push(chunk)), ...writer.end()];
+  return { header: writer.header, events };
+}
+
+/** The header's size: the first resize among `chunks` (the attach's), as "COLSxROWS". */
+function firstSize(chunks: { events: ChunkEvent[] }[]): string | null {
+  for (const chunk of chunks) for (const e of chunk.events) if (e[1] === "r") return e[2];
+  return null;
+}
+
+async function* castStream(startedAt: Date, size: string | null, chunks: AsyncIterable<Chunk>, markers: RecordingMarker[], title?: string): AsyncGenerator<string> {
+  const writer = new CastWriter(startedAt, size, markers, title);
+  yield JSON.stringify(writer.header) + "\n";
+  for await (const chunk of chunks) {
+    const events = writer.push(chunk);
+    if (events.length) yield events.map((e) => JSON.stringify(e) + "\n").join("");
+  }
+  const last = writer.end();
+  if (last.length) yield last.map((e) => JSON.stringify(e) + "\n").join("");
+}
+
+/**
+ * Turns recording rows, in offset order, into cast events as they come: output in byte order with
+ * times that never go back (two processes' clocks may differ a little), resizes when the size
+ * changes, and each marker before the first output after its time.
+ */
+class CastWriter {
+  readonly header: Cast["header"];
+  private readonly t0: number;
+  private readonly decoder = new TextDecoder("utf-8");
+  private readonly marks: CastEvent[];
+  private nextMark = 0;
+  /** The size now (null before the first resize; the header's then is the one it will be). */
+  private current: string | null = null;
+  private last = 0;
+
+  constructor(
+    startedAt: Date,
+    private readonly headerSize: string | null,
+    markers: RecordingMarker[],
+    title?: string,
+  ) {
+    this.t0 = startedAt.getTime();
+    const [cols, rows] = (headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`).split("x").map(Number);
+    this.header = { version: 2, width: cols || DEFAULT_SIZE.cols, height: rows || DEFAULT_SIZE.rows, timestamp: Math.floor(this.t0 / 1000), ...(title ? { title } : {}) };
+    this.marks = markers.map((m) => [round(Math.max(0, m.at.getTime() - this.t0) / 1000), "m", markerLabel(m)]);
+  }
+
+  push(chunk: Chunk): CastEvent[] {
+    const out: CastEvent[] = [];
     let at = 0;
     for (const e of chunk.events) {
-      const time = Math.max(0, e[0] - t0) / 1000;
+      const time = Math.max(0, e[0] - this.t0) / 1000;
       if (e[1] === "r") {
         // The first size is the header's; a re-attach repeats the size it had, which is no event.
-        if (size === null) size = current = e[2];
-        else if (e[2] !== current) terminal.push([time, "r", (current = e[2])]);
+        const was = this.current ?? this.headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`;
+        this.current = e[2];
+        if (e[2] !== was) this.emit(out, [time, "r", e[2]]);
         continue;
       }
-      const text = decoder.decode(chunk.data.subarray(at, at + e[2]), { stream: true });
+      const text = this.decoder.decode(chunk.data.subarray(at, at + e[2]), { stream: true });
       at += e[2];
-      if (text) terminal.push([time, "o", text]);
+      if (text) this.emit(out, [time, "o", text]);
     }
+    return out;
   }
-  const tail = decoder.decode();
-  if (tail) terminal.push([terminal.at(-1)?.[0] ?? 0, "o", tail]);
 
-  // Output stays in byte order; its times never go back (two processes' clocks may differ a little).
-  let last = 0;
-  for (const e of terminal) e[0] = last = Math.max(last, round(e[0]));
-  const marks: CastEvent[] = markers.map((m) => [round(Math.max(0, m.at.getTime() - t0) / 1000), "m", markerLabel(m)]);
-  const events: CastEvent[] = [];
-  let i = 0;
-  for (const mark of marks) {
-    while (i < terminal.length && terminal[i]![0] <= mark[0]) events.push(terminal[i++]!);
-    events.push(mark);
+  /** What is left: a character the last row cut short, and markers after the last output. */
+  end(): CastEvent[] {
+    const out: CastEvent[] = [];
+    const tail = this.decoder.decode();
+    if (tail) this.emit(out, [this.last, "o", tail]);
+    out.push(...this.marks.slice(this.nextMark));
+    this.nextMark = this.marks.length;
+    return out;
   }
-  events.push(...terminal.slice(i));
-  const [cols, rows] = (size ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`).split("x").map(Number);
-  return {
-    header: { version: 2, width: cols || DEFAULT_SIZE.cols, height: rows || DEFAULT_SIZE.rows, timestamp: Math.floor(t0 / 1000), ...(title ? { title } : {}) },
-    events,
-  };
+
+  private emit(out: CastEvent[], event: CastEvent): void {
+    event[0] = this.last = Math.max(this.last, round(event[0]));
+    while (this.nextMark < this.marks.length && this.marks[this.nextMark]![0] < event[0]) out.push(this.marks[this.nextMark++]!);
+    out.push(event);
+  }
 }
 
 function round(seconds: number): number {

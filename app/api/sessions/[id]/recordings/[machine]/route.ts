@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { Denied, requireUser } from "@/server/auth/guard";
-import { castText, loadCast, sessionMarkers } from "@/server/recordings/asciicast";
+import { castLines, sessionMarkers } from "@/server/recordings/asciicast";
 import { requireRecordingAccess } from "@/server/recordings/access";
 import { apiRoute } from "@/server/http/route";
 import { sessionLabById } from "@/server/sessions/lab-versions";
@@ -22,9 +22,21 @@ export const GET = apiRoute<{ params: Promise<{ id: string; machine: string }> }
   if (!name.success) throw new Denied(404, "noSuchRecording");
   const lab = (await sessionLabById(services.db, services.labs, id).catch(() => null))?.lab ?? null;
   const titles = new Map((lab?.manifest.steps ?? []).map((s) => [s.id, s.title]));
-  const cast = await loadCast(services.db, id, name.data, await sessionMarkers(services.db, id, titles), `${session.labSlug} ${name.data}`);
-  if (!cast) throw new Denied(404, "noSuchRecording");
-  return new Response(castText(cast), {
+  const lines = await castLines(services.db, id, name.data, await sessionMarkers(services.db, id, titles), `${session.labSlug} ${name.data}`);
+  if (!lines) throw new Denied(404, "noSuchRecording");
+  // Streamed a page of rows at a time (asciicast.ts): a long recording is never whole in memory.
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await lines.next();
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      await lines.return(undefined);
+    },
+  });
+  return new Response(body, {
     headers: { "content-type": "application/x-asciicast; charset=utf-8", "cache-control": "private, no-store" },
   });
 });
