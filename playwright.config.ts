@@ -23,7 +23,8 @@ export default defineConfig({
   },
   projects: [
     // Real sshd hosts in network namespaces: the terminal path, the grader, the UI (webServer below).
-    { name: "netns", testIgnore: "**/e2e/vm/**" },
+    // e2e/firefox runs under vitest (puppeteer-core drives Firefox; Playwright cannot here).
+    { name: "netns", testIgnore: ["**/e2e/vm/**", "**/e2e/firefox/**"] },
     // Real QEMU VMs (real kernels) for labs that need them; the server is a worker fixture
     // (e2e/vm/fixtures.ts) so only runs that include this project boot VMs. Minutes under TCG.
     { name: "vm", testDir: "e2e/vm" },

@@ -67,20 +67,46 @@ export function adminApi(baseURL: string): Promise<APIRequestContext> {
 
 let counter = 0;
 
-/** A new user with `role`, signed in in `context` (its cookies). Returns the email. */
-export async function signInNewUser(context: BrowserContext, baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<string> {
+/** An invitation for a new user with `role`, made by the first admin: the email and the invitation's token. */
+async function inviteNewUser(baseURL: string, role: "learner" | "instructor" | "admin"): Promise<{ email: string; token: string }> {
   const admin = await adminApi(baseURL);
   const email = `${role}-${Date.now()}-${++counter}@e2e.test`;
   const created = await admin.post("/api/invitations", { data: { email, role } });
   if (!created.ok()) throw new Error(`invitation failed: HTTP ${created.status()} ${await created.text()}`);
   const { url } = (await created.json()) as { url: string };
-  const token = url.slice(url.lastIndexOf("/") + 1);
+  return { email, token: url.slice(url.lastIndexOf("/") + 1) };
+}
+
+/** A new user with `role`, signed in in `context` (its cookies). Returns the email. */
+export async function signInNewUser(context: BrowserContext, baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<string> {
+  const { email, token } = await inviteNewUser(baseURL, role);
   const accepted = await context.request.post(`${baseURL}/api/invitations/accept`, {
     data: { token, name: `E2E ${role}`, password: E2E_PASSWORD },
     headers: { origin: baseURL },
   });
   if (!accepted.ok()) throw new Error(`accepting the invitation failed: HTTP ${accepted.status()} ${await accepted.text()}`);
   return email;
+}
+
+/**
+ * A new user signed in over HTTP alone, for a browser Playwright does not drive (Firefox over
+ * WebDriver BiDi): the email and the session cookies the server set, to put into that browser.
+ */
+export async function newUserCookies(baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<{ email: string; cookies: { name: string; value: string }[] }> {
+  const { email, token } = await inviteNewUser(baseURL, role);
+  const accepted = await fetch(`${baseURL}/api/invitations/accept`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: baseURL },
+    body: JSON.stringify({ token, name: `E2E ${role}`, password: E2E_PASSWORD }),
+  });
+  if (!accepted.ok) throw new Error(`accepting the invitation failed: HTTP ${accepted.status} ${await accepted.text()}`);
+  const cookies = accepted.headers.getSetCookie().map((line) => {
+    const [pair] = line.split(";");
+    const at = pair!.indexOf("=");
+    return { name: pair!.slice(0, at).trim(), value: pair!.slice(at + 1).trim() };
+  });
+  if (!cookies.length) throw new Error("accepting the invitation set no cookie");
+  return { email, cookies };
 }
 
 /**

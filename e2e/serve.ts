@@ -14,15 +14,19 @@ import { z } from "zod";
 import { createNetnsHosts, writeStaticHostsFile } from "../server/machines/netns-hosts";
 import { acceptFirstAdminLink, adminLoginFile } from "./accounts";
 
-const Args = z.object({ port: z.coerce.number().int().min(1).max(65535) });
-const args = Args.parse(parseArgs({ options: { port: { type: "string" } } }).values);
-
 /** Subnet of the e2e hosts (10.213.<n>.0/24); the unit tests use others. */
 const E2E_SUBNET = 60;
 
+const Args = z.object({
+  port: z.coerce.number().int().min(1).max(65535),
+  /** Another subnet (and host set) for a run beside Playwright's (the Firefox test uses 62). */
+  subnet: z.coerce.number().int().min(1).max(254).default(E2E_SUBNET),
+});
+const args = Args.parse(parseArgs({ options: { port: { type: "string" }, subnet: { type: "string" } } }).values);
+
 const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-e2e-"));
 await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
-const hosts = await createNetnsHosts({ id: "e2e", names: ["controlplane", "node01", "node02"], subnet: E2E_SUBNET, dir: path.join(dir, "hosts") });
+const hosts = await createNetnsHosts({ id: args.subnet === E2E_SUBNET ? "e2e" : `e2e${args.subnet}`, names: ["controlplane", "node01", "node02"], subnet: args.subnet, dir: path.join(dir, "hosts") });
 const hostsFile = path.join(dir, "hosts.json");
 await writeStaticHostsFile(hosts, hostsFile, "shared");
 

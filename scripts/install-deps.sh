@@ -18,6 +18,14 @@ source scripts/lib/apt.sh
 # (server/machines/qemu/egress.ts)
 APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
   qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light nftables)
+# --test (.ci/run, and anyone running `npm test`): what only the test suite needs.
+# firefox-esr: the copy-and-paste test in Firefox (e2e/firefox/), driven over WebDriver BiDi.
+if [[ ${1:-} == --test ]]; then
+  APT_PACKAGES+=(firefox-esr)
+elif [[ -n ${1:-} ]]; then
+  echo "usage: bash scripts/install-deps.sh [--test]" >&2
+  exit 2
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
