@@ -13,7 +13,9 @@
  *               every key typed on it so far, at human pace (random gaps), into `cat`;
  *   bulk        `head -c N /dev/urandom | base64` from Enter to its end marker on screen, and the
  *               longest long-animation-frame meanwhile (PerformanceObserver: the page runs no
- *               requestAnimationFrame loop of its own, which would change what it measures).
+ *               requestAnimationFrame loop of its own, which would change what it measures),
+ *               split into its scripts' time, its rendering and the rest (the main thread
+ *               waiting: another task, or no CPU).
  *
  * Renderer choice (issue 12 item 2): --gpu swiftshader starts Chromium with software WebGL (this
  * machine has no GPU; SwiftShader stands in for one) and adds a third page, floor-webgl: the floor
@@ -65,9 +67,17 @@ const m = await import("./lib/measure");
 type Stats = import("./lib/measure").Stats;
 type Page = import("playwright-core").Page;
 
+/** What the longest frame was made of (long-animation-frame entries; zeros where only longtask exists). */
+interface FrameParts {
+  /** Sum of the frame's script entries (xterm's parser, the connection, React), ms. */
+  scriptMs: number;
+  /** From renderStart to the frame's end (rAF callbacks, style, layout, paint), ms. */
+  renderMs: number;
+}
+
 declare global {
   interface Window {
-    __frames?: { longest: number; count: number; reset(): void };
+    __frames?: { longest: number; parts: FrameParts; count: number; reset(): void };
   }
 }
 
@@ -87,12 +97,20 @@ async function probeLabPage(page: Page, probe: string): Promise<void> {
 /** Longest long-animation-frame (or long task, where LoAF is missing) since the last reset. */
 async function watchFrames(page: Page): Promise<void> {
   await page.evaluate(() => {
-    const state = { longest: 0, count: 0, reset: () => ((state.longest = 0), (state.count = 0)) };
+    const state = { longest: 0, parts: { scriptMs: 0, renderMs: 0 }, count: 0, reset: () => ((state.longest = 0), (state.count = 0), (state.parts = { scriptMs: 0, renderMs: 0 })) };
     window.__frames = state;
     const type = PerformanceObserver.supportedEntryTypes.includes("long-animation-frame") ? "long-animation-frame" : "longtask";
+    type LoAF = PerformanceEntry & { renderStart?: number; scripts?: { duration: number }[] };
     new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) {
-        state.longest = Math.max(state.longest, entry.duration);
+      for (const entry of list.getEntries() as LoAF[]) {
+        if (entry.duration > state.longest) {
+          state.longest = entry.duration;
+          const renderStart = entry.renderStart ?? 0;
+          state.parts = {
+            scriptMs: (entry.scripts ?? []).reduce((sum, script) => sum + script.duration, 0),
+            renderMs: renderStart > 0 ? entry.startTime + entry.duration - renderStart : 0,
+          };
+        }
         state.count++;
       }
     }).observe({ type, buffered: false });
@@ -140,7 +158,7 @@ async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
 }
 
 /** Leaves `cat`, prints N bytes of base64 and an end marker; ms from Enter to the marker on screen, and the longest frame meanwhile. */
-async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number }> {
+async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts }> {
   await page.keyboard.press("Control+D");
   await waitInPage(page, "prompt after cat", (s) => PROMPT.test(s.text.trimEnd()), 20_000);
   const bytes = Math.round(opts["bulk-mib"] * m.MIB);
@@ -159,7 +177,7 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
     await m.sleep(50);
   }
   const ms = Date.now() - started;
-  const longestFrameMs = await page.evaluate(() => window.__frames!.longest);
+  const { longest: longestFrameMs, parts } = await page.evaluate(() => ({ longest: window.__frames!.longest, parts: window.__frames!.parts }));
   // A clear screen and scrollback for what follows (xterm's buffer is full of base64), then `cat` again.
   await page.keyboard.type("clear\n");
   await m.sleep(500);
@@ -167,7 +185,7 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
   await waitInPage(page, "cat", (s) => /cat\s*$/.test(s.text.trimEnd()), 20_000);
   await m.sleep(300);
   await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
-  return { ms, longestFrameMs };
+  return { ms, longestFrameMs, parts };
 }
 
 const t0 = Date.now();
@@ -233,7 +251,7 @@ try {
       result.longestFrameMs.push(b.longestFrameMs);
       await page.keyboard.press("Control+D");
       await page.close();
-      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, longest frame ${Math.round(b.longestFrameMs)} ms`);
+      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting)`);
     }
   }
   for (const w of pages) {
