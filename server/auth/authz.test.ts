@@ -10,6 +10,7 @@ import { parseEnv } from "../config";
 import { setServices } from "../services";
 import { TerminalTestClient } from "../testing/terminal-client";
 import { startTestStack, type TestStack } from "../testing/stack";
+import { signInCookie } from "../testing/sign-in";
 import { signTerminalToken } from "../terminal/token";
 import { CloseCode } from "../terminal/protocol";
 import { createInvitation, findOpenInvitation } from "./invitations";
@@ -91,14 +92,7 @@ function request(actor: Actor, path: string, init: RequestInit = {}): Request {
 
 const params = <T extends object>(p: T) => ({ params: Promise.resolve(p) });
 
-async function signIn(email: string): Promise<string> {
-  const response = await stack.auth.api.signInEmail({ body: { email, password: PASSWORD }, asResponse: true });
-  expect(response.status).toBe(200);
-  return response.headers
-    .getSetCookie()
-    .map((c) => c.split(";")[0])
-    .join("; ");
-}
+const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 
 beforeAll(async () => {
   stack = await startTestStack({ subnet: 52, terminalAuth: "session" });

@@ -15,6 +15,7 @@ import { setServices } from "../services";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { startLabWebServer } from "../testing/lab-web-server";
 import { startTestStack, type TestStack } from "../testing/stack";
+import { signInCookie } from "../testing/sign-in";
 import { previewAccess } from "./access";
 import { previewOrigin, type PreviewBase } from "./address";
 import { grantCookieName, signPreview } from "./grant";
@@ -38,14 +39,7 @@ const users = {} as Record<Exclude<Actor, "anonymous">, UserView>;
 const cookies = {} as Record<Actor, string>;
 const stops: (() => Promise<void>)[] = [];
 
-async function signIn(email: string): Promise<string> {
-  const response = await stack.auth.api.signInEmail({ body: { email, password: PASSWORD }, asResponse: true });
-  expect(response.status).toBe(200);
-  return response.headers
-    .getSetCookie()
-    .map((c) => c.split(";")[0])
-    .join("; ");
-}
+const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 
 /** GET /api/sessions/:id/preview as `actor`. */
 function entry(actor: Actor, id: string, query: string): Promise<Response> {

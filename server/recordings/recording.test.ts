@@ -11,6 +11,7 @@ import { parseEnv } from "../config";
 import { setServices } from "../services";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { startTestStack, type TestStack } from "../testing/stack";
+import { signInCookie } from "../testing/sign-in";
 import { TerminalTestClient } from "../testing/terminal-client";
 import { refuseUnbuiltImage } from "../labs/image-status";
 import type { Progress } from "../grader/progress";
@@ -29,14 +30,7 @@ const cookies = {} as Record<keyof typeof users | "anonymous", string>;
 /** What the browser received on node01, in order. */
 let received: Buffer;
 
-async function signIn(email: string): Promise<string> {
-  const response = await stack.auth.api.signInEmail({ body: { email, password: PASSWORD }, asResponse: true });
-  expect(response.status).toBe(200);
-  return response.headers
-    .getSetCookie()
-    .map((c) => c.split(";")[0])
-    .join("; ");
-}
+const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 
 function get(actor: keyof typeof cookies, machine?: string): Promise<Response> {
   const path = `/api/sessions/${sessionId}/recordings${machine ? `/${machine}` : ""}`;
