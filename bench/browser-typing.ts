@@ -28,7 +28,6 @@
  *
  *   flock /tmp/labdeck-test.lock npx tsx bench/browser-typing.ts [--keys 300] [--rounds 3] [--bulk-mib 4] [--mode full|short] [--json out.json]
  */
-import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { benchFlags } from "./lib/flags";
@@ -40,7 +39,6 @@ const GAP_MS = { min: 60, max: 220 };
 /** Keys typed per line before Enter (a fresh line of `cat`). */
 const LINE_KEYS = 40;
 const PROMPT = /[#$][\s\u00a0]*$/;
-const SERVER_START_MS = 180_000;
 const READY_MS = 120_000;
 const BULK_TIMEOUT_MS = 300_000;
 
@@ -61,8 +59,8 @@ process.env.LOG_LEVEL ??= "warn";
 const { bundle, typingPageHtml } = await import("./lib/bundle");
 const { chromium } = await import("playwright-core");
 const { CHROMIUM_ARGS, CHROMIUM_PATH } = await import("../e2e/chromium");
-const { signInNewUser, joinNewCohort, adminLoginFile } = await import("../e2e/accounts");
-const { freePort } = await import("../server/testing/stack");
+const { signInNewUser, joinNewCohort } = await import("../e2e/accounts");
+const { serveChild } = await import("../e2e/serve-child");
 const m = await import("./lib/measure");
 type Stats = import("./lib/measure").Stats;
 type Page = import("playwright-core").Page;
@@ -189,25 +187,16 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
 }
 
 const t0 = Date.now();
-const port = await freePort();
-const baseURL = `http://127.0.0.1:${port}`;
-const serve = spawn(process.execPath, ["--import", "tsx", "e2e/serve.ts", "--port", String(port)], { stdio: ["ignore", "ignore", "inherit"] });
+const app = await serveChild();
+const { baseURL } = app;
 let browser: import("playwright-core").Browser | undefined;
 type Which = "lab" | "floor" | "floor-webgl";
 const pages: Which[] = opts.gpu === "swiftshader" ? ["floor", "floor-webgl", "lab"] : ["floor", "lab"];
 /** Per page measured (floor-webgl only with --gpu swiftshader). */
-const results: Partial<Record<Which, PageResult>> & Record<"lab" | "floor", PageResult> = {
-  lab: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
-  floor: { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] },
-};
-if (pages.includes("floor-webgl")) results["floor-webgl"] = { keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] };
+const empty = (): PageResult => ({ keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] });
+const results: Partial<Record<Which, PageResult>> & Record<"lab" | "floor", PageResult> = { lab: empty(), floor: empty() };
+if (pages.includes("floor-webgl")) results["floor-webgl"] = empty();
 try {
-  for (const deadline = Date.now() + SERVER_START_MS; ; ) {
-    if (await fs.stat(adminLoginFile(port)).catch(() => null)) break;
-    if (serve.exitCode !== null) throw new Error(`e2e/serve.ts exited with ${serve.exitCode}`);
-    if (Date.now() > deadline) throw new Error(`the app did not start within ${SERVER_START_MS / 1000} s`);
-    await m.sleep(300);
-  }
   // The floor page is fulfilled by Playwright, so Chromium takes it for a public page and refuses
   // its socket to loopback (Local Network Access): allowed, as in bench/typing-under-load.ts.
   // swiftshader: software WebGL (ANGLE on SwiftShader) instead of --disable-gpu.
@@ -286,8 +275,5 @@ try {
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify({ opts, results }, null, 2));
 } finally {
   await browser?.close();
-  if (serve.exitCode === null) {
-    serve.kill("SIGTERM");
-    await new Promise((r) => serve.once("exit", r));
-  }
+  await app.stop();
 }

@@ -16,37 +16,25 @@
  *
  *   npx vitest run e2e/firefox
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import fs from "node:fs/promises";
 import type { Browser, Page } from "puppeteer-core";
 import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminLoginFile, joinNewCohort, newUserCookies } from "../accounts";
-import { freePort } from "../../server/testing/stack";
+import { joinNewCohort, newUserCookies } from "../accounts";
+import { serveChild, type ServedApp } from "../serve-child";
 
 export const FIREFOX_PATH = process.env.FIREFOX_PATH ?? "/usr/bin/firefox-esr";
 /** 10.213.62.0/24: beside Playwright's e2e hosts (60) and every unit test's. */
 const SUBNET = 62;
 const SLUG = "hello-terminal";
 
-let serve: ChildProcess;
+let app: ServedApp;
 let browser: Browser;
 let page: Page;
 let baseURL: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  baseURL = `http://127.0.0.1:${port}`;
-  serve = spawn(process.execPath, ["--import", "tsx", "e2e/serve.ts", "--port", String(port), "--subnet", String(SUBNET)], {
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, LOG_LEVEL: "warn" },
-  });
-  for (const deadline = Date.now() + 180_000; ; ) {
-    if (await fs.stat(adminLoginFile(port)).catch(() => null)) break;
-    if (serve.exitCode !== null) throw new Error(`e2e/serve.ts exited with ${serve.exitCode}`);
-    if (Date.now() > deadline) throw new Error("the app did not start within 180 s");
-    await new Promise((r) => setTimeout(r, 300));
-  }
+  app = await serveChild({ subnet: SUBNET, env: { LOG_LEVEL: "warn" } });
+  ({ baseURL } = app);
   const { email, cookies } = await newUserCookies(baseURL);
   await joinNewCohort(baseURL, email, [SLUG]);
   browser = await puppeteer.launch({
@@ -63,10 +51,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (serve && serve.exitCode === null) {
-    serve.kill("SIGTERM");
-    await new Promise((r) => serve.once("exit", r));
-  }
+  await app?.stop();
 }, 60_000);
 
 async function poll<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
