@@ -47,9 +47,11 @@ if (v) { passed += v.numPassedTests; failed += v.numFailedTests; skipped += v.nu
 if (p) { passed += p.stats.expected; failed += p.stats.unexpected + p.stats.flaky; skipped += p.stats.skipped; } else failed++;
 // The failed tests by name, last: CI shows the end of the output.
 const names = [];
-for (const file of v?.testResults ?? []) for (const t of file.assertionResults ?? []) if (t.status === "failed") names.push(`vitest ${file.name.replace(process.cwd() + "/", "")} > ${t.fullName ?? t.title}`);
+// With the first lines of why: CI keeps only the end of the output.
+const why = (messages) => (messages ?? []).join("\n").replace(/\x1b\[[0-9;]*m/g, "").split("\n").filter((l) => l.trim()).slice(0, 6).map((l) => `    ${l.slice(0, 300)}`).join("\n");
+for (const file of v?.testResults ?? []) for (const t of file.assertionResults ?? []) if (t.status === "failed") names.push(`vitest ${file.name.replace(process.cwd() + "/", "")} > ${t.fullName ?? t.title}\n${why(t.failureMessages)}`);
 const walk = (suite, trail) => {
-  for (const spec of suite.specs ?? []) for (const test of spec.tests ?? []) if (test.status === "unexpected" || test.status === "flaky") names.push(`playwright ${[...trail, spec.title].join(" > ")} (${test.status})`);
+  for (const spec of suite.specs ?? []) for (const test of spec.tests ?? []) if (test.status === "unexpected" || test.status === "flaky") names.push(`playwright ${[...trail, spec.title].join(" > ")} (${test.status})\n${why((test.results ?? []).flatMap((r) => (r.errors ?? []).map((e) => e.message ?? "")))}`);
   for (const child of suite.suites ?? []) walk(child, [...trail, child.title]);
 };
 for (const suite of p?.suites ?? []) walk(suite, [suite.title]);

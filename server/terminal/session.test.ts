@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { MachineState } from "./protocol";
-import { TerminalSession, type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type Viewer } from "./session";
+import { TerminalSession, type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize, type Viewer } from "./session";
 
 class InMemoryPty implements PtyConnector {
   readonly machine = "node01";
@@ -91,6 +91,35 @@ describe("TerminalSession (in-memory PTY)", () => {
     await tick();
     expect(pty.written).toEqual(["echo hi\r"]);
     expect(viewer.states.at(-1)).toBe("connected");
+  });
+
+  it("gives the PTY the writer's size when the writer attached while the shell was being opened (prewarm), before its input", async () => {
+    const pty = new InMemoryPty();
+    const opened: PtySize[] = [];
+    let finish: () => void = () => {};
+    const slow: PtyConnector = {
+      machine: "node01",
+      open: (size, handlers, from) => {
+        opened.push(size);
+        return new Promise((resolve) => (finish = () => resolve(pty.open(size, handlers, from))));
+      },
+    };
+    const session = new TerminalSession(slow);
+    session.prewarm(); // the lab just became ready: the login starts at the default size
+    const viewer = new RecordingViewer();
+    session.attach(viewer, 0, { cols: 132, rows: 40 }); // the page attaches mid-login
+    session.input(viewer, "stty size\r");
+    finish();
+    await tick();
+    expect(opened.map((s) => `${s.cols}x${s.rows}`)).toEqual(["80x24"]);
+    expect(pty.resizes).toEqual(["132x40"]);
+    expect(pty.written).toEqual(["stty size\r"]);
+    // An open that already had the right size is not resized again.
+    const direct = new InMemoryPty();
+    const second = new TerminalSession(direct);
+    second.attach(new RecordingViewer(), 0, { cols: 100, rows: 30 });
+    await tick();
+    expect(direct.resizes).toEqual([]);
   });
 
   it("resumes a viewer from its offset and sends the current screen to one whose offset is gone", async () => {

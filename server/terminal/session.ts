@@ -278,8 +278,9 @@ export class TerminalSession {
     // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.
     if (this.state !== "stopped") this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
     try {
+      const openedAt = this.size;
       const channel = await this.connector.open(
-        this.size,
+        openedAt,
         {
           onData: (chunk, offset) => this.output(chunk, offset),
           onNotice: (text) => this.notice(text),
@@ -296,6 +297,9 @@ export class TerminalSession {
       this.attempt = 0;
       if (this.everConnected) this.notice(`\r\n[${this.machine} に再接続しました]\r\n`);
       this.everConnected = true;
+      // The writer resized while the shell was being opened (a page attaching to a prewarmed
+      // terminal): the PTY gets the size it has now, before any input typed meanwhile.
+      if (this.size.cols !== openedAt.cols || this.size.rows !== openedAt.rows) channel.resize(this.size);
       this.setState("connected");
       for (const { data, input } of this.pendingInput) channel.write(data, input);
       // Viewers that asked for more than the log turned out to hold get their snapshot now.
