@@ -71,11 +71,13 @@ interface FrameParts {
   scriptMs: number;
   /** From renderStart to the frame's end (rAF callbacks, style, layout, paint), ms. */
   renderMs: number;
+  /** The frame's biggest script entries: what ran them (invoker) and for how long. */
+  top: string;
 }
 
 declare global {
   interface Window {
-    __frames?: { longest: number; parts: FrameParts; count: number; reset(): void };
+    __frames?: { longest: number; parts: FrameParts; count: number; totalMs: number; reset(): void };
   }
 }
 
@@ -95,10 +97,12 @@ async function probeLabPage(page: Page, probe: string): Promise<void> {
 /** Longest long-animation-frame (or long task, where LoAF is missing) since the last reset. */
 async function watchFrames(page: Page): Promise<void> {
   await page.evaluate(() => {
-    const state = { longest: 0, parts: { scriptMs: 0, renderMs: 0 }, count: 0, reset: () => ((state.longest = 0), (state.count = 0), (state.parts = { scriptMs: 0, renderMs: 0 })) };
+    const none = () => ({ scriptMs: 0, renderMs: 0, top: "" });
+    // count and totalMs: the frames over 50 ms (every long-animation-frame entry) and their time.
+    const state = { longest: 0, parts: none(), count: 0, totalMs: 0, reset: () => ((state.longest = 0), (state.count = 0), (state.totalMs = 0), (state.parts = none())) };
     window.__frames = state;
     const type = PerformanceObserver.supportedEntryTypes.includes("long-animation-frame") ? "long-animation-frame" : "longtask";
-    type LoAF = PerformanceEntry & { renderStart?: number; scripts?: { duration: number }[] };
+    type LoAF = PerformanceEntry & { renderStart?: number; scripts?: { duration: number; invoker?: string; invokerType?: string }[] };
     new PerformanceObserver((list) => {
       for (const entry of list.getEntries() as LoAF[]) {
         if (entry.duration > state.longest) {
@@ -107,9 +111,15 @@ async function watchFrames(page: Page): Promise<void> {
           state.parts = {
             scriptMs: (entry.scripts ?? []).reduce((sum, script) => sum + script.duration, 0),
             renderMs: renderStart > 0 ? entry.startTime + entry.duration - renderStart : 0,
+            top: [...(entry.scripts ?? [])]
+              .sort((a, b) => b.duration - a.duration)
+              .slice(0, 3)
+              .map((script) => `${script.invokerType ?? "?"} ${String(script.invoker ?? "").slice(0, 40)} ${Math.round(script.duration)}`)
+              .join("; "),
           };
         }
         state.count++;
+        state.totalMs += entry.duration;
       }
     }).observe({ type, buffered: false });
   });
@@ -156,7 +166,7 @@ async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
 }
 
 /** Leaves `cat`, prints N bytes of base64 and an end marker; ms from Enter to the marker on screen, and the longest frame meanwhile. */
-async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts }> {
+async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts; longFrames: number; longFramesMs: number }> {
   await page.keyboard.press("Control+D");
   await waitInPage(page, "prompt after cat", (s) => PROMPT.test(s.text.trimEnd()), 20_000);
   const bytes = Math.round(opts["bulk-mib"] * m.MIB);
@@ -175,7 +185,12 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
     await m.sleep(50);
   }
   const ms = Date.now() - started;
-  const { longest: longestFrameMs, parts } = await page.evaluate(() => ({ longest: window.__frames!.longest, parts: window.__frames!.parts }));
+  const { longest: longestFrameMs, parts, longFrames, longFramesMs } = await page.evaluate(() => ({
+    longest: window.__frames!.longest,
+    parts: window.__frames!.parts,
+    longFrames: window.__frames!.count,
+    longFramesMs: window.__frames!.totalMs,
+  }));
   // A clear screen and scrollback for what follows (xterm's buffer is full of base64), then `cat` again.
   await page.keyboard.type("clear\n");
   await m.sleep(500);
@@ -183,7 +198,7 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
   await waitInPage(page, "cat", (s) => /cat\s*$/.test(s.text.trimEnd()), 20_000);
   await m.sleep(300);
   await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
-  return { ms, longestFrameMs, parts };
+  return { ms, longestFrameMs, parts, longFrames, longFramesMs };
 }
 
 const t0 = Date.now();
@@ -240,7 +255,7 @@ try {
       result.longestFrameMs.push(b.longestFrameMs);
       await page.keyboard.press("Control+D");
       await page.close();
-      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting)`);
+      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, ${b.longFrames} frames over 50 ms (${Math.round(b.longFramesMs)} ms in them), longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting; top scripts: ${b.parts.top || "none"})`);
     }
   }
   for (const w of pages) {
