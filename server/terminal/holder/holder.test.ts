@@ -491,13 +491,56 @@ describe("terminal holder over real sshd", () => {
     again.close();
     upgraded.close();
   }, 60_000);
+
+  it("upgrades a holder that runs from the install path in place: the same process execs the new file, the shells go on, offsets and input counters too", async () => {
+    const machine = bare.hosts[0]!;
+    const ssh = await connectSsh(endpoint(machine));
+    opened.push(ssh);
+    const installPath = "/root/.labdeck/inplace/labdeck-holder";
+    const socketPath = "/run/labdeck-holder-inplace/holder.sock";
+    const old = Buffer.concat([holderSource(), Buffer.from("# an older release\n")]);
+    await new Promise<void>((resolve, reject) =>
+      ssh.exec(installScript({ installPath, socketPath }), (e, c) => {
+        if (e) return reject(e);
+        c.on("close", () => resolve());
+        c.stderr.resume();
+        c.resume();
+        c.end(old);
+      }),
+    );
+    const oldLink = await waitForLink(ssh, socketPath);
+    expect(oldLink.hello).toMatchObject({ path: installPath, handover: true });
+    expect(oldLink.hello!.version).not.toBe(holderVersion());
+    const first = new Screen("inplace1");
+    await first.term.attach(oldLink);
+    first.term.write("X=41; sleep 300 & seq 1 5000 | md5sum; echo before-$((X+1)) shell-$$\r");
+    await first.waitForText("before-42 shell-");
+    await waitFor(() => /before-42 shell-\d+\r\n/.test(first.text()), 5_000, "the shell's pid");
+    const shellPid = /before-42 shell-(\d+)\r\n/.exec(first.text())![1];
+
+    const upgraded = await ensureHolder(ssh, { installPath, socketPath });
+    expect(upgraded.hello!.version).toBe(holderVersion());
+    expect(upgraded.hello!.pid).toBe(oldLink.hello!.pid);
+    expect(upgraded.hello!.instance).toBe(oldLink.hello!.instance);
+    await waitFor(() => oldLink.isClosed, 5_000, "the old connection to end"); // clients re-attach; the shells never noticed
+
+    const again = new Screen("inplace1", { from: 0 });
+    await again.term.attach(upgraded);
+    again.term.write("echo after-$((X+1)) shell-$$; jobs | grep -c sleep\r");
+    // The same shell (its pid, its variable), its background job still there.
+    await again.waitForText(`after-42 shell-${shellPid}\r\n1\r\n`);
+    expect(again.text()).toContain(`before-42 shell-${shellPid}\r\n`); // the log from before the upgrade, from offset 0
+    expect(again.gaps).toEqual([]);
+    upgraded.close();
+    await sh(ssh, `kill ${upgraded.hello!.pid}`);
+  }, 60_000);
 });
 
-async function waitForLink(ssh: Client): Promise<HolderLink> {
+async function waitForLink(ssh: Client, socketPath?: string): Promise<HolderLink> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      return await connectHolder(ssh);
+      return await connectHolder(ssh, socketPath ? { socketPath } : undefined);
     } catch (error) {
       if (Date.now() > deadline) throw error;
       await new Promise((r) => setTimeout(r, 100));

@@ -37,10 +37,12 @@ const START_POLL_MS = 100;
  * Shell run over SSH (as root) that installs the holder from stdin and (re)starts it outside the
  * SSH login: as a transient systemd unit when systemd is PID 1 (its own cgroup, so ending the
  * login or restarting sshd leaves it alone), else with `setsid -f` (a new session, reparented to
- * init). An old holder (its pid from HELLO) is stopped first: the shells it held end.
+ * init). An old holder (its pid from HELLO) is stopped first: the shells it held end; unless it
+ * runs from `installPath` and can upgrade in place (`inPlace`, from its HELLO): then it is sent
+ * SIGUSR2 and execs the new file with its shells kept (labdeck-holder's header).
  */
-export function installScript(options: { installPath: string; socketPath: string; oldPid?: number }): string {
-  const { installPath, socketPath, oldPid } = options;
+export function installScript(options: { installPath: string; socketPath: string; oldPid?: number; inPlace?: boolean }): string {
+  const { installPath, socketPath, oldPid, inPlace } = options;
   const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
   const command = `"$(command -v python3)" ${q(installPath)} --socket ${q(socketPath)}`;
   return [
@@ -50,6 +52,8 @@ export function installScript(options: { installPath: string; socketPath: string
     `cat > ${q(installPath + ".new")}`,
     `chmod 0755 ${q(installPath + ".new")}`,
     `mv ${q(installPath + ".new")} ${q(installPath)}`,
+    // The old holder runs from this file and can upgrade in place: it execs the new file keeping its shells.
+    ...(inPlace && oldPid ? [`kill -USR2 ${oldPid}`, "exit 0"] : []),
     "if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null; then",
     `  systemctl stop ${HOLDER_UNIT}.service 2>/dev/null || true`,
     `  systemctl reset-failed ${HOLDER_UNIT}.service 2>/dev/null || true`,
@@ -86,7 +90,8 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
   const existing = await connectHolder(client, { socketPath, holderPath: installPath }).catch(() => null);
   if (existing && existing.hello!.version === holderVersion()) return existing;
   existing?.close();
-  const script = installScript({ installPath, socketPath, oldPid: existing?.hello?.pid });
+  const inPlace = existing?.hello?.handover === true && existing.hello.path === installPath;
+  const script = installScript({ installPath, socketPath, oldPid: existing?.hello?.pid, inPlace });
   const installed = await exec(client, script, holderSource());
   if (installed.code !== 0) throw new Error(`installing the terminal holder failed (exit ${installed.code}): ${installed.output.trim()}`);
   const deadline = Date.now() + START_TIMEOUT_MS;
