@@ -7,7 +7,6 @@
  *   npx tsx bench/terminal.ts [--keystrokes 500] [--gap-ms 20] [--mib 50] [--payload x|base64] [--json out.json]
  */
 import fs from "node:fs/promises";
-import type { TerminalTestClient as Client } from "../server/testing/terminal-client";
 import { z } from "zod";
 import { benchFlags } from "./lib/flags";
 
@@ -36,23 +35,9 @@ const opts = flags();
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
 const { TerminalTestClient } = await import("../server/testing/terminal-client");
-const { MIB, SETTLE_MS, LINE_CHARS, msSince, now, rawTerm: openRaw, run, sleep, stats, type } = await import("./lib/measure");
+const { MIB, SETTLE_MS, LINE_CHARS, gatewayTerm, msSince, now, rawTerm: openRaw, run, sleep, stats, type } = await import("./lib/measure");
 const { machineEndpoint } = await import("../server/sessions/lab-sessions");
-const { decodeOutput } = await import("../server/terminal/protocol");
 type Term = import("./lib/measure").Term;
-
-async function gatewayTerm(client: Client): Promise<Term> {
-  const term: Term = { name: "gateway", sink: null, write: (d) => client.input(d), close: () => client.close() };
-  // Runs after the client's own listener: the client keeps every chunk, which we drop at once so
-  // 50 MiB is never retained (nor concatenated) here; offsets are still checked by the client.
-  client.ws.on("message", (data: Buffer, isBinary: boolean) => {
-    if (!isBinary) return;
-    const frame = decodeOutput(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-    client.chunks.length = 0;
-    if (frame) term.sink?.(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength));
-  });
-  return term;
-}
 
 /** Prints about `mib` MiB in the PTY (generated on the host); MiB/s from the bytes received. */
 async function throughput(term: Term, mib: number) {

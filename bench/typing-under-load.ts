@@ -8,14 +8,19 @@
  *               lab page (bench/lib/stream-viewers.ts: a WebSocket client in a child process that
  *               feeds every frame to xterm.js, headless; it acknowledges like the page does);
  *   unwatched   the same N `yes` go on with their viewers' sockets closed.
- * Each phase also types into a raw ssh2 shell on the same machine (the baseline) and records the
- * gateway process's CPU and the bytes it relayed (/proc/<pid>/io wchar, and what viewers got).
+ * Each phase also types into a raw ssh2 shell on the same machine (the baseline) and into another
+ * session's terminal on it through the same gateway from Node (no browser: with the browser's
+ * figure, it tells the gateway's delay from the browser's), and records the gateway process's CPU
+ * and the bytes it relayed (/proc/<pid>/io wchar, and what viewers got).
+ * --viewer-nice N runs the viewers' process at that nice level: they stand for other learners'
+ * browsers, which run on other computers, not on the server's CPU as here (0: as before).
  * The typed terminal is on controlplane; the streams on node01 and node02 (netns sshd hosts, one
  * holder each, as separate machines would be).
  *
- *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--json out.json]
+ *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--viewer-nice 0] [--json out.json]
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
+import os from "node:os";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -35,11 +40,12 @@ const Flags = z.object({
   "settle-s": z.coerce.number().min(0).max(120).default(4),
   /** A phase stops typing after this long (a key lost costs ECHO_TIMEOUT_MS), s. */
   "phase-s": z.coerce.number().min(5).max(3600).default(75),
+  "viewer-nice": z.coerce.number().int().min(0).max(19).default(0),
   json: z.string().min(1).optional(),
 });
 
 function flags(): z.infer<typeof Flags> {
-  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--json FILE]");
+  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--json FILE]");
 }
 
 const opts = flags();
@@ -49,6 +55,7 @@ const { chromium } = await import("playwright-core");
 const { CHROMIUM_ARGS, CHROMIUM_PATH } = await import("../e2e/chromium");
 const { startTestStack, freePort } = await import("../server/testing/stack");
 const { machineEndpoint } = await import("../server/sessions/lab-sessions");
+const { TerminalTestClient } = await import("../server/testing/terminal-client");
 const m = await import("./lib/measure");
 type Stats = import("./lib/measure").Stats;
 
@@ -85,6 +92,9 @@ interface Phase {
   browserLost: number;
   raw: Stats;
   rawLost: number;
+  /** Through the gateway from Node (another session's shell on the same machine). */
+  ws: Stats;
+  wsLost: number;
   gatewayCpuPct: number;
   /** Bytes the gateway process wrote (its WebSockets and SSH channels) per second. */
   gatewayWrittenMiBps: number;
@@ -97,6 +107,7 @@ interface Phase {
 let stack: Awaited<ReturnType<typeof startTestStack>> | undefined;
 let gateway: ChildProcess | undefined;
 let viewers: ChildProcess | undefined;
+let wsClient: import("../server/testing/terminal-client").TerminalTestClient | undefined;
 let browser: Awaited<ReturnType<typeof chromium.launch>> | undefined;
 const cleanup = async () => {
   viewers?.kill("SIGKILL");
@@ -112,6 +123,7 @@ try {
   const t0 = Date.now();
   stack = await startTestStack({ subnet: SUBNET });
   const typist = await stack.startSession("typist");
+  const wsTypist = await stack.startSession("typist-ws");
   const streamers: { sid: string; machine: string }[] = [];
   for (let i = 0; i < opts.streams; i++) streamers.push({ sid: await stack.startSession(`streamer-${i}`), machine: STREAM_MACHINES[i % STREAM_MACHINES.length]! });
   const port = await freePort();
@@ -123,11 +135,17 @@ try {
   const raw = await m.rawTerm(endpoint, { cols: COLS, rows: ROWS });
   await m.run(raw, "stty -echoctl; hostname");
   raw.write("cat\r");
+  wsClient = await TerminalTestClient.connect(wsUrl, { token: stack.token(wsTypist, TYPED_MACHINE), cols: COLS, rows: ROWS });
+  await wsClient.waitFor((c) => c.messages.some((msg) => msg.type === "status" && msg.state === "connected"), 60_000, "ws terminal connected");
+  const ws = m.gatewayTerm(wsClient, "gateway-ws");
+  await m.run(ws, "stty -echoctl; hostname");
+  ws.write("cat\r");
 
   viewers = fork(path.resolve("bench/lib/stream-viewers.ts"), [], {
     execArgv: ["--import", "tsx"],
     env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: wsUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)) }) },
   });
+  if (opts["viewer-nice"] > 0) os.setPriority(viewers.pid!, opts["viewer-nice"]);
   await new Promise((resolve, reject) => {
     viewers!.once("message", resolve);
     viewers!.once("exit", (code) => reject(new Error(`stream viewers exited (${code})`)));
@@ -179,18 +197,16 @@ try {
     const started = m.now();
     const b: number[] = [];
     const r: number[] = [];
+    const w: number[] = [];
     const bLost = { count: 0 };
     const rLost = { count: 0 };
+    const wLost = { count: 0 };
     const line = 10; // keys per line and path: short lines, so a phase cut by --phase-s still has both paths
     for (let done = 0, i = 0; done < opts.keys && m.msSince(started) < opts["phase-s"] * 1000; done += line, i++) {
       const n = Math.min(line, opts.keys - done);
-      if (i % 2) {
-        await m.type(raw, n, opts["gap-ms"], r, rLost);
-        await typeInPage(n, b, bLost);
-      } else {
-        await typeInPage(n, b, bLost);
-        await m.type(raw, n, opts["gap-ms"], r, rLost);
-      }
+      // The three paths in turn, each starting a line first as often as the others.
+      const paths = [() => typeInPage(n, b, bLost), () => m.type(raw, n, opts["gap-ms"], r, rLost), () => m.type(ws, n, opts["gap-ms"], w, wLost)];
+      for (let k = 0; k < paths.length; k++) await paths[(i + k) % paths.length]!();
     }
     const seconds = m.msSince(started) / 1000;
     const io1 = await m.ioBytes(gatewayPid);
@@ -200,13 +216,15 @@ try {
       browserLost: bLost.count,
       raw: m.stats(r),
       rawLost: rLost.count,
+      ws: m.stats(w),
+      wsLost: wLost.count,
       gatewayCpuPct: Math.round((((await m.cpuSeconds(gatewayPid)) - cpu0) / seconds) * 100),
       gatewayWrittenMiBps: Math.round(((io1.written - io0.written) / m.MIB / seconds) * 10) / 10,
       gatewayReadMiBps: Math.round(((io1.read - io0.read) / m.MIB / seconds) * 10) / 10,
       viewersMiBps: Math.round(((got1 - got0) / m.MIB / seconds) * 10) / 10,
       gatewayRssMiB: await m.rssMiB(gatewayPid),
     };
-    console.error(`${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway CPU ${result.gatewayCpuPct} %`);
+    console.error(`${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway from Node p50 ${result.ws.p50} ms (lost ${result.wsLost}), gateway CPU ${result.gatewayCpuPct} %`);
     return result;
   }
 
@@ -221,7 +239,7 @@ try {
 
   const names = ["idle", "streaming", "unwatched"] as const;
   const row = (label: string, values: (string | number)[]) => console.log(`${label.padEnd(34)}${values.map((v) => String(v).padStart(12)).join("")}`);
-  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients feeding headless xterm.js)`);
+  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients feeding headless xterm.js, nice ${opts["viewer-nice"]})`);
   row("", [...names]);
   row("browser keydown→glyph p50 (ms)", names.map((n) => phases[n]!.browser.p50.toFixed(1)));
   row("browser keydown→glyph p99 (ms)", names.map((n) => phases[n]!.browser.p99.toFixed(1)));
@@ -229,6 +247,9 @@ try {
   row("raw ssh echo p50 (ms)", names.map((n) => phases[n]!.raw.p50.toFixed(2)));
   row("raw ssh echo p99 (ms)", names.map((n) => phases[n]!.raw.p99.toFixed(2)));
   row("raw ssh keys lost", names.map((n) => phases[n]!.rawLost));
+  row("gateway from Node echo p50 (ms)", names.map((n) => phases[n]!.ws.p50.toFixed(2)));
+  row("gateway from Node echo p99 (ms)", names.map((n) => phases[n]!.ws.p99.toFixed(2)));
+  row("gateway from Node keys lost", names.map((n) => phases[n]!.wsLost));
   row("gateway CPU (% of one core)", names.map((n) => phases[n]!.gatewayCpuPct));
   row("gateway wrote (MiB/s)", names.map((n) => phases[n]!.gatewayWrittenMiBps));
   row("gateway read (MiB/s)", names.map((n) => phases[n]!.gatewayReadMiBps));
@@ -238,6 +259,7 @@ try {
   console.log(JSON.stringify(result));
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");
   await raw.close();
+  await ws.close();
 } catch (error) {
   console.error(`bench failed: ${(error as Error).stack ?? error}`);
   exitCode = 1;

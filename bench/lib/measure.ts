@@ -7,6 +7,8 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import type { ClientChannel } from "ssh2";
+import type { TerminalTestClient } from "../../server/testing/terminal-client";
+import { decodeOutput } from "../../server/terminal/protocol";
 import { connectSsh, type SshEndpoint } from "../../server/terminal/ssh";
 
 /** Longest wait for one keystroke's echo, ms (a key not echoed by then counts as lost). */
@@ -41,6 +43,20 @@ export async function rawTerm(endpoint: SshEndpoint, size: { cols: number; rows:
   const term: Term = { name, sink: null, write: (d) => void stream.write(d), close: async () => void client.end() };
   stream.on("data", (c: Buffer) => term.sink?.(c));
   stream.stderr.on("data", (c: Buffer) => term.sink?.(c));
+  return term;
+}
+
+/** A gateway terminal (a TerminalTestClient's socket) as a Term. */
+export function gatewayTerm(client: TerminalTestClient, name = "gateway"): Term {
+  const term: Term = { name, sink: null, write: (d) => client.input(d), close: () => client.close() };
+  // Runs after the client's own listener: the client keeps every chunk, which we drop at once so
+  // 50 MiB is never retained (nor concatenated) here; offsets are still checked by the client.
+  client.ws.on("message", (data: Buffer, isBinary: boolean) => {
+    if (!isBinary) return;
+    const frame = decodeOutput(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    client.chunks.length = 0;
+    if (frame) term.sink?.(Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength));
+  });
   return term;
 }
 

@@ -38,7 +38,7 @@ const host = document.getElementById("term")!;
 const term = new Terminal({
   scrollback: 5_000,
   allowProposedApi: true,
-  cursorBlink: !floor, // as the learner's page (Terminal.tsx, writers) unless floor
+  cursorBlink: false, // as the learner's page (Terminal.tsx): a blinking cursor made Chromium paint each echo a frame late
   fontFamily: '"DejaVu Sans Mono", "Noto Sans Mono CJK JP", monospace',
   fontSize: 14,
   lineHeight: 1.1,
