@@ -463,15 +463,7 @@ describe("terminal holder over real sshd", () => {
     // An older holder is running: another file (one more comment line) has another version.
     const old = Buffer.concat([holderSource(), Buffer.from("# an older release\n")]);
     const oldPath = "/root/.labdeck/old-holder";
-    await new Promise<void>((resolve, reject) =>
-      ssh.exec(installScript({ installPath: oldPath, socketPath: "/run/labdeck-holder/holder.sock" }), (e, c) => {
-        if (e) return reject(e);
-        c.on("close", () => resolve());
-        c.stderr.resume();
-        c.resume();
-        c.end(old);
-      }),
-    );
+    await runInstall(ssh, installScript({ installPath: oldPath, socketPath: "/run/labdeck-holder/holder.sock" }), old);
     const oldLink = await waitForLink(ssh);
     expect(oldLink.hello!.version).not.toBe(holderVersion());
     const oldPid = oldLink.hello!.pid;
@@ -499,15 +491,7 @@ describe("terminal holder over real sshd", () => {
     const installPath = "/root/.labdeck/inplace/labdeck-holder";
     const socketPath = "/run/labdeck-holder-inplace/holder.sock";
     const old = Buffer.concat([holderSource(), Buffer.from("# an older release\n")]);
-    await new Promise<void>((resolve, reject) =>
-      ssh.exec(installScript({ installPath, socketPath }), (e, c) => {
-        if (e) return reject(e);
-        c.on("close", () => resolve());
-        c.stderr.resume();
-        c.resume();
-        c.end(old);
-      }),
-    );
+    await runInstall(ssh, installScript({ installPath, socketPath }), old);
     const oldLink = await waitForLink(ssh, socketPath);
     expect(oldLink.hello).toMatchObject({ path: installPath, handover: true });
     expect(oldLink.hello!.version).not.toBe(holderVersion());
@@ -531,10 +515,37 @@ describe("terminal holder over real sshd", () => {
     await again.waitForText(`after-42 shell-${shellPid}\r\n1\r\n`);
     expect(again.text()).toContain(`before-42 shell-${shellPid}\r\n`); // the log from before the upgrade, from offset 0
     expect(again.gaps).toEqual([]);
+
+    // Two server processes upgrading the same machine at once: a second SIGUSR2 arrives while the
+    // first exec is under way (or the new process is still starting). Nothing ends; the shell goes on.
+    for (const gapMs of [0, 20, 50, 100, 200]) {
+      // (then 1 s: a second upgrade the later signal may start has finished before we attach)
+      await sh(ssh, `kill -USR2 ${upgraded.hello!.pid}; sleep ${gapMs / 1000}; kill -USR2 ${upgraded.hello!.pid}; sleep 1`);
+      const link = await waitForLink(ssh, socketPath);
+      expect(link.hello!.pid).toBe(upgraded.hello!.pid);
+      const probe = new Screen("inplace1", { from: -1 });
+      await probe.term.attach(link);
+      probe.term.write(`echo gap${gapMs}-$((X+1)) shell-$$\r`);
+      await probe.waitForText(`gap${gapMs}-42 shell-${shellPid}\r\n`);
+      link.close();
+    }
     upgraded.close();
     await sh(ssh, `kill ${upgraded.hello!.pid}`);
-  }, 60_000);
+  }, 90_000);
 });
+
+/** Runs an install script (installScript) with the holder file on its stdin, to the end. */
+function runInstall(ssh: Client, script: string, file: Buffer): Promise<void> {
+  return new Promise<void>((resolve, reject) =>
+    ssh.exec(script, (e, c) => {
+      if (e) return reject(e);
+      c.on("close", () => resolve());
+      c.stderr.resume();
+      c.resume();
+      c.end(file);
+    }),
+  );
+}
 
 async function waitForLink(ssh: Client, socketPath?: string): Promise<HolderLink> {
   const deadline = Date.now() + 10_000;
