@@ -22,6 +22,17 @@ export const SCREEN_SCROLLBACK_LINES = 500;
  */
 export const SCREEN_BACKLOG_BYTES = 1024 * 1024;
 
+/**
+ * What a screen parses as it comes: a token bucket of this many bytes per second, and this many
+ * at once. Output beyond (a flood: `yes`, a big `cat`) is not parsed; the screen is stale and is
+ * rebuilt from the replay buffer when a snapshot is asked for (rare: a viewer whose offset is no
+ * longer held). Typing, apt-get or `watch` (a few KiB/s) stay parsed as they come. Before this,
+ * the process parsed every watched flood in full, in xterm's 12 ms slices on its event loop: with
+ * 20 watched `yes` a keystroke's echo waited behind them (bench/typing-under-load.ts).
+ */
+export const SCREEN_PARSE_BYTES_PER_S = 64 * 1024;
+export const SCREEN_PARSE_BURST_BYTES = 256 * 1024;
+
 export interface Snapshot {
   /** Offset of the first output byte after the state the snapshot shows. */
   offset: number;
@@ -36,11 +47,19 @@ export class Screen {
   private written: number;
   /** Bytes written and not yet parsed. */
   private backlog = 0;
-  /** True once a flood outran the parser: bytes are skipped until the next rebuild. */
+  /** True once a flood outran the parser or its parse budget: bytes are skipped until the next rebuild. */
   private lagging = false;
   private disposed = false;
+  /** The parse budget (SCREEN_PARSE_BYTES_PER_S), bytes, as of `refilledAt` (ms). */
+  private tokens = SCREEN_PARSE_BURST_BYTES;
+  private refilledAt: number;
 
-  constructor(size: PtySize, startOffset = 0) {
+  constructor(
+    size: PtySize,
+    startOffset = 0,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.refilledAt = now();
     this.term = new Terminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
     this.term.loadAddon(this.serializer as never);
     this.written = startOffset;
@@ -58,12 +77,16 @@ export class Screen {
   /** Output at `offset`; a jump (bytes skipped or repeated) starts over from a blank screen. */
   write(offset: number, chunk: Uint8Array): void {
     if (this.disposed) return;
-    if (this.lagging || this.backlog + chunk.byteLength > SCREEN_BACKLOG_BYTES) {
+    const t = this.now();
+    this.tokens = Math.min(SCREEN_PARSE_BURST_BYTES, this.tokens + ((t - this.refilledAt) / 1000) * SCREEN_PARSE_BYTES_PER_S);
+    this.refilledAt = t;
+    if (this.lagging || this.backlog + chunk.byteLength > SCREEN_BACKLOG_BYTES || chunk.byteLength > this.tokens) {
       this.lagging = true;
       this.written = offset + chunk.byteLength;
       return;
     }
     if (offset !== this.written) this.term.reset();
+    this.tokens -= chunk.byteLength;
     this.feed(chunk);
     this.written = offset + chunk.byteLength;
   }

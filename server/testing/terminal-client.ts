@@ -159,6 +159,8 @@ export class ResumingTestClient {
   private waiters: (() => void)[] = [];
   private paused = false;
   private kept = 0;
+  /** Texts being looked for in every byte received from now on (see watch). */
+  private watches: { text: string; seen: boolean; carry: string }[] = [];
   /** Reconnect attempts since the last ready (browserBackoff). */
   private attempt = 0;
 
@@ -219,6 +221,25 @@ export class ResumingTestClient {
     return Buffer.concat(parts).toString("utf8");
   }
 
+  /**
+   * Looks for `text` in every output byte and snapshot received from now on, however many are
+   * dropped by keepBytes or a later snapshot before anyone asks: `seen()` says whether it came.
+   */
+  watch(text: string): { seen: () => boolean } {
+    const w = { text, seen: false, carry: "" };
+    this.watches.push(w);
+    return { seen: () => w.seen };
+  }
+
+  private look(data: string, fresh: boolean): void {
+    for (const w of this.watches) {
+      if (w.seen) continue;
+      const hay = (fresh ? "" : w.carry) + data;
+      if (hay.includes(w.text)) w.seen = true;
+      w.carry = w.text.length > 1 ? hay.slice(-(w.text.length - 1)) : "";
+    }
+  }
+
   stop(): void {
     this.stopped = true;
     this.ws?.close(1000);
@@ -228,7 +249,10 @@ export class ResumingTestClient {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this)) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; last output: ${JSON.stringify(this.text().slice(-300))}`);
+      if (left <= 0) {
+        const state = `offset ${this.offset}, ${this.snapshots.length} snapshot(s), ${this.resets.length} reset(s), ${this.connects} socket(s), ready ${this.ready}`;
+        throw new Error(`timed out waiting for ${what} (${state}); last output: ${JSON.stringify(this.text().slice(-300))}`);
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 100));
         this.waiters.push(() => {
@@ -283,6 +307,7 @@ export class ResumingTestClient {
         return;
       case "snapshot":
         this.snapshots.push({ offset: message.offset, data: message.data });
+        this.look(message.data, true);
         this.chunks.length = 0;
         this.kept = 0;
         this.offset = message.offset;
@@ -311,6 +336,7 @@ export class ResumingTestClient {
     }
     const chunk = Buffer.from(frame.data.subarray(this.offset - frame.offset));
     this.chunks.push(chunk);
+    if (this.watches.length) this.look(chunk.toString("utf8"), false);
     this.kept += chunk.length;
     while (this.options.keepBytes && this.kept > this.options.keepBytes && this.chunks.length > 1) this.kept -= this.chunks.shift()!.length;
     this.offset = end;

@@ -416,6 +416,32 @@ describe("terminal holder over real sshd", () => {
     peekLink.close();
   }, 120_000);
 
+  it("sends a reader that re-attaches far behind an idle terminal's end all of the log, not just the first send buffer's worth", async () => {
+    // What a server process does after a restart with an idle shell: the holder must go on
+    // filling the connection from the log while nothing new comes from the PTY (it used to refill
+    // only when the socket had asked for room or the PTY gave output; resume.test's flood found
+    // the hole, where a throttled PTY left a learner's backlog unsent for 30-100 s).
+    const { link } = await connect();
+    const writer = new Screen("backlog", { keep: false });
+    await writer.term.attach(link);
+    await writer.waitForText("# ");
+    const from = writer.term.next;
+    writer.term.write("head -c 6000000 /dev/zero | tr '\\0' x; echo; echo BACKLOG-$((2+3))\r");
+    await writer.waitForText("BACKLOG-5\r\n", 60_000);
+    await new Promise((r) => setTimeout(r, 500)); // the prompt: then the shell is idle
+    link.close();
+    for (let round = 0; round < 5; round++) {
+      const again = await connect();
+      const late = new Screen("backlog", { mode: "read", keep: false, from: from + 500_000 });
+      const started = performance.now();
+      await late.term.attach(again.link);
+      await late.waitForText("BACKLOG-5\r\n", 10_000);
+      expect(late.gaps).toEqual([]);
+      console.log(`re-attach ${(writer.term.next - from - 500_000) / MIB | 0} MiB behind an idle terminal: at its end in ${(performance.now() - started).toFixed(0)} ms`);
+      again.link.close();
+    }
+  }, 120_000);
+
   it("keeps the shell through a restart of sshd that ends every SSH login", async () => {
     const first = await connect();
     const screen = new Screen("restart");

@@ -1,0 +1,68 @@
+/**
+ * The gateway's headless screen (real @xterm/headless, a scripted clock): what it parses as it
+ * comes and what it leaves to a rebuild from the replay buffer.
+ */
+import { describe, expect, it } from "vitest";
+import { Screen, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S } from "./screen";
+
+const size = { cols: 80, rows: 24 };
+const lines = (from: number, count: number) => Buffer.from(Array.from({ length: count }, (_, i) => `line-${from + i}\r\n`).join(""));
+
+describe("Screen parse budget", () => {
+  it("keeps parsing output that comes at a human or apt-get pace (within SCREEN_PARSE_BYTES_PER_S)", async () => {
+    let t = 0;
+    const screen = new Screen(size, 0, () => t);
+    let offset = 0;
+    // 60 s of 2 KiB every 100 ms: 20 KiB/s, a third of the budget.
+    for (let i = 0; i < 600; i++) {
+      const chunk = lines(i * 100, 100).subarray(0, 2048);
+      screen.write(offset, chunk);
+      offset += chunk.byteLength;
+      t += 100;
+    }
+    expect(SCREEN_PARSE_BYTES_PER_S).toBeGreaterThan(20 * 1024);
+    expect(screen.stale).toBe(false);
+    const snap = await screen.snapshot();
+    expect(snap.offset).toBe(offset);
+    screen.dispose();
+  });
+
+  it("stops parsing a flood once its burst is spent (stale), and a rebuild from the held bytes shows the latest screen", async () => {
+    let t = 0;
+    const screen = new Screen(size, 0, () => t);
+    let offset = 0;
+    const held: Buffer[] = [];
+    for (let i = 0; offset <= SCREEN_PARSE_BURST_BYTES + 64 * 1024; i++) {
+      const chunk = lines(i * 1000, 1000); // ~11 KiB, all within the same millisecond
+      screen.write(offset, chunk);
+      held.push(chunk);
+      offset += chunk.byteLength;
+    }
+    expect(screen.stale).toBe(true);
+    expect(screen.end).toBe(offset);
+    // The session rebuilds from its replay buffer before a snapshot (session.ts).
+    const keep = held.slice(-3);
+    const start = offset - keep.reduce((n, c) => n + c.byteLength, 0);
+    screen.rebuild(start, keep);
+    expect(screen.stale).toBe(false);
+    const snap = await screen.snapshot();
+    expect(snap.offset).toBe(offset);
+    const last = `line-${(held.length - 1) * 1000 + 999}`;
+    expect(snap.data).toContain(last);
+    screen.dispose();
+  });
+
+  it("refills with time: a burst, a pause of a few seconds, another burst stays parsed", async () => {
+    let t = 0;
+    const screen = new Screen(size, 0, () => t);
+    const chunk = Buffer.alloc(SCREEN_PARSE_BURST_BYTES - 1024, "x");
+    screen.write(0, chunk);
+    expect(screen.stale).toBe(false);
+    t += (SCREEN_PARSE_BURST_BYTES / SCREEN_PARSE_BYTES_PER_S) * 1000; // the bucket is full again
+    screen.write(chunk.byteLength, chunk);
+    expect(screen.stale).toBe(false);
+    screen.write(2 * chunk.byteLength, chunk); // no time passed: over budget
+    expect(screen.stale).toBe(true);
+    screen.dispose();
+  });
+});
