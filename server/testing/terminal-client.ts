@@ -233,11 +233,12 @@ export class ResumingTestClient {
 
   private look(data: string, fresh: boolean): void {
     for (const w of this.watches) {
-      if (w.seen) continue;
       const hay = (fresh ? "" : w.carry) + data;
       if (hay.includes(w.text)) w.seen = true;
       w.carry = w.text.length > 1 ? hay.slice(-(w.text.length - 1)) : "";
     }
+    // A text seen is not looked for again (a flood's chunks are then no longer decoded for it).
+    this.watches = this.watches.filter((w) => !w.seen);
   }
 
   stop(): void {

@@ -377,14 +377,14 @@ describe("terminal holder over real sshd", () => {
     const watchedRate = ((loud.bytes() - watchedFrom) / (performance.now() - watchedStart)) * 1000;
     first.link.close(); // the tab is closed: no reader at all
 
-    // Unwatched: the log end (OPENED.end from a reader that reads nothing) grows at most at
-    // UNWATCHED_RATE; a peek opens with `from: -1` and leaves at once.
-    const peekLink = (await connect()).link;
+    // Unwatched: the log end grows at most at UNWATCHED_RATE. It is read from the disk log (the
+    // newest segment's name is its start offset), not by attaching: a reader at the end keeps up,
+    // and the PTY is read at full speed while it is there (a peek's burst counted as unwatched).
+    const peekSsh = (await connect()).ssh;
     const end = async (): Promise<number> => {
-      const peek = new Screen("unwatched", { mode: "read", keep: false });
-      const info: HolderOpened = await peek.term.attach(peekLink);
-      peekLink.detach("unwatched");
-      return info.end;
+      const out = await sh(peekSsh, 'cd /var/lib/labdeck-holder/unwatched && f=$(ls | sort | tail -1) && echo "${f%.seg} $(stat -c %s "$f")"');
+      const [start, size] = out.trim().split(" ").map(Number);
+      return start! + size!;
     };
     await new Promise((r) => setTimeout(r, 1000)); // the reader's lag passes LIVE_LAG, throttling starts
     const e1 = await end();
@@ -412,8 +412,7 @@ describe("terminal holder over real sshd", () => {
     expect(watchedRate).toBeGreaterThan(4 * unwatchedRate);
     expect(backRate).toBeGreaterThan(4 * unwatchedRate);
     expect(back.gaps).toEqual([]);
-    for (const c of [again]) c.link.close();
-    peekLink.close();
+    again.link.close();
   }, 120_000);
 
   it("sends a reader that re-attaches far behind an idle terminal's end all of the log, not just the first send buffer's worth", async () => {
@@ -440,6 +439,37 @@ describe("terminal holder over real sshd", () => {
       console.log(`re-attach ${(writer.term.next - from - 500_000) / MIB | 0} MiB behind an idle terminal: at its end in ${(performance.now() - started).toFixed(0)} ms`);
       again.link.close();
     }
+  }, 120_000);
+
+  it("a root learner cuts the holder's disk log short: a reader asking for the lost bytes gets GONE, the holder does not spin and goes on serving", async () => {
+    const { ssh, link } = await connect();
+    const writer = new Screen("cut", { keep: false });
+    await writer.term.attach(link);
+    await writer.waitForText("# ");
+    const from = writer.term.next;
+    writer.term.write("head -c 6000000 /dev/zero | tr '\\0' y; echo; echo CUT-$((3+4))\r");
+    await writer.waitForText("CUT-7\r\n", 60_000);
+    // The oldest bytes are on disk only (RAM keeps the newest 2-4 MiB): the learner, root on the
+    // machine, truncates the segment files under the holder.
+    await sh(ssh, "for f in /var/lib/labdeck-holder/cut/*.seg; do truncate -s 1000 \"$f\"; done");
+    const late = new Screen("cut", { mode: "read", keep: false, from: from + 2000 });
+    const again = await connect();
+    await late.term.attach(again.link).catch(() => undefined);
+    await waitFor(() => late.gone.length > 0, 10_000, "GONE for the bytes the log lost");
+    expect(late.gone[0]!.requested).toBeGreaterThanOrEqual(from + 2000);
+    // No busy loop on the reader the log cannot serve: the holder idles.
+    const cpuTicks = async () => {
+      const fields = (await fs.readFile(`/proc/${host.holderPid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+      return Number(fields[11]) + Number(fields[12]); // utime + stime
+    };
+    const t0 = await cpuTicks();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await cpuTicks()) - t0).toBeLessThan(30); // ticks of 10 ms: under 30 % of a core
+    // The shell and the holder go on: the writer types and reads its echo.
+    writer.term.write("echo STILL-$((4+4))\r");
+    await writer.waitForText("STILL-8\r\n");
+    again.link.close();
+    link.close();
   }, 120_000);
 
   it("keeps the shell through a restart of sshd that ends every SSH login", async () => {
