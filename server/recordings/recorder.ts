@@ -38,6 +38,7 @@ interface Pending {
 
 /** What the connector calls for one terminal. */
 export interface RecordingTap {
+  /** `bootId` names the holder log's epoch (the connector gives boot id and holder instance): offsets restart with it. */
   output(bootId: string, offset: number, data: Buffer): void;
   resize(cols: number, rows: number): void;
 }

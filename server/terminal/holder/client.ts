@@ -18,7 +18,7 @@
  *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id} ·
  *                    0x06 INPUT_AS u8 idlen | id | u8 wlen | writer | u64 seq | bytes (input numbered by
  *                    a named writer: a browser's own seqs, applied once whichever process relays them)
- *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid, path?, handover?} ·
+ *   holder → client: 0x81 HELLO json {protocol, version, bootId, instance, pid, path?, handover?, refusedUpgrade?} ·
  *                    0x82 OPENED json {id, start, end, oldest, lastSeq, spawned} ·
  *                    0x83 OUTPUT tagged offset+bytes · 0x84 ACK tagged seq ·
  *                    0x85 GONE json {id, requested, oldest} · 0x86 EXIT json {id, end, status} ·
@@ -73,6 +73,8 @@ const Hello = z.object({
   /** The file the holder runs from, and whether SIGUSR2 upgrades it in place (older holders: absent). */
   path: z.string().optional(),
   handover: z.boolean().optional(),
+  /** The file at `path` (this version) failed to take over in place; the previous version went on with the shells. */
+  refusedUpgrade: z.object({ version: z.string(), reason: z.string() }).optional(),
 });
 export type HolderHello = z.infer<typeof Hello>;
 const Opened = z.object({

@@ -17,11 +17,17 @@ import { connectSsh, type SshEndpoint } from "../ssh";
 import { connectHolder } from "./client";
 import { holderConnector, holderTerminalId } from "./connector";
 import { holderFile } from "./install";
+import type { Db } from "../../db/client";
+import { startTestDb } from "../../testing/test-db";
+import { castText, loadCast } from "../../recordings/asciicast";
+import { TerminalRecorder, type RecordingTap } from "../../recordings/recorder";
 
 const SUBNET = 66; // 10.213.66.0/24: a host with a holder
 const BARE_SUBNET = 67; // a host without one
 
 let dir: string;
+let db: Db;
+let stopDb: () => Promise<void>;
 let set: NetnsHostSet;
 let bare: NetnsHostSet;
 const sessions: TerminalSession[] = [];
@@ -90,8 +96,8 @@ async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise
   return { ended };
 }
 
-function open(h: NetnsHost, sessionId: string): { session: TerminalSession; viewer: TextViewer } {
-  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId)));
+function open(h: NetnsHost, sessionId: string, recording?: RecordingTap): { session: TerminalSession; viewer: TextViewer } {
+  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording }));
   sessions.push(session);
   const viewer = new TextViewer();
   session.attach(viewer, 0, { cols: 100, rows: 30 });
@@ -100,6 +106,7 @@ function open(h: NetnsHost, sessionId: string): { session: TerminalSession; view
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-connector-"));
+  ({ db, stop: stopDb } = await startTestDb());
   [set, bare] = await Promise.all([
     createNetnsHosts({ id: "hc", names: ["node01"], subnet: SUBNET, dir: path.join(dir, "hc") }),
     createNetnsHosts({ id: "hn", names: ["node02"], subnet: BARE_SUBNET, dir: path.join(dir, "hn"), holder: false }),
@@ -109,6 +116,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of sessions) s.close();
   await Promise.all([set?.destroy(), bare?.destroy()]);
+  await stopDb?.();
   await fs.rm(dir, { recursive: true, force: true });
 });
 
@@ -142,9 +150,11 @@ describe("holder connector", () => {
     third.session.close("learner");
   }, 60_000);
 
-  it("a holder that restarts (as at a reboot) gives a fresh shell, and viewers' offsets keep rising without a gap or snapshot", async () => {
+  it("a holder that restarts (as at a reboot) gives a fresh shell, and viewers' offsets keep rising without a gap or snapshot; the recording keeps the new shell's output", async () => {
     const host = set.hosts[0]!;
-    const { session, viewer } = open(host, "lab-session-4");
+    const labSession = await db.labSession.create({ data: { labSlug: "restart", learnerId: "restart-learner", provider: "static" } });
+    const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
+    const { session, viewer } = open(host, "lab-session-4", recorder.tap(labSession.id, "node01"));
     session.input(viewer, "Y=7; seq 1 200; echo before-$((6*7))\r");
     await viewer.waitForText("before-42\r\n");
     // The holder dies and another instance starts in the host's namespaces (what a reboot does
@@ -165,6 +175,19 @@ describe("holder connector", () => {
     for (let i = 1; i < viewer.spans.length; i++) expect(viewer.spans[i]![0]).toBe(viewer.spans[i - 1]![0] + viewer.spans[i - 1]![1]);
     host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
     session.close("learner");
+    // The new holder's offsets start at 0 again on the same boot: the recording must not take the
+    // fresh shell's output for bytes it already has (it did, and dropped it, when keyed by boot id).
+    await recorder.flushAll();
+    const recorded = castText((await loadCast(db, labSession.id, "node01", []))!)
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((line) => JSON.parse(line) as [number, string, string])
+      .filter((event) => event[1] === "o")
+      .map((event) => event[2])
+      .join("");
+    expect(recorded).toContain("before-42");
+    expect(recorded).toContain("after-unset-42");
   }, 60_000);
 
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {

@@ -43,7 +43,10 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     terminalId,
     {
       onOutput: (offset, data) => {
-        if (bootId !== undefined) recording?.output(bootId, offset, data);
+        // The recording's log epoch: offsets start at 0 again with a new boot *or* a new holder
+        // instance (a holder restarted on the same boot); keyed by the boot alone, the recorder
+        // took a restarted holder's output for bytes it already had and dropped it.
+        if (bootId !== undefined) recording?.output(`${bootId}/${instance}`, offset, data);
         holderEnd = offset + data.byteLength;
         active?.onData(data, base + offset);
       },

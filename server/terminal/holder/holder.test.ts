@@ -3,6 +3,8 @@
  * the real labdeck-holder reached through real SSH (direct-streamlocal) with the real client.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder/holder.test.ts
  */
+import { createHash } from "node:crypto";
+import fsSync from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -587,6 +589,63 @@ describe("terminal holder over real sshd", () => {
     }
     upgraded.close();
     await sh(ssh, `kill ${upgraded.hello!.pid}`);
+  }, 90_000);
+
+  it("an upgrade to a broken holder keeps every shell: the previous version takes the terminals back and says which file it refused", async () => {
+    const machine = bare.hosts[0]!;
+    const ssh = await connectSsh(endpoint(machine));
+    opened.push(ssh);
+    const installPath = "/root/.labdeck/guarded/labdeck-holder";
+    const socketPath = "/run/labdeck-holder-guarded/holder.sock";
+    const source = holderSource().toString();
+    const old = Buffer.from(source + "# an older release\n");
+    await runInstall(ssh, installScript({ installPath, socketPath }), old);
+    const first = await waitForLink(ssh, socketPath);
+    const { pid, version: oldVersion, instance } = first.hello!;
+    const screen = new Screen("guarded1");
+    await screen.term.attach(first);
+    screen.term.write("X=41; sleep 300 & echo before-$((X+1)) shell-$$\r");
+    await waitFor(() => /before-42 shell-\d+\r\n/.test(screen.text()), 10_000, "the shell's pid");
+    const shellPid = /before-42 shell-(\d+)\r\n/.exec(screen.text())![1];
+    const ptys = async () => (await fs.readdir(`/proc/${pid}/fd`)).filter((fd) => fsSync.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: "utf8" }) === "/dev/ptmx").length;
+    expect(await ptys()).toBe(1);
+
+    const broken: [string, string][] = [
+      ["fails at import", source.replace("import runpy\n", "import runpy\nimport labdeck_no_such_module\n")],
+      ["closes the listening socket it took over, then raises", source.replace('        log("resumed %d', '        os.close(self.server.fileno()); raise RuntimeError("a broken release")\n        log("resumed %d')],
+      ["exits while resuming", source.replace('        log("resumed %d', '        sys.exit(0)\n        log("resumed %d')],
+    ];
+    let link = first;
+    for (const [what, file] of broken) {
+      expect(file, what).not.toBe(source);
+      await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(file));
+      await waitFor(() => link.isClosed, 5_000, `the connection to end (${what})`);
+      const after = await waitForLink(ssh, socketPath);
+      // The same process, the previous version, the same instance (offsets go on), and it names the refused file.
+      expect(after.hello, what).toMatchObject({ pid, version: oldVersion, instance, path: installPath });
+      expect(after.hello!.refusedUpgrade?.version, what).toBe(createHash("sha256").update(file).digest("hex").slice(0, 12));
+      const probe = new Screen("guarded1", { from: 0 });
+      await probe.term.attach(after);
+      probe.term.write(`echo kept-$((X+1)) shell-$$; jobs | grep -c sleep\r`);
+      await probe.waitForText(`kept-42 shell-${shellPid}\r\n1\r\n`);
+      expect(probe.text(), what).toContain(`before-42 shell-${shellPid}\r\n`); // the log from offset 0
+      expect(probe.gaps, what).toEqual([]);
+      expect(await ptys(), `${what}: the PTY is held once, not by a leftover fd of the failed code`).toBe(1);
+      link = after;
+    }
+
+    // A good release then upgrades it in place, as usual: the refused file is no obstacle.
+    link.close();
+    const upgraded = await ensureHolder(ssh, { installPath, socketPath });
+    expect(upgraded.hello).toMatchObject({ pid, version: holderVersion(), instance });
+    expect(upgraded.hello!.refusedUpgrade).toBeUndefined();
+    const last = new Screen("guarded1", { from: -1 });
+    await last.term.attach(upgraded);
+    last.term.write("echo upgraded-$((X+1)) shell-$$\r");
+    await last.waitForText(`upgraded-42 shell-${shellPid}\r\n`);
+    expect(await ptys()).toBe(1);
+    upgraded.close();
+    await sh(ssh, `kill ${pid}`);
   }, 90_000);
 });
 

@@ -89,6 +89,7 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
   const installPath = options.installPath ?? HOLDER_PATH;
   const existing = await connectHolder(client, { socketPath, holderPath: installPath }).catch(() => null);
   if (existing && existing.hello!.version === holderVersion()) return existing;
+  if (existing && refusedThisVersion(existing)) return existing; // tried already: no retry per session
   existing?.close();
   const inPlace = existing?.hello?.handover === true && existing.hello.path === installPath;
   const script = installScript({ installPath, socketPath, oldPid: existing?.hello?.pid, inPlace });
@@ -100,6 +101,7 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
     try {
       const link = await connectHolder(client, { socketPath, holderPath: installPath });
       if (link.hello!.version === holderVersion()) return link;
+      if (inPlace && refusedThisVersion(link)) return link;
       link.close(); // the old one is still going away
     } catch (error) {
       last = error as Error;
@@ -107,6 +109,18 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
     await new Promise((r) => setTimeout(r, START_POLL_MS));
   }
   throw new Error(`the terminal holder did not start within ${START_TIMEOUT_MS} ms${last ? `: ${last.message}` : ""}`);
+}
+
+/**
+ * The machine's holder tried this server's version in place and it failed to take over: the
+ * previous version went on with every shell (labdeck-holder's upgrade guard). It is used as it is,
+ * the same protocol, rather than ended with the learners' shells; the failure is logged.
+ */
+function refusedThisVersion(link: HolderLink): boolean {
+  const refused = link.hello!.refusedUpgrade;
+  if (refused?.version !== holderVersion()) return false;
+  log.error({ running: link.hello!.version, refused: refused.version, reason: refused.reason }, "this server's terminal holder failed to take over in place; the machine keeps its previous holder and its shells");
+  return true;
 }
 
 /**
