@@ -14,10 +14,15 @@
  * and the bytes it relayed (/proc/<pid>/io wchar, and what viewers got).
  * --viewer-nice N runs the viewers' process at that nice level: they stand for other learners'
  * browsers, which run on other computers, not on the server's CPU as here (0: as before).
+ * --viewer-parse none goes further: the viewers acknowledge each frame as it arrives without
+ * parsing it (browsers elsewhere that keep up): the server relays as much as with parsing viewers
+ * or more, and this machine's cores carry only the server's side of the streams.
+ * --machines-nice N renices every process in the streaming machines' namespaces (sshd, holder,
+ * shells, `yes`) once the streams run: they stand for lab VMs with CPUs of their own.
  * The typed terminal is on controlplane; the streams on node01 and node02 (netns sshd hosts, one
  * holder each, as separate machines would be).
  *
- *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--viewer-nice 0] [--json out.json]
+ *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--viewer-nice 0] [--viewer-parse xterm|none] [--machines-nice 0] [--json out.json]
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import os from "node:os";
@@ -41,11 +46,15 @@ const Flags = z.object({
   /** A phase stops typing after this long (a key lost costs ECHO_TIMEOUT_MS), s. */
   "phase-s": z.coerce.number().min(5).max(3600).default(75),
   "viewer-nice": z.coerce.number().int().min(0).max(19).default(0),
+  /** "xterm": viewers parse every frame with headless xterm.js here; "none": they only acknowledge (their browsers are elsewhere). */
+  "viewer-parse": z.enum(["xterm", "none"]).default("xterm"),
+  /** Nice level for every process of the streaming machines (node01, node02: their sshd, holder, shells, `yes`): 0 leaves them. */
+  "machines-nice": z.coerce.number().int().min(0).max(19).default(0),
   json: z.string().min(1).optional(),
 });
 
 function flags(): z.infer<typeof Flags> {
-  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--json FILE]");
+  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--viewer-parse xterm|none] [--machines-nice N] [--json FILE]");
 }
 
 const opts = flags();
@@ -143,7 +152,7 @@ try {
 
   viewers = fork(path.resolve("bench/lib/stream-viewers.ts"), [], {
     execArgv: ["--import", "tsx"],
-    env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: wsUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)) }) },
+    env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: wsUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)), parse: opts["viewer-parse"] === "xterm" }) },
   });
   if (opts["viewer-nice"] > 0) os.setPriority(viewers.pid!, opts["viewer-nice"]);
   await new Promise((resolve, reject) => {
@@ -190,6 +199,25 @@ try {
     await page.evaluate(() => window.__bench.newLine());
   }
 
+  /** Renices every process whose network namespace is one of `names`' hosts; returns how many. */
+  async function reniceMachines(names: readonly string[], nice: number): Promise<number> {
+    const links = new Set<string>();
+    for (const h of stack!.hosts.hosts) if (names.includes(h.name)) links.add(await fs.readlink(`/proc/${h.pid}/ns/net`));
+    let count = 0;
+    for (const entry of await fs.readdir("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const link = await fs.readlink(`/proc/${entry}/ns/net`).catch(() => "");
+      if (!links.has(link)) continue;
+      try {
+        os.setPriority(Number(entry), nice);
+        count++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return count;
+  }
+
   async function phase(name: string): Promise<Phase> {
     const cpu0 = await m.cpuSeconds(gatewayPid);
     const io0 = await m.ioBytes(gatewayPid);
@@ -231,6 +259,7 @@ try {
   const phases: Record<string, Phase> = {};
   phases.idle = await phase("idle");
   await ask(viewers, "open", "opened");
+  if (opts["machines-nice"] > 0) console.error(`reniced ${await reniceMachines(STREAM_MACHINES, opts["machines-nice"])} processes of ${STREAM_MACHINES.join(", ")}`);
   await m.sleep(opts["settle-s"] * 1000);
   phases.streaming = await phase("streaming");
   await ask(viewers, "close", "closed");
@@ -239,7 +268,7 @@ try {
 
   const names = ["idle", "streaming", "unwatched"] as const;
   const row = (label: string, values: (string | number)[]) => console.log(`${label.padEnd(34)}${values.map((v) => String(v).padStart(12)).join("")}`);
-  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients feeding headless xterm.js, nice ${opts["viewer-nice"]})`);
+  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients ${opts["viewer-parse"] === "xterm" ? "feeding headless xterm.js" : "acknowledging without parsing"}, nice ${opts["viewer-nice"]}; streaming machines nice ${opts["machines-nice"]})`);
   row("", [...names]);
   row("browser keydown→glyph p50 (ms)", names.map((n) => phases[n]!.browser.p50.toFixed(1)));
   row("browser keydown→glyph p99 (ms)", names.map((n) => phases[n]!.browser.p99.toFixed(1)));

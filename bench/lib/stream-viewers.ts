@@ -7,7 +7,9 @@
  *   {cmd: "open"}  connect every token, type `yes` in each, reply {opened}
  *   {cmd: "close"} close every socket (the shells keep running `yes`), reply {closed}
  *   {cmd: "stats"} reply {bytes} (output bytes received so far, all viewers)
- * Config in LABDECK_BENCH_STREAMS: JSON {url, tokens: string[]}.
+ * Config in LABDECK_BENCH_STREAMS: JSON {url, tokens: string[], parse?: boolean}. With `parse:
+ * false` a viewer reports each frame consumed as it arrives, without xterm.js: a browser on
+ * another computer that keeps up, so the streams cost this machine only what the server spends.
  */
 import { randomBytes } from "node:crypto";
 import headlessPkg from "@xterm/headless";
@@ -15,7 +17,7 @@ import WebSocket from "ws";
 import { ClientMessage, decodeOutput, parseServerMessage } from "../../server/terminal/protocol";
 
 const { Terminal } = headlessPkg; // CommonJS package: its named exports are not visible to ESM
-const config = JSON.parse(process.env.LABDECK_BENCH_STREAMS ?? "{}") as { url: string; tokens: string[] };
+const config = JSON.parse(process.env.LABDECK_BENCH_STREAMS ?? "{}") as { url: string; tokens: string[]; parse?: boolean };
 let received = 0;
 /** The page's flow control (connection.ts), where this checkout's protocol has it. */
 const flow = ClientMessage.safeParse({ type: "consumed", offset: 0 }).success
@@ -52,11 +54,13 @@ class StreamViewer {
         if (!frame) return;
         received += frame.data.byteLength;
         const end = (this.offset = frame.offset + frame.data.byteLength);
-        this.term.write(frame.data, () => {
+        const consumed = () => {
           if (!flow || end - this.reported < flow.CONSUMED_EVERY_BYTES || ws.readyState !== ws.OPEN) return;
           this.reported = end;
           ws.send(JSON.stringify({ type: "consumed", offset: end }));
-        });
+        };
+        if (config.parse === false) consumed();
+        else this.term.write(frame.data, consumed);
       });
     });
   }
