@@ -10,6 +10,11 @@
  * inserts the chunk. Whoever reaches an offset first writes it; the others drop those bytes. So
  * nothing is recorded twice, and after a takeover the next process continues where the holder's
  * log says the recording stopped.
+ *
+ * Bytes no process read (every process was away, or the last one died with its buffer unwritten,
+ * while the shell went on printing) are caught up from the holder's log when a process next
+ * attaches (`catchUp`): the connector reads them from where the recording ends, and the terminal's
+ * live output is held back meanwhile, so the recording stays in log order.
  */
 import type { Db } from "../db/client";
 
@@ -21,6 +26,8 @@ export const FLUSH_BYTES = 64 * 1024;
 export const MAX_CHUNK_BYTES = 256 * 1024;
 /** How often old recordings are deleted, ms. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** Live output held while a catch-up runs, bytes; beyond, the catch-up is given up (the gap stays, logged). */
+export const CATCH_UP_HOLD_BYTES = 8 * 1024 * 1024;
 /** Conditional writes retried when another process moved the recording on meanwhile. */
 const CAS_ATTEMPTS = 5;
 
@@ -36,11 +43,19 @@ interface Pending {
   events: ChunkEvent[];
 }
 
+/** Reads the holder's log of a terminal from `from` up to its end when asked, handing each piece to `sink`. */
+export type LogReader = (from: number, sink: (offset: number, data: Buffer) => void) => Promise<void>;
+
 /** What the connector calls for one terminal. */
 export interface RecordingTap {
   /** `bootId` names the holder log's epoch (the connector gives boot id and holder instance): offsets restart with it. */
   output(bootId: string, offset: number, data: Buffer): void;
   resize(cols: number, rows: number): void;
+  /**
+   * Called on attaching, before the live read starts: if the recording of this epoch ends before
+   * what the holder holds, `read` fills it from there. Live output is held until it is done.
+   */
+  catchUp(bootId: string, read: LogReader): void;
 }
 
 export interface RecorderOptions {
@@ -55,6 +70,9 @@ export interface RecorderOptions {
 interface TerminalState {
   pending: Pending | null;
   timer: NodeJS.Timeout | null;
+  /** Live output held while a catch-up runs (null: none runs). */
+  held: { bootId: string; offset: number; data: Buffer; at: number }[] | null;
+  heldBytes: number;
   /** Flushes of one terminal run one after the other. */
   chain: Promise<void>;
 }
@@ -76,29 +94,68 @@ export class TerminalRecorder {
     const key = `${sessionId}\u0000${machine}`;
     const state = (): TerminalState => {
       let s = this.terminals.get(key);
-      if (!s) this.terminals.set(key, (s = { pending: null, timer: null, chain: Promise.resolve() }));
+      if (!s) this.terminals.set(key, (s = { pending: null, timer: null, held: null, heldBytes: 0, chain: Promise.resolve() }));
       return s;
     };
     const schedule = (s: TerminalState, bytes: number) => {
       if (bytes >= FLUSH_BYTES) return void this.flushKey(sessionId, machine, s);
       s.timer ??= setTimeout(() => this.flushKey(sessionId, machine, s), FLUSH_INTERVAL_MS);
     };
+    const add = (s: TerminalState, bootId: string, offset: number, data: Buffer, at: number) => {
+      const p = s.pending;
+      // A new boot or a jump in offsets (a re-attach after a gap): write what we have first.
+      if (p && p.bytes > 0 && (p.bootId !== bootId || p.start + p.bytes !== offset)) this.flushKey(sessionId, machine, s);
+      const q = (s.pending ??= { bootId, start: offset, data: [], bytes: 0, events: [] });
+      if (q.bytes === 0) {
+        q.bootId = bootId;
+        q.start = offset;
+      }
+      q.data.push(data);
+      q.bytes += data.byteLength;
+      q.events.push([at, "o", data.byteLength]);
+      schedule(s, q.bytes);
+    };
+    const release = (s: TerminalState) => {
+      const held = s.held ?? [];
+      s.held = null;
+      s.heldBytes = 0;
+      for (const h of held) add(s, h.bootId, h.offset, h.data, h.at);
+    };
     return {
       output: (bootId, offset, data) => {
         if (data.byteLength === 0) return;
         const s = state();
-        const p = s.pending;
-        // A new boot or a jump in offsets (a re-attach after a gap): write what we have first.
-        if (p && p.bytes > 0 && (p.bootId !== bootId || p.start + p.bytes !== offset)) this.flushKey(sessionId, machine, s);
-        const q = (s.pending ??= { bootId, start: offset, data: [], bytes: 0, events: [] });
-        if (q.bytes === 0) {
-          q.bootId = bootId;
-          q.start = offset;
+        if (s.held) {
+          s.held.push({ bootId, offset, data: Buffer.from(data), at: this.now() });
+          s.heldBytes += data.byteLength;
+          if (s.heldBytes > CATCH_UP_HOLD_BYTES) {
+            this.options.log?.warn({ sessionId, machine, held: s.heldBytes }, "recording catch-up given up: live output outgrew the hold");
+            release(s);
+          }
+          return;
         }
-        q.data.push(Buffer.from(data));
-        q.bytes += data.byteLength;
-        q.events.push([this.now(), "o", data.byteLength]);
-        schedule(s, q.bytes);
+        add(s, bootId, offset, Buffer.from(data), this.now());
+      },
+      catchUp: (bootId, read) => {
+        const s = state();
+        if (s.held) return; // one at a time: the running one reads up to the log's end
+        s.held = [];
+        const holding = s.held;
+        const at = this.now(); // the caught-up bytes show at the moment they were found
+        void (async () => {
+          try {
+            await this.flushKey(sessionId, machine, s); // what this process has is in the row first
+            const row = await this.db.terminalRecording.findUnique({ where: { sessionId_machine: { sessionId, machine } } });
+            if (!row || row.truncated || row.bootId !== bootId) return; // nothing of this epoch yet: nothing to catch up
+            await read(Number(row.holderEnd), (offset, data) => {
+              if (s.held === holding) add(s, bootId, offset, Buffer.from(data), at);
+            });
+          } catch (error) {
+            this.options.log?.warn({ err: (error as Error).message, sessionId, machine }, "recording catch-up failed; the gap stays");
+          } finally {
+            if (s.held === holding) release(s);
+          }
+        })();
       },
       resize: (cols, rows) => {
         const s = state();
@@ -147,7 +204,7 @@ export class TerminalRecorder {
       .catch((error: Error) => this.options.log?.warn({ err: error.message, sessionId, machine }, "recording write failed"))
       .finally(() => {
         // Last write done and nothing buffered: forget the terminal (the map holds only terminals with output in flight).
-        if (s.chain === link && !s.pending && !s.timer && this.terminals.get(key) === s) this.terminals.delete(key);
+        if (s.chain === link && !s.pending && !s.timer && !s.held && this.terminals.get(key) === s) this.terminals.delete(key);
       });
     s.chain = link;
     return link;

@@ -6,7 +6,9 @@
  * Prints `GATEWAY LISTENING <port>` once it accepts sockets.
  *   DATABASE_URL=... LABDECK_TEST_SECRET=<hex> PORT=<n> node --import tsx server/testing/gateway-process.ts
  */
+import fs from "node:fs";
 import http from "node:http";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type net from "node:net";
 import { createDb } from "../db/client";
 import { log } from "../log";
@@ -40,3 +42,16 @@ const stop = () => {
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
+
+// Diagnostics for benches: LABDECK_LOOP_DELAY_FILE=<path> appends the event loop's delay (p50, p99,
+// max in ms) every 5 s.
+const delayFile = process.env.LABDECK_LOOP_DELAY_FILE;
+if (delayFile) {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  setInterval(() => {
+    const ms = (n: number) => (n / 1e6).toFixed(1);
+    fs.appendFileSync(delayFile, `${new Date().toISOString()} loop delay p50 ${ms(delay.percentile(50))} p99 ${ms(delay.percentile(99))} max ${ms(delay.max)}\n`);
+    delay.reset();
+  }, 5_000).unref();
+}

@@ -96,6 +96,18 @@ async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise
   return { ended };
 }
 
+/** The output events of an asciicast, joined. */
+function castOutput(cast: string): string {
+  return cast
+    .trim()
+    .split("\n")
+    .slice(1)
+    .map((line) => JSON.parse(line) as [number, string, string])
+    .filter((event) => event[1] === "o")
+    .map((event) => event[2])
+    .join("");
+}
+
 function open(h: NetnsHost, sessionId: string, recording?: RecordingTap): { session: TerminalSession; viewer: TextViewer } {
   const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording }));
   sessions.push(session);
@@ -178,17 +190,46 @@ describe("holder connector", () => {
     // The new holder's offsets start at 0 again on the same boot: the recording must not take the
     // fresh shell's output for bytes it already has (it did, and dropped it, when keyed by boot id).
     await recorder.flushAll();
-    const recorded = castText((await loadCast(db, labSession.id, "node01", []))!)
-      .trim()
-      .split("\n")
-      .slice(1)
-      .map((line) => JSON.parse(line) as [number, string, string])
-      .filter((event) => event[1] === "o")
-      .map((event) => event[2])
-      .join("");
+    const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
     expect(recorded).toContain("before-42");
     expect(recorded).toContain("after-unset-42");
   }, 60_000);
+
+  it("records what the shell printed while no process read it: the next process catches the recording up from the holder's log, every line once and in order", async () => {
+    const host = set.hosts[0]!;
+    const labSession = await db.labSession.create({ data: { labSlug: "gap", learnerId: "gap-learner", provider: "static" } });
+    const first = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
+    const a = open(host, "lab-session-gap", first.tap(labSession.id, "node01"));
+    a.session.input(a.viewer, "echo gap-$((6*7))\r");
+    await a.viewer.waitForText("gap-42\r\n");
+    // 60,000 lines (~350 KB, beyond the 256 KiB a new process repaints from) printed after this
+    // process has gone (a deploy), read by the holder at its unwatched rate meanwhile.
+    a.session.input(a.viewer, "sleep 1; seq 1 60000; echo GAP-$((6*7))-END\r");
+    await new Promise((r) => setTimeout(r, 300));
+    a.session.close(); // shutdown: the shell stays
+    await first.flushAll();
+    await new Promise((r) => setTimeout(r, 5_000));
+
+    const second = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
+    const b = open(host, "lab-session-gap", second.tap(labSession.id, "node01"));
+    await b.viewer.waitForText("GAP-42-END\r\n", 30_000);
+    expect(b.viewer.text()).not.toContain("\n1\r\n2\r\n3\r\n"); // the viewer got the tail only
+    b.session.input(b.viewer, "echo after-gap-$((6*7))\r");
+    await b.viewer.waitForText("after-gap-42\r\n");
+    await expect.poll(async () => {
+      await second.flushAll();
+      return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-gap-42\r\n");
+    }, { timeout: 10_000, interval: 250 }).toBe(true);
+    const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
+    const lines = recorded.split(/[\r\n]+/); // bash ends bracketed paste with "\x1b[?2004l\r" right before the first line
+    const from = lines.indexOf("1");
+    expect(from, "the first line of the gap is recorded").toBeGreaterThan(0);
+    const numbers = lines.slice(from, from + 60_000);
+    expect(numbers.every((line, i) => line === String(i + 1)), "lines 1..60000, each once, in order").toBe(true);
+    expect(lines[from + 60_000]).toBe("GAP-42-END");
+    expect(recorded.split("GAP-42-END").length - 1).toBe(1);
+    b.session.close("learner");
+  }, 90_000);
 
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {
     const { session, viewer } = open(bare.hosts[0]!, "lab-session-3");

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "../session";
 import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
+import type { Client } from "ssh2";
 import type { RecordingTap } from "../../recordings/recorder";
 
 /**
@@ -15,6 +16,8 @@ import type { RecordingTap } from "../../recordings/recorder";
  * names an offset (bytes): the headless screen (screen.ts) is rebuilt from it for snapshots.
  */
 export const ATTACH_TAIL_BYTES = 256 * 1024;
+/** Longest a recording catch-up may read the holder's log for, ms; then the rest stays a gap. */
+export const CATCH_UP_TIMEOUT_MS = 60_000;
 
 /** The holder's terminal id for a lab session's shell on a machine (a machine may serve several sessions). */
 export function holderTerminalId(sessionId: string, tab = "main"): string {
@@ -82,6 +85,8 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
         holderEnd = 0;
         term.next = 0;
       }
+      // The recording first catches up on what no process read (live output waits for it).
+      recording?.catchUp(`${bootId}/${instance}`, (from, sink) => readLog(client, terminalId, from, sink));
       let done = false;
       let returned = false; // onClose only for a channel the session has been given
       const finish = (error?: Error) => {
@@ -162,5 +167,56 @@ export async function hangUpHolderTerminal(endpoint: SshEndpoint, terminalId: st
     });
   } finally {
     client.end();
+  }
+}
+
+/**
+ * Reads terminal `id`'s holder log from `from` (or the oldest byte held, when `from` is gone) up to
+ * its end as of now, over a read-only link of its own on `client`, handing the bytes to `sink`.
+ */
+export async function readLog(client: Client, id: string, from: number, sink: (offset: number, data: Buffer) => void): Promise<void> {
+  const link = await connectHolder(client);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    let start = from;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      let end = -1;
+      let finish!: (error?: Error) => void;
+      const finished = new Promise<void>((resolve, reject) => (finish = (error) => (error ? reject(error) : resolve())));
+      const reader = new HolderTerminal(
+        id,
+        {
+          onOpened: (info) => {
+            end = info.end; // set before any OUTPUT of this reader is handled
+            if (info.start >= end) finish();
+          },
+          onOutput: (offset, data) => {
+            if (end < 0 || offset >= end) return finish();
+            sink(offset, data.subarray(0, end - offset));
+            if (offset + data.length >= end) finish();
+          },
+          onGone: () => finish(), // trimmed while we read: the rest is a gap
+          onExit: () => finish(),
+        },
+        { mode: "read", from: start },
+      );
+      link.once("close", () => finish(new Error("holder link closed during the catch-up")));
+      timer = setTimeout(() => finish(new Error(`catch-up still reading after ${CATCH_UP_TIMEOUT_MS} ms`)), CATCH_UP_TIMEOUT_MS);
+      try {
+        await reader.attach(link);
+      } catch (error) {
+        if (error instanceof HolderGoneError && attempt === 0) {
+          start = error.oldest; // the first bytes are gone: catch up on what is left
+          clearTimeout(timer);
+          continue;
+        }
+        throw error;
+      }
+      await finished;
+      return;
+    }
+  } finally {
+    clearTimeout(timer);
+    link.close();
   }
 }
