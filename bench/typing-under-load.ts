@@ -70,7 +70,9 @@ type Stats = import("./lib/measure").Stats;
 
 /** Starts a gateway process over the stack's database; resolves once it listens. */
 function startGateway(stack: { databaseUrl: string; secret: Buffer }, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/testing/gateway-process.ts"], {
+  // LABDECK_BENCH_GATEWAY_NODE_ARGS: extra node flags for the gateway (e.g. --cpu-prof --cpu-prof-dir=DIR).
+  const nodeArgs = process.env.LABDECK_BENCH_GATEWAY_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/testing/gateway-process.ts"], {
     env: { ...process.env, DATABASE_URL: stack.databaseUrl, LABDECK_TEST_SECRET: stack.secret.toString("hex"), PORT: String(port), LOG_LEVEL: "warn" },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -121,7 +123,13 @@ let browser: Awaited<ReturnType<typeof chromium.launch>> | undefined;
 const cleanup = async () => {
   viewers?.kill("SIGKILL");
   await browser?.close().catch(() => undefined);
-  gateway?.kill("SIGKILL");
+  // SIGTERM first: a gateway run with --cpu-prof in NODE_OPTIONS writes its profile as it exits.
+  if (gateway && gateway.exitCode === null) {
+    const exited = new Promise((r) => gateway!.once("exit", r));
+    gateway.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+    gateway.kill("SIGKILL");
+  }
   await stack?.stop();
 };
 process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { RawData, WebSocket } from "ws";
 import {
   CloseCode,
-  encodeOutput,
+  encodeOutputChunks,
   HELLO_TIMEOUT_MS,
   parseClientMessage,
   type ClientMessage,
@@ -217,7 +217,7 @@ class SocketViewer implements Viewer {
       this.queued -= bytes;
       return;
     }
-    const frame = encodeOutput(this.pendingOffset, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    const frame = encodeOutputChunks(this.pendingOffset, chunks, bytes); // one copy, not a join and a copy
     this.ws.send(frame, { binary: true }, () => {
       this.queued -= bytes;
       this.maybeDrained();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ClientMessage, decodeOutput, encodeOutput, OUTPUT_HEADER_BYTES, parseClientMessage, parseServerMessage } from "./protocol";
+import { ClientMessage, decodeOutput, encodeOutput, encodeOutputChunks, OUTPUT_HEADER_BYTES, parseClientMessage, parseServerMessage } from "./protocol";
 
 describe("terminal protocol", () => {
   it("round-trips output frames, multi-byte text and large offsets intact", () => {
@@ -10,6 +10,15 @@ describe("terminal protocol", () => {
       const decoded = decodeOutput(frame)!;
       expect(decoded.offset).toBe(offset);
       expect(Buffer.from(decoded.data).toString("utf8")).toBe("こんにちは\r\n");
+    }
+  });
+
+  it("frames several contiguous chunks exactly as the one joined chunk", () => {
+    const chunks = [Buffer.from("こん"), Buffer.alloc(0), Buffer.from("にちは\r\n"), Buffer.alloc(70_000, "y")];
+    const bytes = chunks.reduce((n, c) => n + c.length, 0);
+    for (const offset of [0, 2 ** 40 + 3]) {
+      expect(Buffer.from(encodeOutputChunks(offset, chunks, bytes)).equals(Buffer.from(encodeOutput(offset, Buffer.concat(chunks))))).toBe(true);
+      expect(Buffer.from(encodeOutputChunks(offset, [chunks[2]!], chunks[2]!.length)).equals(Buffer.from(encodeOutput(offset, chunks[2]!)))).toBe(true);
     }
   });
 

@@ -195,6 +195,20 @@ export function encodeOutput(offset: number, data: Uint8Array): Uint8Array {
   return frame;
 }
 
+/** encodeOutput of several contiguous chunks (`bytes` in all), copied once into the frame. */
+export function encodeOutputChunks(offset: number, chunks: readonly Uint8Array[], bytes: number): Uint8Array {
+  if (chunks.length === 1) return encodeOutput(offset, chunks[0]!);
+  const frame = Buffer.allocUnsafe(OUTPUT_HEADER_BYTES + bytes);
+  frame.writeUInt8(FrameKind.output, 0);
+  frame.writeDoubleBE(offset, 1);
+  let at = OUTPUT_HEADER_BYTES;
+  for (const chunk of chunks) {
+    frame.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return frame;
+}
+
 export function decodeOutput(frame: Uint8Array): { offset: number; data: Uint8Array } | null {
   if (frame.byteLength < OUTPUT_HEADER_BYTES) return null;
   const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);

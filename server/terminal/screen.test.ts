@@ -3,7 +3,7 @@
  * comes and what it leaves to a rebuild from the replay buffer.
  */
 import { describe, expect, it } from "vitest";
-import { Screen, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S } from "./screen";
+import { Screen, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
 
 const size = { cols: 80, rows: 24 };
 const lines = (from: number, count: number) => Buffer.from(Array.from({ length: count }, (_, i) => `line-${from + i}\r\n`).join(""));
@@ -50,6 +50,27 @@ describe("Screen parse budget", () => {
     const last = `line-${(held.length - 1) * 1000 + 999}`;
     expect(snap.data).toContain(last);
     screen.dispose();
+  });
+
+  it("shares one budget among the process's flooding screens: 20 floods starting at once parse one shared burst, not 20, and a terminal typed in beside them stays parsed", async () => {
+    let t = 0;
+    const clock = () => t;
+    const floods = Array.from({ length: 20 }, () => new Screen(size, 0, clock));
+    const typed = new Screen(size, 0, clock);
+    const chunk = lines(0, 18_000).subarray(0, 200 * 1024); // a flood's first 200 KiB, all at once
+    for (const screen of floods) screen.write(0, chunk);
+    const parsed = floods.filter((screen) => !screen.stale).length;
+    expect(parsed).toBe(Math.floor(SCREEN_PARSE_SHARED_BURST_BYTES / chunk.byteLength));
+    let offset = 0;
+    for (let i = 0; i < 50; i++) {
+      const keys = Buffer.from(`echo ${i}\r\n${i}\r\n$ `);
+      typed.write(offset, keys);
+      offset += keys.byteLength;
+      t += 200;
+    }
+    expect(typed.stale).toBe(false);
+    expect((await typed.snapshot()).data).toContain("49");
+    for (const screen of [...floods, typed]) screen.dispose();
   });
 
   it("refills with time: a burst, a pause of a few seconds, another burst stays parsed", async () => {

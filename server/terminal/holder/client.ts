@@ -136,7 +136,9 @@ export interface HolderLinkEvents {
 
 /** One connection to a holder; emits the holder's frames as events, parsed. */
 export class HolderLink extends EventEmitter<HolderLinkEvents> {
-  private pending: Buffer = Buffer.alloc(0);
+  /** Received bytes of frames not yet complete, as they came (joined once a frame is whole). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
   private closed = false;
   hello: HolderHello | null = null;
 
@@ -236,7 +238,20 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   }
 
   private receive(chunk: Buffer): void {
-    let buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    // A 64 KiB OUTPUT frame comes in many SSH channel chunks: joining the partial frame with each
+    // one copied it again every time (quadratic, and most of a flood's garbage); the chunks now
+    // wait in a list until the frame they start is whole.
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < 5) return;
+    if (this.pending.length > 1) {
+      if (this.pending[0]!.length < 5) this.pending = [Buffer.concat(this.pending, this.pendingBytes)];
+      const length = this.pending[0]!.readUInt32BE(0);
+      if (length >= 1 && length <= MAX_FRAME_BYTES && this.pendingBytes < 4 + length) return;
+    }
+    let buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
     while (buf.length >= 5 && !this.closed) {
       const length = buf.readUInt32BE(0);
       if (length < 1 || length > MAX_FRAME_BYTES) return this.finish(new Error(`holder sent a frame of ${length} bytes`));
@@ -250,8 +265,11 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
         return this.finish(new Error(`bad frame 0x${type.toString(16)} from the holder: ${(error as Error).message}`));
       }
     }
-    // Keep only the unparsed tail (a copy, so the big chunk it came from can be freed).
-    this.pending = buf.length ? Buffer.from(buf) : Buffer.alloc(0);
+    // The unparsed tail: the start of the next frame (it keeps its chunk, at most one frame, alive).
+    if (buf.length) {
+      this.pending = [buf];
+      this.pendingBytes = buf.length;
+    }
   }
 
   private dispatch(type: number, body: Buffer): void {
