@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Db } from "../db/client";
+import { castOutput } from "../testing/cast";
 import { startTestDb } from "../testing/test-db";
 import { buildCast, CAST_PAGE_ROWS, castLines, castText, loadCast } from "./asciicast";
 import type { ChunkEvent } from "./recorder";
@@ -27,17 +28,6 @@ async function session(): Promise<string> {
   return (await db.labSession.create({ data: { labSlug: "rec", learnerId: `rec-learner-${++learners}`, provider: "static" } })).id;
 }
 
-function output(cast: string): string {
-  return cast
-    .trim()
-    .split("\n")
-    .slice(1)
-    .map((l) => JSON.parse(l) as [number, string, string])
-    .filter((e) => e[1] === "o")
-    .map((e) => e[2])
-    .join("");
-}
-
 it("three processes reading overlapping parts of one log write each byte once, in order", async () => {
   const id = await session();
   const log = Buffer.from(Array.from({ length: 3000 }, (_, i) => `line ${i} 日本語\n`).join(""));
@@ -57,7 +47,7 @@ it("three processes reading overlapping parts of one log write each byte once, i
     }),
   );
   const cast = await loadCast(db, id, "node01", []);
-  expect(Buffer.from(output(castText(cast!))).equals(log)).toBe(true);
+  expect(Buffer.from(castOutput(castText(cast!))).equals(log)).toBe(true);
   expect(cast!.header).toMatchObject({ version: 2, width: 100, height: 30 });
   const row = await db.terminalRecording.findUniqueOrThrow({ where: { sessionId_machine: { sessionId: id, machine: "node01" } } });
   expect(row.bytes).toBe(log.length);
@@ -72,7 +62,7 @@ it("a reboot (new boot id, offsets from 0) continues the recording", async () =>
   await r.flushAll();
   tap.output("boot-2", 0, Buffer.from("after reboot\r\n"));
   await r.flushAll();
-  expect(output(castText((await loadCast(db, id, "node02", []))!))).toBe("before reboot\r\nafter reboot\r\n");
+  expect(castOutput(castText((await loadCast(db, id, "node02", []))!))).toBe("before reboot\r\nafter reboot\r\n");
 });
 
 it("stops at the per-session limit over all machines and marks the recording truncated", async () => {

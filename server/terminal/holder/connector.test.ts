@@ -18,6 +18,7 @@ import { connectHolder } from "./client";
 import { holderConnector, holderTerminalId } from "./connector";
 import { holderFile } from "./install";
 import type { Db } from "../../db/client";
+import { castOutput } from "../../testing/cast";
 import { startTestDb } from "../../testing/test-db";
 import { castText, loadCast } from "../../recordings/asciicast";
 import { TerminalRecorder, type RecordingTap } from "../../recordings/recorder";
@@ -94,18 +95,6 @@ async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise
     ssh.end();
   });
   return { ended };
-}
-
-/** The output events of an asciicast, joined. */
-function castOutput(cast: string): string {
-  return cast
-    .trim()
-    .split("\n")
-    .slice(1)
-    .map((line) => JSON.parse(line) as [number, string, string])
-    .filter((event) => event[1] === "o")
-    .map((event) => event[2])
-    .join("");
 }
 
 function open(h: NetnsHost, sessionId: string, recording?: RecordingTap): { session: TerminalSession; viewer: TextViewer } {
