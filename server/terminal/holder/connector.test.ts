@@ -220,6 +220,45 @@ describe("holder connector", () => {
     b.session.close("learner");
   }, 90_000);
 
+  it("a root learner who cuts the holder's log cannot stall the recording: the catch-up gives up on the lost bytes and live output goes on being recorded", async () => {
+    const host = set.hosts[0]!;
+    const labSession = await db.labSession.create({ data: { labSlug: "cut", learnerId: "cut-learner", provider: "static" } });
+    const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
+    const a = open(host, "lab-session-cut", recorder.tap(labSession.id, "node01"));
+    a.session.input(a.viewer, "echo cut-$((6*7))\r");
+    await a.viewer.waitForText("cut-42\r\n");
+    a.session.close();
+    await recorder.flushAll();
+    // 6 MB the recording never saw (a process without a recorder read it): the oldest of it is on
+    // disk only, and the learner, root on the machine, truncates the holder's segment files.
+    const unrecorded = open(host, "lab-session-cut");
+    unrecorded.session.input(unrecorded.viewer, "head -c 6000000 /dev/zero | tr '\\0' y; echo; echo CUT-$((3+4))\r");
+    await unrecorded.viewer.waitForText("CUT-7\r\n", 60_000);
+    unrecorded.session.close();
+    const ssh = await connectSsh(endpoint(host));
+    await new Promise<void>((resolve, reject) =>
+      ssh.exec(`for f in /var/lib/labdeck-holder/${holderTerminalId("lab-session-cut")}/*.seg; do truncate -s 1000 "$f"; done`, (error, channel) => {
+        if (error) return reject(error);
+        channel.on("close", () => resolve()).resume();
+        channel.stderr.resume();
+      }),
+    );
+    ssh.end();
+
+    const b = open(host, "lab-session-cut", recorder.tap(labSession.id, "node01"));
+    await b.viewer.waitForText("CUT-7\r\n");
+    b.session.input(b.viewer, "echo after-cut-$((6*7))\r");
+    await b.viewer.waitForText("after-cut-42\r\n");
+    await expect.poll(async () => {
+      await recorder.flushAll();
+      return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-cut-42\r\n");
+    }, { timeout: 15_000, interval: 250 }).toBe(true);
+    const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
+    expect(recorded).toContain("cut-42\r\n");
+    expect(recorded.split("after-cut-42\r\n").length - 1).toBe(1);
+    b.session.close("learner");
+  }, 120_000);
+
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {
     const { session, viewer } = open(bare.hosts[0]!, "lab-session-3");
     await viewer.waitForText("端末ホルダーがないため直接接続しています");
