@@ -15,18 +15,26 @@
  *               longest long-animation-frame meanwhile (PerformanceObserver: the page runs no
  *               requestAnimationFrame loop of its own, which would change what it measures),
  *               split into its scripts' time, its rendering and the rest (the main thread
- *               waiting: another task, or no CPU).
+ *               waiting: another task, or no CPU); and from a Chromium trace of the same bulk
+ *               (bench/lib/frames.ts), each frame's main-thread CPU beside its wall time and the
+ *               share of the main thread's task time spent waiting for a CPU, so that a long frame
+ *               of the page's own work is told apart from a page starved of CPU (on this 2-core
+ *               machine Chromium, the server, sshd and the holder share the cores).
  *
  * Renderer choice (issue 12 item 2): --gpu swiftshader starts Chromium with software WebGL (this
  * machine has no GPU; SwiftShader stands in for one) and adds a third page, floor-webgl: the floor
  * page with xterm's WebGL renderer (@xterm/addon-webgl), beside the DOM renderer in the same
  * browser. The default (--gpu off) is the browser as CI and a GPU-less learner run it.
  *
+ * --cpu-profile DIR writes a CPU profile of every bulk (the floor page's script unminified) to read
+ * where the page's time goes; it found the harness's own end-marker poll reading all 5,000 rows
+ * (30-70 ms a poll), which the bench now avoids (BULK_TAIL_ROWS).
+ *
  * Starts its own app (e2e/serve.ts: netns sshd hosts, embedded PostgreSQL, server.ts in
  * production mode; run `next build` first). --mode short (CI) measures a little and fails only when it
  * cannot measure; the targets (lab ≈ floor) are the printed ratios, not an exit code.
  *
- *   flock /tmp/labdeck-test.lock npx tsx bench/browser-typing.ts [--keys 300] [--rounds 3] [--bulk-mib 4] [--mode full|short] [--json out.json]
+ *   flock /tmp/labdeck-test.lock npx tsx bench/browser-typing.ts [--keys 300] [--rounds 3] [--bulk-mib 4] [--mode full|short] [--cpu-profile DIR] [--json out.json]
  */
 import fs from "node:fs/promises";
 import { z } from "zod";
@@ -41,6 +49,8 @@ const LINE_KEYS = 40;
 const PROMPT = /[#$][\s\u00a0]*$/;
 const READY_MS = 120_000;
 const BULK_TIMEOUT_MS = 300_000;
+/** Rows read per poll for the bulk's end marker (the marker, the prompt after it, some base64 above). */
+const BULK_TAIL_ROWS = 20;
 
 const Flags = z.object({
   keys: z.coerce.number().int().min(10).max(20_000).default(300),
@@ -51,8 +61,10 @@ const Flags = z.object({
   json: z.string().min(1).optional(),
   /** off: Chromium with --disable-gpu (DOM renderer only); swiftshader: software WebGL, and the floor page also with the WebGL renderer. */
   gpu: z.enum(["off", "swiftshader"]).default("off"),
+  /** A directory: a Chromium CPU profile of every bulk (CDP Profiler, 100 µs samples), one .cpuprofile per page and round; the floor page's script unminified. */
+  "cpu-profile": z.string().min(1).optional(),
 });
-const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--gpu off|swiftshader] [--json FILE]");
+const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--gpu off|swiftshader] [--cpu-profile DIR] [--json FILE]");
 const opts = parsed.mode === "short" ? { ...parsed, keys: 40, rounds: 1, "bulk-mib": 1 } : parsed;
 
 process.env.LOG_LEVEL ??= "warn";
@@ -62,6 +74,8 @@ const { CHROMIUM_ARGS, CHROMIUM_PATH } = await import("../e2e/chromium");
 const { signInNewUser, joinNewCohort } = await import("../e2e/accounts");
 const { serveChild } = await import("../e2e/serve-child");
 const m = await import("./lib/measure");
+const { frameStats } = await import("./lib/frames");
+type FrameStats = import("./lib/frames").FrameStats;
 type Stats = import("./lib/measure").Stats;
 type Page = import("playwright-core").Page;
 
@@ -86,6 +100,8 @@ interface PageResult {
   lost: number;
   bulkMs: number[];
   longestFrameMs: number[];
+  /** Per bulk, from its trace: the longest frame's main-thread CPU, the most CPU in any frame, the main thread's wait for a CPU. */
+  frames: FrameStats[];
 }
 
 /** Adds the keystroke probe (bench/lib/lab-probe.ts) to the lab page once its terminal is mounted. */
@@ -166,7 +182,7 @@ async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
 }
 
 /** Leaves `cat`, prints N bytes of base64 and an end marker; ms from Enter to the marker on screen, and the longest frame meanwhile. */
-async function bulk(page: Page, round: number): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts; longFrames: number; longFramesMs: number }> {
+async function bulk(page: Page, round: number, which: Which): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts; longFrames: number; longFramesMs: number; frames: FrameStats }> {
   await page.keyboard.press("Control+D");
   await waitInPage(page, "prompt after cat", (s) => PROMPT.test(s.text.trimEnd()), 20_000);
   const bytes = Math.round(opts["bulk-mib"] * m.MIB);
@@ -175,16 +191,38 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
   const [head, tail] = [marker.slice(0, 5), marker.slice(5)];
   await page.keyboard.type(`head -c ${bytes} /dev/urandom | base64 -w 76; echo ${head}''${tail}`);
   await page.evaluate(() => window.__frames!.reset());
+  const profiler = opts["cpu-profile"] ? await page.context().newCDPSession(page) : undefined;
+  if (profiler) {
+    await profiler.send("Profiler.enable");
+    await profiler.send("Profiler.setSamplingInterval", { interval: 100 });
+    await profiler.send("Profiler.start");
+  }
+  // The page's frames in wall time and in main-thread CPU (bench/lib/frames.ts): one trace at a time per browser.
+  await browser!.startTracing(page, { categories: ["toplevel", "cc"] });
   const started = Date.now();
   await page.keyboard.press("Enter");
   const deadline = started + BULK_TIMEOUT_MS;
   for (;;) {
-    const done = await page.evaluate((mk) => (window as unknown as { __bench: { text(): string } }).__bench.text().includes(`\n${mk}`), marker);
+    // Only the last rows: the whole buffer (5,000 rows of scrollback) is 30-70 ms of the page's main thread, every poll.
+    const done = await page.evaluate(
+      ({ mk, rows }) => (window as unknown as { __bench: { text(lastRows: number): string } }).__bench.text(rows).includes(`\n${mk}`),
+      { mk: marker, rows: BULK_TAIL_ROWS },
+    );
     if (done) break;
     if (Date.now() > deadline) throw new Error(`bulk output did not end within ${BULK_TIMEOUT_MS} ms`);
     await m.sleep(50);
   }
   const ms = Date.now() - started;
+  const frames = frameStats(JSON.parse((await browser!.stopTracing()).toString("utf8")));
+  if (frames.frames < 2) throw new Error(`the trace of the ${which} page's bulk holds ${frames.frames} frame(s) of its main thread: cannot measure its frames`);
+  if (profiler) {
+    const { profile } = await profiler.send("Profiler.stop");
+    const file = `${opts["cpu-profile"]}/${which}-round${round + 1}.cpuprofile`;
+    await fs.mkdir(opts["cpu-profile"]!, { recursive: true });
+    await fs.writeFile(file, JSON.stringify(profile));
+    await profiler.detach();
+    console.error(`CPU profile of the bulk: ${file}`);
+  }
   const { longest: longestFrameMs, parts, longFrames, longFramesMs } = await page.evaluate(() => ({
     longest: window.__frames!.longest,
     parts: window.__frames!.parts,
@@ -198,7 +236,7 @@ async function bulk(page: Page, round: number): Promise<{ ms: number; longestFra
   await waitInPage(page, "cat", (s) => /cat\s*$/.test(s.text.trimEnd()), 20_000);
   await m.sleep(300);
   await page.evaluate(() => (window as unknown as { __bench: { newLine(): void } }).__bench.newLine());
-  return { ms, longestFrameMs, parts, longFrames, longFramesMs };
+  return { ms, longestFrameMs, parts, longFrames, longFramesMs, frames };
 }
 
 const t0 = Date.now();
@@ -208,7 +246,7 @@ let browser: import("playwright-core").Browser | undefined;
 type Which = "lab" | "floor" | "floor-webgl";
 const pages: Which[] = opts.gpu === "swiftshader" ? ["floor", "floor-webgl", "lab"] : ["floor", "lab"];
 /** Per page measured (floor-webgl only with --gpu swiftshader). */
-const empty = (): PageResult => ({ keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [] });
+const empty = (): PageResult => ({ keys: m.stats([]), lost: 0, bulkMs: [], longestFrameMs: [], frames: [] });
 const results: Partial<Record<Which, PageResult>> & Record<"lab" | "floor", PageResult> = { lab: empty(), floor: empty() };
 if (pages.includes("floor-webgl")) results["floor-webgl"] = empty();
 try {
@@ -226,7 +264,7 @@ try {
   const started = await context.request.post(`/api/labs/${SLUG}/session`, { headers: { origin: baseURL } });
   if (!started.ok()) throw new Error(`lab session: HTTP ${started.status()} ${await started.text()}`);
   const { sessionId } = (await started.json()) as { sessionId: string };
-  const [html, labProbe] = await Promise.all([typingPageHtml(), bundle("bench/lib/lab-probe.ts")]);
+  const [html, labProbe] = await Promise.all([typingPageHtml({ minify: !opts["cpu-profile"] }), bundle("bench/lib/lab-probe.ts")]);
   await context.route(`${baseURL}/__bench-floor*`, (route) => route.fulfill({ contentType: "text/html", body: html }));
   console.error(`app up and session ${sessionId} in ${Date.now() - t0} ms`);
 
@@ -250,12 +288,15 @@ try {
       await intoCat(page);
       const result = results[which]!;
       result.lost += await typeKeys(page, perRound, samples[which]);
-      const b = await bulk(page, round);
+      const b = await bulk(page, round, which);
       result.bulkMs.push(b.ms);
       result.longestFrameMs.push(b.longestFrameMs);
+      result.frames.push(b.frames);
       await page.keyboard.press("Control+D");
       await page.close();
-      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, ${b.longFrames} frames over 50 ms (${Math.round(b.longFramesMs)} ms in them), longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting; top scripts: ${b.parts.top || "none"})`);
+      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, ${b.longFrames} frames over 50 ms (${Math.round(b.longFramesMs)} ms in them), longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting; top scripts: ${b.parts.top || "none"}); ` +
+          `traced: ${b.frames.frames} frames, longest ${Math.round(b.frames.longestWallMs)} ms with ${Math.round(b.frames.longestWallCpuMs)} ms of main-thread CPU, most CPU in a frame ${Math.round(b.frames.longestCpuMs)} ms, ` +
+          `${b.frames.overWall50} frames over 50 ms wall / ${b.frames.overCpu50} over 50 ms CPU; main thread ${Math.round(b.frames.mainCpuMs)} ms on a CPU, ${Math.round(b.frames.mainWaitMs)} ms waiting for one`);
     }
   }
   for (const w of pages) {
@@ -268,12 +309,14 @@ try {
   const f = (x: number) => x.toFixed(1);
   const rows = pages.map((w) => {
     const r = results[w]!;
-    return `| ${w} | ${r.keys.n} | ${f(r.keys.p50)} | ${f(r.keys.p90)} | ${f(r.keys.p99)} | ${r.lost} | ${f(median(r.bulkMs) / 1000)} | ${Math.round(Math.max(...r.longestFrameMs))} |`;
+    const most = (pick: (s: FrameStats) => number) => Math.round(Math.max(...r.frames.map(pick)));
+    const waitShare = r.frames.reduce((sum, s) => sum + s.mainWaitMs, 0) / Math.max(1, r.frames.reduce((sum, s) => sum + s.mainWaitMs + s.mainCpuMs, 0));
+    return `| ${w} | ${r.keys.n} | ${f(r.keys.p50)} | ${f(r.keys.p90)} | ${f(r.keys.p99)} | ${r.lost} | ${f(median(r.bulkMs) / 1000)} | ${Math.round(Math.max(...r.longestFrameMs))} | ${most((s) => s.longestCpuMs)} | ${Math.round(waitShare * 100)} % |`;
   });
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
   console.log(`Browser typing (Chromium ${browser.version()}, GPU ${opts.gpu}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`);
-  console.log("| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms |");
-  console.log("|---|---|---|---|---|---|---|---|");
+  console.log("| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms | most main-thread CPU in a frame ms | main thread waiting for a CPU |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) console.log(r);
   console.log(
     `lab/floor: p50 ${ratio(results.lab.keys.p50, results.floor.keys.p50)}x (${f(results.lab.keys.p50 - results.floor.keys.p50)} ms), ` +

@@ -3,8 +3,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { build } from "esbuild";
 
-/** One browser entry as a minified IIFE (the project's `@/` imports resolved). */
-export async function bundle(entry: string): Promise<string> {
+/** One browser entry as an IIFE, minified unless asked (a profile's names), the project's `@/` imports resolved. */
+export async function bundle(entry: string, { minify = true } = {}): Promise<string> {
   const result = await build({
     entryPoints: [path.resolve(entry)],
     bundle: true,
@@ -12,7 +12,7 @@ export async function bundle(entry: string): Promise<string> {
     format: "iife",
     platform: "browser",
     target: "es2022",
-    minify: true,
+    minify,
     logLevel: "error",
     alias: { "@": path.resolve(".") },
   });
@@ -20,8 +20,8 @@ export async function bundle(entry: string): Promise<string> {
 }
 
 /** The typing page (bench/lib/typing-page.ts): its bundle and xterm's stylesheet in one document. */
-export async function typingPageHtml(): Promise<string> {
+export async function typingPageHtml({ minify = true } = {}): Promise<string> {
   const css = await fs.readFile(path.resolve("node_modules/@xterm/xterm/css/xterm.css"), "utf8");
-  const script = await bundle("bench/lib/typing-page.ts");
+  const script = await bundle("bench/lib/typing-page.ts", { minify });
   return `<!doctype html><html><head><meta charset="utf-8"><style>${css} body{margin:0;background:#0b1020}#term{width:1100px;height:760px}</style></head><body><div id="term"></div><script>${script}</script></body></html>`;
 }

@@ -16,7 +16,7 @@ const probe = glyphProbe({ textarea, onRender: (listener) => handle.onRender(lis
     return root.getAttribute("data-status") ?? "loading";
   },
   ...probe,
-  text: () => handle.text(),
+  text: (lastRows?: number) => handle.text(lastRows),
   bytes: () => handle.bytesReceived(),
 };
 textarea.focus();

@@ -9,6 +9,7 @@ import { Terminal } from "@xterm/xterm";
 import { Unicode11Addon } from "@xterm/addon-unicode11";
 import { WebglAddon } from "@xterm/addon-webgl";
 import { TerminalConnection } from "@/components/terminal/connection";
+import { bufferText } from "@/components/terminal/terminal-registry";
 import { glyphProbe } from "./glyph-probe";
 
 declare global {
@@ -19,7 +20,7 @@ declare global {
       newLine(): void;
       /** Resolves with keydown-to-glyph ms of the last key pressed, or null after `timeoutMs`. */
       waitGlyph(timeoutMs: number): Promise<number | null>;
-      text(): string;
+      text(lastRows?: number): string;
       bytes(): number;
       /** The renderer in use: "dom", or "webgl" when ?renderer=webgl got a WebGL2 context. */
       renderer: string;
@@ -100,12 +101,7 @@ term.onData((data) => connection.input(data));
 window.__bench = {
   status: "connecting",
   ...probe,
-  text: () => {
-    const buffer = term.buffer.active;
-    const lines: string[] = [];
-    for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
-    return lines.join("\n");
-  },
+  text: (lastRows) => bufferText(term, lastRows),
   bytes: () => connection.bytesReceived,
   get renderer() {
     return renderer;

@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from "react";
 import { TerminalConnection, type ConnectionStatus } from "./connection";
 import { sessionErrorText, sessionTokens } from "./session-tokens";
 import { attachClipboard } from "./clipboard";
-import { registerTerminal } from "./terminal-registry";
+import { bufferText, registerTerminal } from "./terminal-registry";
 import { terminalName } from "@/server/terminal/tab-names";
 
 /** Lines of scrollback xterm keeps in the browser. */
@@ -158,12 +158,7 @@ export function Terminal(props: {
       const screenElement = term.element?.querySelector(".xterm-screen");
       if (readOnly && screenElement) observer.observe(screenElement);
       const unregister = registerTerminal(name, {
-        text: () => {
-          const buffer = term.buffer.active;
-          const lines: string[] = [];
-          for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
-          return lines.join("\n");
-        },
+        text: (lastRows) => bufferText(term, lastRows),
         bytesReceived: () => connection.bytesReceived,
         size: () => ({ cols: term.cols, rows: term.rows }),
         focus: () => term.focus(),

@@ -3,9 +3,14 @@
  * "run in machine" buttons type through it, and e2e tests read the screen text through it instead
  * of scraping the renderer's DOM.
  */
+import type { Terminal } from "@xterm/xterm";
+
 export interface TerminalHandle {
-  /** The whole buffer (scrollback + screen) as text, one line per row. */
-  text(): string;
+  /**
+   * The buffer (scrollback + screen) as text, one line per row: the whole of it, or only its last
+   * `lastRows` rows (a poll during a flood: the whole of 5,000 rows takes 30-70 ms of the page).
+   */
+  text(lastRows?: number): string;
   bytesReceived(): number;
   /** The terminal's grid (for a read-only view: the learner's size it renders at). */
   size(): { cols: number; rows: number };
@@ -30,4 +35,12 @@ export function registerTerminal(machine: string, handle: TerminalHandle): () =>
   return () => {
     if (root.terminals[machine] === handle) delete root.terminals[machine];
   };
+}
+
+/** `TerminalHandle.text` over an xterm terminal: its buffer's rows (the last `lastRows`, or all), right-trimmed, one per line. */
+export function bufferText(term: Terminal, lastRows?: number): string {
+  const buffer = term.buffer.active;
+  const lines: string[] = [];
+  for (let i = lastRows === undefined ? 0 : Math.max(0, buffer.length - lastRows); i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+  return lines.join("\n");
 }
