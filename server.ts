@@ -37,6 +37,7 @@ import { setServices } from "./server/services";
 import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
 import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
+import { dbEpochStore } from "./server/terminal/holder/epochs";
 import { openTabs, tabIsOpen, terminalEndpoint } from "./server/terminal/tabs";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
     (event) => log.info(event, "terminal state"),
     (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
     recorder,
+    (sessionId, terminal) => dbEpochStore(db, sessionId, terminal),
   );
   const grader = new Grader(
     { db, labs, pool, bus, log },

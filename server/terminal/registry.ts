@@ -10,6 +10,7 @@ import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holde
 import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "./ssh";
 import type { RecordingTap } from "../recordings/recorder";
+import type { EpochStore } from "./holder/epochs";
 
 /**
  * Finds a terminal's SSH endpoint (its machine's); null when the session, the machine or the
@@ -17,8 +18,13 @@ import type { RecordingTap } from "../recordings/recorder";
  */
 export type EndpointLookup = (sessionId: string, machine: string, number: number) => Promise<SshEndpoint | null>;
 
+/** Longest a shutdown waits for the terminals' last epoch writes (holder/epochs.ts), ms. */
+const EPOCH_WRITES_WAIT_MS = 2_000;
+
 export class TerminalRegistry {
   private readonly terminals = new Map<string, Promise<TerminalSession | null>>();
+  /** The epoch stores handed to this process's connectors, by the same key. */
+  private readonly epochStores = new Map<string, EpochStore>();
 
   constructor(
     private readonly lookup: EndpointLookup,
@@ -27,6 +33,8 @@ export class TerminalRegistry {
     private readonly isPoweredOff?: (sessionId: string, machine: string) => Promise<boolean>,
     /** Where each terminal's output is recorded (server/recordings/recorder.ts); unset: not recorded. */
     private readonly recorder?: { tap(sessionId: string, machine: string): RecordingTap },
+    /** Where each terminal's holder logs start in viewers' offsets, shared by every process (holder/epochs.ts); unset: this process alone. */
+    private readonly epochs?: (sessionId: string, terminalId: string) => EpochStore,
   ) {}
 
   /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
@@ -34,10 +42,13 @@ export class TerminalRegistry {
     const key = `${sessionId}/${terminalName(machine, number)}`;
     let entry = this.terminals.get(key);
     if (!entry) {
+      const terminalId = holderTerminalId(sessionId, holderTabName(number));
+      const epochs = this.epochs?.(sessionId, terminalId);
+      if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
           ? new TerminalSession(
-              holderConnector(endpoint, holderTerminalId(sessionId, holderTabName(number)), { recording: this.recorder?.tap(sessionId, terminalName(machine, number)) }),
+              holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, terminalName(machine, number)), epochs }),
               {
                 onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
                 isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
@@ -47,8 +58,8 @@ export class TerminalRegistry {
       );
       // A failed or empty lookup is not cached: the machine may exist on the next attempt.
       entry.then(
-        (t) => t ?? this.terminals.delete(key),
-        () => this.terminals.delete(key),
+        (t) => t ?? this.forget(key),
+        () => this.forget(key),
       );
       this.terminals.set(key, entry);
     }
@@ -63,7 +74,7 @@ export class TerminalRegistry {
   async closeTab(sessionId: string, machine: string, number: number, endpoint: SshEndpoint | null): Promise<void> {
     const key = `${sessionId}/${terminalName(machine, number)}`;
     const entry = this.terminals.get(key);
-    this.terminals.delete(key);
+    this.forget(key);
     const terminal = await entry?.catch(() => null);
     const connected = terminal?.currentState === "connected";
     terminal?.close("tabClosed");
@@ -81,7 +92,7 @@ export class TerminalRegistry {
       const [, sid, machine, n] = match;
       if (await isOpen(sid!, machine!, Number(n)).catch(() => true)) continue;
       if (this.terminals.get(key) !== entry) continue;
-      this.terminals.delete(key);
+      this.forget(key);
       (await entry.catch(() => null))?.close("tabClosed");
     }
   }
@@ -103,7 +114,7 @@ export class TerminalRegistry {
   async closeSession(sessionId: string, reason?: SessionOverReason): Promise<void> {
     for (const [key, entry] of this.terminals) {
       if (!key.startsWith(`${sessionId}/`)) continue;
-      this.terminals.delete(key);
+      this.forget(key);
       (await entry.catch(() => null))?.close(reason);
     }
   }
@@ -112,6 +123,17 @@ export class TerminalRegistry {
     const entries = [...this.terminals.values()];
     this.terminals.clear();
     for (const entry of entries) (await entry.catch(() => null))?.close();
+    // Each closed terminal wrote where it left its log; the database may go right after.
+    const stores = [...this.epochStores.values()];
+    this.epochStores.clear();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(stores.map((s) => s.settled())), new Promise((r) => (timer = setTimeout(r, EPOCH_WRITES_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  private forget(key: string): void {
+    this.terminals.delete(key);
+    this.epochStores.delete(key);
   }
 
   get size(): number {

@@ -3,7 +3,7 @@
  * comes and what it leaves to a rebuild from the replay buffer.
  */
 import { describe, expect, it } from "vitest";
-import { Screen, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
+import { parseCost, Screen, SCREEN_LINE_FEED_COST, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
 
 const size = { cols: 80, rows: 24 };
 const lines = (from: number, count: number) => Buffer.from(Array.from({ length: count }, (_, i) => `line-${from + i}\r\n`).join(""));
@@ -57,10 +57,12 @@ describe("Screen parse budget", () => {
     const clock = () => t;
     const floods = Array.from({ length: 20 }, () => new Screen(size, 0, clock));
     const typed = new Screen(size, 0, clock);
-    const chunk = lines(0, 18_000).subarray(0, 200 * 1024); // a flood's first 200 KiB, all at once
+    const chunk = lines(0, 18_000).subarray(0, 96 * 1024); // a flood's first 96 KiB, all at once
+    expect(parseCost(chunk)).toBeLessThan(SCREEN_PARSE_BURST_BYTES); // within one screen's own burst
     for (const screen of floods) screen.write(0, chunk);
     const parsed = floods.filter((screen) => !screen.stale).length;
-    expect(parsed).toBe(Math.floor(SCREEN_PARSE_SHARED_BURST_BYTES / chunk.byteLength));
+    expect(parsed).toBe(Math.floor(SCREEN_PARSE_SHARED_BURST_BYTES / parseCost(chunk)));
+    expect(parsed).toBeGreaterThan(0);
     let offset = 0;
     for (let i = 0; i < 50; i++) {
       const keys = Buffer.from(`echo ${i}\r\n${i}\r\n$ `);
@@ -71,6 +73,25 @@ describe("Screen parse budget", () => {
     expect(typed.stale).toBe(false);
     expect((await typed.snapshot()).data).toContain("49");
     for (const screen of [...floods, typed]) screen.dispose();
+  });
+
+  it("charges line feeds by what they cost the parser: 64 KiB of `yes` is over a screen's burst, 64 KiB of 60-character lines is not", async () => {
+    const yes = Buffer.from("y\n".repeat(32 * 1024));
+    const text = Buffer.from(`${"x".repeat(58)}\r\n`.repeat(1100)).subarray(0, 64 * 1024);
+    expect(parseCost(yes)).toBe(yes.byteLength + 32 * 1024 * SCREEN_LINE_FEED_COST);
+    expect(parseCost(Buffer.from("no line feed\r"))).toBe(13);
+    const clock = () => 0;
+    const flood = new Screen(size, 0, clock);
+    flood.write(0, yes);
+    expect(flood.stale).toBe(true);
+    expect(flood.end).toBe(yes.byteLength);
+    flood.dispose();
+    // A clock of its own: its own process-wide budget, untouched by the other tests.
+    const typed = new Screen(size, 0, () => 0);
+    typed.write(0, text);
+    expect(typed.stale).toBe(false);
+    expect((await typed.snapshot()).data).toContain("xxxxxxxx");
+    typed.dispose();
   });
 
   it("refills with time: a burst, a pause of a few seconds, another burst stays parsed", async () => {

@@ -24,7 +24,7 @@ export const SCREEN_BACKLOG_BYTES = 1024 * 1024;
 
 /**
  * What a screen parses as it comes: a token bucket of this many bytes per second, and this many
- * at once. Output beyond (a flood: `yes`, a big `cat`) is not parsed; the screen is stale and is
+ * at once (bytes of parse cost: a line feed counts SCREEN_LINE_FEED_COST more). Output beyond (a flood: `yes`, a big `cat`) is not parsed; the screen is stale and is
  * rebuilt from the replay buffer when a snapshot is asked for (rare: a viewer whose offset is no
  * longer held). Typing, apt-get or `watch` (a few KiB/s) stay parsed as they come. Before this,
  * the process parsed every watched flood in full, in xterm's 12 ms slices on its event loop: with
@@ -40,6 +40,23 @@ export const SCREEN_PARSE_BURST_BYTES = 256 * 1024;
  */
 export const SCREEN_PARSE_SHARED_BYTES_PER_S = 256 * 1024;
 export const SCREEN_PARSE_SHARED_BURST_BYTES = 512 * 1024;
+
+/**
+ * What a line feed costs the parser, in bytes of plain text: the budgets above count a chunk's
+ * bytes plus this for each of its line feeds (parseCost). Measured with @xterm/headless 6 on a
+ * 120-column screen with 500 lines of scrollback: ~11 ns per byte of text, ~0.15 µs more per line
+ * feed (the scroll), so 1 MiB of `yes` parses in ~90 ms against ~12 ms for 1 MiB of 60-character
+ * lines. Counted in bytes alone, 20 `yes` starting at once had the screens parse ~6 MiB in their
+ * first 10 s; counted this way, ~300 KiB (bench/typing-under-load.ts).
+ */
+export const SCREEN_LINE_FEED_COST = 16;
+
+/** A chunk's parse cost in budget bytes: its bytes, and SCREEN_LINE_FEED_COST more per line feed. */
+export function parseCost(chunk: Uint8Array): number {
+  let lineFeeds = 0;
+  for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) lineFeeds++;
+  return chunk.byteLength + lineFeeds * SCREEN_LINE_FEED_COST;
+}
 
 /** A token bucket: `rate` bytes/s up to `burst`, on the clock it is given. */
 class Bucket {
@@ -114,21 +131,25 @@ export class Screen {
   /** Output at `offset`; a jump (bytes skipped or repeated) starts over from a blank screen. */
   write(offset: number, chunk: Uint8Array): void {
     if (this.disposed) return;
+    const n = chunk.byteLength;
+    if (this.lagging || this.backlog + n > SCREEN_BACKLOG_BYTES) return this.skip(offset, n);
     const t = this.now();
     const own = this.own.level(t);
-    const n = chunk.byteLength;
+    const cost = parseCost(chunk);
     // Flooding (under half its own budget): the chunk also needs the process's shared budget.
-    const flooding = own - n < SCREEN_PARSE_BURST_BYTES / 2;
-    if (this.lagging || this.backlog + n > SCREEN_BACKLOG_BYTES || n > own || (flooding && n > this.shared.level(t))) {
-      this.lagging = true;
-      this.written = offset + n;
-      return;
-    }
+    const flooding = own - cost < SCREEN_PARSE_BURST_BYTES / 2;
+    if (cost > own || (flooding && cost > this.shared.level(t))) return this.skip(offset, n);
     if (offset !== this.written) this.term.reset();
-    this.own.take(n);
-    if (flooding) this.shared.take(n);
+    this.own.take(cost);
+    if (flooding) this.shared.take(cost);
     this.feed(chunk);
     this.written = offset + chunk.byteLength;
+  }
+
+  /** Output not parsed (over budget, or after that until the next rebuild): the screen is stale. */
+  private skip(offset: number, n: number): void {
+    this.lagging = true;
+    this.written = offset + n;
   }
 
   /** Starts over from `chunks` (the replay buffer, from `start`): after a flood was skipped. */

@@ -15,6 +15,7 @@ import { log } from "../log";
 import { terminalEndpoint } from "../terminal/tabs";
 import { configureMachineKeys } from "../sessions/machine-keys";
 import { TerminalRegistry } from "../terminal/registry";
+import { dbEpochStore } from "../terminal/holder/epochs";
 import { terminalUpgrade } from "../terminal/upgrade";
 
 const url = process.env.DATABASE_URL;
@@ -27,7 +28,9 @@ if (!url || !secretHex || !Number.isInteger(port)) {
 const secret = Buffer.from(secretHex, "hex");
 configureMachineKeys(secret);
 const db = createDb(url);
-const terminals = new TerminalRegistry((sid, machine, number) => terminalEndpoint(db, sid, machine, number));
+const terminals = new TerminalRegistry((sid, machine, number) => terminalEndpoint(db, sid, machine, number), undefined, undefined, undefined, (sid, terminal) =>
+  dbEpochStore(db, sid, terminal),
+);
 const gateway = terminalUpgrade({ secret, terminals, log, authorize: async () => null });
 const server = http.createServer((_req, res) => res.writeHead(404).end());
 server.on("upgrade", (req, socket, head) => {

@@ -31,6 +31,7 @@ import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSes
 import { SessionSweeper } from "../sessions/sweeper";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
+import { dbEpochStore } from "../terminal/holder/epochs";
 import { openTabs, tabIsOpen, terminalEndpoint } from "../terminal/tabs";
 import { TerminalRecorder } from "../recordings/recorder";
 import { signTerminalToken } from "../terminal/token";
@@ -167,6 +168,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       undefined,
       (sid, machine) => machinePoweredOff(db, provider, sid, machine),
       recorder,
+      (sid, terminal) => dbEpochStore(db, sid, terminal),
     );
     cleanups.push(() => terminals.closeAll());
     const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));

@@ -17,6 +17,7 @@ import { connectSsh, type SshEndpoint } from "../ssh";
 import { connectHolder } from "./client";
 import { holderConnector, holderTerminalId } from "./connector";
 import { holderFile } from "./install";
+import { dbEpochStore, type EpochStore } from "./epochs";
 import type { Db } from "../../db/client";
 import { castOutput } from "../../testing/cast";
 import { startTestDb } from "../../testing/test-db";
@@ -97,12 +98,51 @@ async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise
   return { ended };
 }
 
-function open(h: NetnsHost, sessionId: string, recording?: RecordingTap): { session: TerminalSession; viewer: TextViewer } {
-  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording }));
+function open(h: NetnsHost, sessionId: string, recording?: RecordingTap, options: { epochs?: EpochStore; offset?: number } = {}): { session: TerminalSession; viewer: TextViewer } {
+  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
   sessions.push(session);
   const viewer = new TextViewer();
-  session.attach(viewer, 0, { cols: 100, rows: 30 });
+  session.attach(viewer, options.offset ?? 0, { cols: 100, rows: 30 });
   return { session, viewer };
+}
+
+/**
+ * The holder dies and another instance starts in the host's namespaces: what a reboot does to
+ * the holder's log (it starts at 0 again), on the same boot id.
+ */
+async function restartHolder(host: NetnsHost): Promise<void> {
+  process.kill(host.holderPid!, "SIGKILL");
+  // The pid file the set's destroy() finds it by.
+  const pidFile = path.join(dir, "hc", host.namespace, "holder.pid");
+  await fs.rm(pidFile, { force: true });
+  // Its output away from our pipes (execFile would wait for the detached holder to close them).
+  await promisify(execFile)("nsenter", ["-t", String(host.pid), "-m", "-u", "-n", "--", "sh", "-c", 'setsid -f /usr/bin/python3 "$0" --pid-file "$1" </dev/null >/dev/null 2>&1', holderFile(), pidFile]);
+  await expect.poll(async () => (await fs.readFile(pidFile, "utf8").catch(() => "")).trim() !== "", { timeout: 10_000 }).toBe(true);
+  host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
+}
+
+/** Types `command` every 500 ms until `needle` shows: a fresh shell comes up some time after a holder restart. */
+async function typeUntilShown(t: { session: TerminalSession; viewer: TextViewer }, command: string, needle: string): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        t.session.input(t.viewer, command);
+        await new Promise((r) => setTimeout(r, 500));
+        return t.viewer.text().includes(needle);
+      },
+      { timeout: 30_000, interval: 500 },
+    )
+    .toBe(true);
+}
+
+/** The end of the last output span a viewer was sent (its offset), checking that the spans follow each other without a gap. */
+function contiguousEnd(viewer: TextViewer, from: number): number {
+  let at = from;
+  for (const [offset, length] of viewer.spans) {
+    expect(offset).toBe(at);
+    at = offset + length;
+  }
+  return at;
 }
 
 beforeAll(async () => {
@@ -158,23 +198,10 @@ describe("holder connector", () => {
     const { session, viewer } = open(host, "lab-session-4", recorder.tap(labSession.id, "node01"));
     session.input(viewer, "Y=7; seq 1 200; echo before-$((6*7))\r");
     await viewer.waitForText("before-42\r\n");
-    // The holder dies and another instance starts in the host's namespaces (what a reboot does
-    // to the holder's log: it starts at 0 again).
-    process.kill(host.holderPid!, "SIGKILL");
-    // The pid file the set's destroy() finds it by.
-    const pidFile = path.join(dir, "hc", host.namespace, "holder.pid");
-    await fs.rm(pidFile, { force: true });
-    // Its output away from our pipes (execFile would wait for the detached holder to close them).
-    await promisify(execFile)("nsenter", ["-t", String(host.pid), "-m", "-u", "-n", "--", "sh", "-c", 'setsid -f /usr/bin/python3 "$0" --pid-file "$1" </dev/null >/dev/null 2>&1', holderFile(), pidFile]);
-    const mark = viewer.text().length;
-    await expect.poll(async () => {
-      session.input(viewer, "echo after-${Y:-unset}-$((6*7))\r");
-      await new Promise((r) => setTimeout(r, 500));
-      return viewer.text().slice(mark).includes("after-unset-42");
-    }, { timeout: 30_000, interval: 500 }).toBe(true);
+    await restartHolder(host);
+    await typeUntilShown({ session, viewer }, "echo after-${Y:-unset}-$((6*7))\r", "after-unset-42");
     expect(viewer.snapshots).toBe(0);
     for (let i = 1; i < viewer.spans.length; i++) expect(viewer.spans[i]![0]).toBe(viewer.spans[i - 1]![0] + viewer.spans[i - 1]![1]);
-    host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
     session.close("learner");
     // The new holder's offsets start at 0 again on the same boot: the recording must not take the
     // fresh shell's output for bytes it already has (it did, and dropped it, when keyed by boot id).
@@ -183,6 +210,52 @@ describe("holder connector", () => {
     expect(recorded).toContain("before-42");
     expect(recorded).toContain("after-unset-42");
   }, 60_000);
+
+  it("a deploy after the holder restarted: the next process resumes the viewer in the new shell at its offset (epochs shared in PostgreSQL), no snapshot, no gap", async () => {
+    const host = set.hosts[0]!;
+    const labSession = await db.labSession.create({ data: { labSlug: "epochs", learnerId: "epochs-learner", provider: "static" } });
+    const epochs = () => dbEpochStore(db, labSession.id, holderTerminalId(labSession.id));
+    const a = open(host, labSession.id, undefined, { epochs: epochs() });
+    a.session.input(a.viewer, "echo one-$((6*7))\r");
+    await a.viewer.waitForText("one-42\r\n");
+    await restartHolder(host); // seen by process A: the fresh shell's log follows the old one
+    await typeUntilShown(a, "Q=9; echo two-$((6*7))\r", "two-42");
+    const offset = contiguousEnd(a.viewer, 0);
+    expect(offset).toBeGreaterThan(0);
+    a.session.close(); // the deploy: the shell stays
+
+    // Process B, which never saw the old holder: without the shared base, it took the viewer's
+    // offset for one in the new log (beyond its end), and the viewer got a snapshot.
+    const b = open(host, labSession.id, undefined, { epochs: epochs(), offset });
+    b.session.input(b.viewer, "echo three-$Q-$((6*7))\r");
+    await b.viewer.waitForText("three-9-42\r\n");
+    expect(b.viewer.snapshots).toBe(0);
+    contiguousEnd(b.viewer, offset);
+    expect(b.viewer.text()).not.toContain("two-42"); // nothing the viewer had comes again
+    b.session.close("learner");
+  }, 90_000);
+
+  it("a holder restarted while no process was attached: the next process starts the new log at the recorded end and the viewer goes on in the fresh shell without a snapshot", async () => {
+    const host = set.hosts[0]!;
+    const labSession = await db.labSession.create({ data: { labSlug: "epochs-late", learnerId: "epochs-learner", provider: "static" } });
+    const epochs = () => dbEpochStore(db, labSession.id, holderTerminalId(labSession.id));
+    const a = open(host, labSession.id, undefined, { epochs: epochs() });
+    a.session.input(a.viewer, "R=3; echo before-$((6*7))\r");
+    await a.viewer.waitForText("before-42\r\n");
+    await new Promise((r) => setTimeout(r, 300));
+    const offset = contiguousEnd(a.viewer, 0);
+    a.session.close(); // leaves the log: its end is recorded
+    await expect.poll(async () => [...(await epochs().load()).values()][0]?.end, { timeout: 5_000 }).toBe(offset);
+    await restartHolder(host); // no process attached
+
+    const b = open(host, labSession.id, undefined, { epochs: epochs(), offset });
+    await typeUntilShown(b, "echo after-${R:-unset}-$((6*7))\r", "after-unset-42");
+    expect(b.viewer.snapshots).toBe(0);
+    contiguousEnd(b.viewer, offset);
+    const known = [...(await epochs().load()).values()].sort((x, y) => x.base - y.base);
+    expect(known.map((e) => e.base)).toEqual([0, offset]);
+    b.session.close("learner");
+  }, 90_000);
 
   it("records what the shell printed while no process read it: the next process catches the recording up from the holder's log, every line once and in order", async () => {
     const host = set.hosts[0]!;

@@ -10,6 +10,8 @@ import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
 import type { Client } from "ssh2";
 import type { RecordingTap } from "../../recordings/recorder";
+import { newEpochBase, type EpochStore } from "./epochs";
+import { log } from "../../log";
 
 /**
  * Output a process reads first when it attaches to a terminal it has not seen and no viewer
@@ -27,17 +29,21 @@ export function holderTerminalId(sessionId: string, tab = "main"): string {
 /**
  * `recording` receives every byte read from the holder with its log offset, and every size this
  * process gives the terminal (server/recordings/recorder.ts); the direct-PTY fallback is not recorded.
+ * `epochs` shares where each holder log starts in viewers' offsets with the other processes
+ * (epochs.ts); without it this process numbers them alone, as if no other process ran.
  */
-export function holderConnector(endpoint: SshEndpoint, terminalId: string, options: { fallback?: PtyConnector; recording?: RecordingTap } = {}): PtyConnector {
+export function holderConnector(
+  endpoint: SshEndpoint,
+  terminalId: string,
+  options: { fallback?: PtyConnector; recording?: RecordingTap; epochs?: EpochStore } = {},
+): PtyConnector {
   const recording = options.recording;
   const fallback = options.fallback ?? sshConnector(endpoint);
   let active: PtyHandlers | null = null;
   let bootId: string | undefined;
   let instance: string | undefined;
   // Viewers' offsets keep rising across a reboot or a holder restart (a new holder's log starts
-  // at 0 again): this process adds the log ends of the holder instances it saw before. A process
-  // that starts after a reboot knows no earlier one; its viewers get a snapshot instead (the
-  // session's rebase).
+  // at 0 again): each log (epoch) starts at a base, recorded for every process (epochs.ts).
   let base = 0;
   let holderEnd = 0;
   let onExit: (() => void) | null = null;
@@ -60,11 +66,33 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
     { tail: ATTACH_TAIL_BYTES },
   );
 
+  /**
+   * Where log `epoch` starts for viewers: recorded by the first process that saw it, or chosen
+   * now (newEpochBase). `lastBoot`: the boot of the latest earlier epoch when this process saw
+   * none (a reboot while no process was attached still shows its line).
+   */
+  async function enterEpoch(epoch: string, seen: string | undefined, from: number | undefined): Promise<{ base: number; lastBoot?: string }> {
+    const previous = seen === undefined ? null : { base, end: holderEnd };
+    const store = options.epochs;
+    if (!store) return { base: previous ? previous.base + previous.end : 0 };
+    try {
+      if (seen !== undefined) await store.setEnd(seen, holderEnd);
+      const known = await store.load();
+      const recorded = known.get(epoch);
+      if (recorded) return { base: recorded.base };
+      const latest = [...known.entries()].sort((a, b) => b[1].base - a[1].base)[0];
+      const claimed = await store.claim(epoch, newEpochBase(known, previous, from));
+      return { base: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
+    } catch (error) {
+      // The database is away: this process numbers the log alone (as before epochs were shared).
+      log.warn({ err: error, terminal: terminalId }, "terminal epochs unavailable; numbering this log in this process only");
+      return { base: previous ? previous.base + previous.end : 0 };
+    }
+  }
+
   return {
     machine: endpoint.name,
     async open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
-      // This process's first read of the terminal: from where the resuming viewer stopped.
-      if (term.next < 0 && from !== undefined && from > 0) term.next = from - base;
       const client = await connectSsh(endpoint);
       let link: HolderLink;
       try {
@@ -75,15 +103,19 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
         handlers.onNotice?.(`\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`);
         return channel;
       }
-      const rebooted = bootId !== undefined && link.hello!.bootId !== bootId;
-      bootId = link.hello!.bootId;
-      const restarted = instance !== undefined && link.hello!.instance !== instance;
-      instance = link.hello!.instance;
-      if (restarted) {
-        // The fresh shell's log, from its first byte, right after what viewers have.
-        base += holderEnd;
-        holderEnd = 0;
-        term.next = 0;
+      const hello = link.hello!;
+      const seen = bootId === undefined ? undefined : `${bootId}/${instance}`;
+      const epoch = `${hello.bootId}/${hello.instance}`;
+      let rebooted = false;
+      if (epoch !== seen) {
+        const entered = await enterEpoch(epoch, seen, from);
+        const lastBoot = entered.lastBoot ?? bootId;
+        rebooted = lastBoot !== undefined && lastBoot !== hello.bootId;
+        [bootId, instance, base, holderEnd] = [hello.bootId, hello.instance, entered.base, 0];
+        if (seen !== undefined) term.next = 0; // the fresh shell's log, from its first byte
+        // This process's first read of the terminal: from where the resuming viewer stopped
+        // (a viewer from before this epoch's base gets the tail and a snapshot).
+        else if (term.next < 0 && from !== undefined && from > 0 && from >= base) term.next = from - base;
       }
       // The recording first catches up on what no process read (live output waits for it).
       recording?.catchUp(`${bootId}/${instance}`, (from, sink) => readLog(client, terminalId, from, sink));
@@ -94,6 +126,7 @@ export function holderConnector(endpoint: SshEndpoint, terminalId: string, optio
         done = true;
         if (active === handlers) active = null;
         onExit = onGone = null;
+        if (bootId !== undefined) void options.epochs?.setEnd(`${bootId}/${instance}`, holderEnd).catch(() => undefined);
         term.detach();
         link.end();
         // The SSH connection ends once the link has flushed its last frames (a KILL must reach the
