@@ -77,3 +77,16 @@ it("closes the link on a frame longer than the limit, before its body arrives", 
   expect((await closed)?.message).toMatch(/frame of 67108864 bytes/);
   expect(link.isClosed).toBe(true);
 });
+
+it("refuses a HELLO whose boot id or instance is not one a holder makes (a learner's own holder naming epochs of any size)", async () => {
+  for (const fields of [{ bootId: "x".repeat(10_000) }, { bootId: "b/../c" }, { instance: "" }, { instance: "a/b" }, { instance: "i".repeat(65) }]) {
+    const stream = pipe();
+    const opening = HolderLink.open(stream);
+    stream.push(frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v", bootId: "b", instance: "i", pid: 1, ...fields }))));
+    await expect(opening, JSON.stringify(fields).slice(0, 40)).rejects.toThrow(/bad frame 0x81|closed/);
+  }
+  const stream = pipe();
+  const opening = HolderLink.open(stream);
+  stream.push(frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v", bootId: "8f0c5e52-3b9c-4c1e-9d55-0b2f5e1a7c3d", instance: "0123456789abcdef", pid: 1 }))));
+  expect((await opening).hello?.instance).toBe("0123456789abcdef");
+});

@@ -67,8 +67,11 @@ const T = {
 const Hello = z.object({
   protocol: z.number(),
   version: z.string(),
-  bootId: z.string(),
-  instance: z.string(),
+  // Both name a log epoch in the database (epochs.ts) and in recordings: a machine's root (a
+  // learner) can run a holder of its own, so they are bounded. The kernel's boot id is a UUID
+  // ("" when unreadable); an instance is 16 hex digits.
+  bootId: z.string().regex(/^[0-9a-fA-F-]{0,64}$/),
+  instance: z.string().regex(/^[0-9a-zA-Z]{1,64}$/),
   pid: z.number().int(),
   /** The file the holder runs from, and whether SIGUSR2 upgrades it in place (older holders: absent). */
   path: z.string().optional(),

@@ -18,6 +18,8 @@ import { log } from "../../log";
  * names an offset (bytes): the headless screen (screen.ts) is rebuilt from it for snapshots.
  */
 export const ATTACH_TAIL_BYTES = 256 * 1024;
+/** Longest a (re)connect waits for the shared epochs (epochs.ts) before numbering the log in this process, ms. */
+export const EPOCH_DB_TIMEOUT_MS = 5_000;
 /** Longest a recording catch-up may read the holder's log for, ms; then the rest stays a gap. */
 export const CATCH_UP_TIMEOUT_MS = 60_000;
 
@@ -75,7 +77,7 @@ export function holderConnector(
     const previous = seen === undefined ? null : { base, end: holderEnd };
     const store = options.epochs;
     if (!store) return { base: previous ? previous.base + previous.end : 0 };
-    try {
+    const shared = async () => {
       if (seen !== undefined) await store.setEnd(seen, holderEnd);
       const known = await store.load();
       const recorded = known.get(epoch);
@@ -83,10 +85,18 @@ export function holderConnector(
       const latest = [...known.entries()].sort((a, b) => b[1].base - a[1].base)[0];
       const claimed = await store.claim(epoch, newEpochBase(known, previous, from));
       return { base: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
+    };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // A terminal never waits long on the database: a slow or absent one leaves it numbered here.
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${EPOCH_DB_TIMEOUT_MS} ms`)), EPOCH_DB_TIMEOUT_MS)));
+      return await Promise.race([shared(), late]);
     } catch (error) {
       // The database is away: this process numbers the log alone (as before epochs were shared).
-      log.warn({ err: error, terminal: terminalId }, "terminal epochs unavailable; numbering this log in this process only");
+      log.warn({ err: (error as Error).message, terminal: terminalId }, "terminal epochs unavailable; numbering this log in this process only");
       return { base: previous ? previous.base + previous.end : 0 };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

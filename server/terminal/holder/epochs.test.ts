@@ -1,5 +1,7 @@
-import { describe, expect, it } from "vitest";
-import { newEpochBase, UNKNOWN_END_JUMP, type EpochRecord } from "./epochs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbEpochStore, EPOCHS_KEPT, newEpochBase, UNKNOWN_END_JUMP, type EpochRecord } from "./epochs";
+import type { Db } from "../../db/client";
+import { startTestDb } from "../../testing/test-db";
 
 const known = (...records: [string, EpochRecord][]) => new Map(records);
 
@@ -27,5 +29,36 @@ describe("newEpochBase", () => {
     expect(newEpochBase(records, null, 900)).toBe(900 + UNKNOWN_END_JUMP);
     expect(newEpochBase(records, null, undefined)).toBe(700 + UNKNOWN_END_JUMP);
     expect(UNKNOWN_END_JUMP).toBeLessThan(Number.MAX_SAFE_INTEGER / 1024); // offsets stay exact in a float64
+  });
+});
+
+describe("dbEpochStore (embedded PostgreSQL)", () => {
+  let db: Db;
+  let stop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, stop } = await startTestDb());
+  }, 60_000);
+  afterAll(async () => {
+    await stop?.();
+  });
+
+  it("keeps the first claim of an epoch, ends that only grow, and at most EPOCHS_KEPT epochs per terminal", async () => {
+    const session = await db.labSession.create({ data: { labSlug: "epochs", learnerId: "l", provider: "static" } });
+    const [a, b] = [dbEpochStore(db, session.id, "t-main"), dbEpochStore(db, session.id, "t-main")];
+    // Two processes see the same new epoch at once: one base wins, both get it.
+    const claims = await Promise.all([a.claim("boot/1", 100), b.claim("boot/1", 250)]);
+    expect(claims[0]).toBe(claims[1]);
+    await a.setEnd("boot/1", 500);
+    await b.setEnd("boot/1", 400); // a process that read less does not pull the end back
+    expect((await a.load()).get("boot/1")).toEqual({ base: claims[0], end: 500 });
+    // Another terminal of the session is its own.
+    expect((await dbEpochStore(db, session.id, "t-tab2").load()).size).toBe(0);
+    // A learner restarting their holder in a loop: the table keeps the latest epochs only.
+    for (let i = 2; i < EPOCHS_KEPT + 10; i++) await a.claim(`boot/${i}`, i * 1000);
+    const kept = await a.load();
+    expect(kept.size).toBe(EPOCHS_KEPT);
+    expect(kept.has(`boot/${EPOCHS_KEPT + 9}`)).toBe(true);
+    expect(kept.has("boot/1")).toBe(false);
+    await a.settled();
   });
 });

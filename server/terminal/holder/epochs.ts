@@ -8,6 +8,9 @@
  */
 import type { Db } from "../../db/client";
 
+/** Epochs kept per terminal: the latest by base (older viewers' offsets fall before them and get a snapshot). */
+export const EPOCHS_KEPT = 16;
+
 export interface EpochRecord {
   base: number;
   /** The log's end as last read by a process that left the epoch; null: not known. */
@@ -28,7 +31,9 @@ export interface EpochStore {
 /** The epochs of holder terminal `terminal` of lab session `sessionId`, in PostgreSQL. */
 export function dbEpochStore(db: Db, sessionId: string, terminal: string): EpochStore {
   const writes = new Set<Promise<unknown>>();
-  const track = <T>(write: Promise<T>): Promise<T> => {
+  // A Prisma query runs when first awaited: made a promise once, then watched and returned.
+  const track = <T>(query: PromiseLike<T>): Promise<T> => {
+    const write = Promise.resolve(query);
     const settled = write.catch(() => undefined).finally(() => writes.delete(settled));
     writes.add(settled);
     return write;
@@ -39,14 +44,27 @@ export function dbEpochStore(db: Db, sessionId: string, terminal: string): Epoch
       return new Map(rows.map((r) => [r.epoch, { base: Number(r.base), end: r.end === null ? null : Number(r.end) }]));
     },
     async claim(epoch, base) {
-      // The first process to see an epoch sets its base; every later one reads it.
-      await track(db.terminalEpoch.createMany({ data: [{ sessionId, terminal, epoch, base: BigInt(base) }], skipDuplicates: true }));
-      const row = await db.terminalEpoch.findUniqueOrThrow({ where: { sessionId_terminal_epoch: { sessionId, terminal, epoch } } });
+      // The first process to see an epoch sets its base; every later one reads it. Single
+      // statements (autocommit): Prisma's createMany/updateMany run in a transaction of their
+      // own, and a shutdown's dozens at once exhausted the pool and hung every query.
+      await track(db.$executeRaw`
+        INSERT INTO "TerminalEpoch" ("sessionId", "terminal", "epoch", "base") VALUES (${sessionId}, ${terminal}, ${epoch}, ${BigInt(base)})
+        ON CONFLICT DO NOTHING`);
+      const [row] = await db.$queryRaw<{ base: bigint }[]>`
+        SELECT "base" FROM "TerminalEpoch" WHERE "sessionId" = ${sessionId} AND "terminal" = ${terminal} AND "epoch" = ${epoch}`;
+      if (!row) throw new Error(`terminal epoch ${epoch} not recorded`);
+      // Only the latest epochs matter (newEpochBase); a learner restarting their holder in a loop
+      // must not grow the table without bound.
+      await track(db.$executeRaw`
+        DELETE FROM "TerminalEpoch" WHERE "sessionId" = ${sessionId} AND "terminal" = ${terminal} AND "epoch" IN (
+          SELECT "epoch" FROM "TerminalEpoch" WHERE "sessionId" = ${sessionId} AND "terminal" = ${terminal} ORDER BY "base" DESC OFFSET ${EPOCHS_KEPT})`);
       return Number(row.base);
     },
     async setEnd(epoch, end) {
       // Ends only grow: a process that read less must not pull it back.
-      await track(db.terminalEpoch.updateMany({ where: { sessionId, terminal, epoch, OR: [{ end: null }, { end: { lt: BigInt(end) } }] }, data: { end: BigInt(end) } }));
+      await track(db.$executeRaw`
+        UPDATE "TerminalEpoch" SET "end" = ${BigInt(end)}
+        WHERE "sessionId" = ${sessionId} AND "terminal" = ${terminal} AND "epoch" = ${epoch} AND ("end" IS NULL OR "end" < ${BigInt(end)})`);
     },
     async settled() {
       await Promise.all([...writes]);
