@@ -75,8 +75,10 @@ export function holderConnector(
    */
   async function enterEpoch(epoch: string, seen: string | undefined, from: number | undefined): Promise<{ base: number; lastBoot?: string }> {
     const previous = seen === undefined ? null : { base, end: holderEnd };
+    // This process's own numbering: right after the log it read, or 0.
+    const alone = { base: previous ? previous.base + previous.end : 0 };
     const store = options.epochs;
-    if (!store) return { base: previous ? previous.base + previous.end : 0 };
+    if (!store) return alone;
     const shared = async () => {
       if (seen !== undefined) await store.setEnd(seen, holderEnd);
       const known = await store.load();
@@ -94,7 +96,7 @@ export function holderConnector(
     } catch (error) {
       // The database is away: this process numbers the log alone (as before epochs were shared).
       log.warn({ err: (error as Error).message, terminal: terminalId }, "terminal epochs unavailable; numbering this log in this process only");
-      return { base: previous ? previous.base + previous.end : 0 };
+      return alone;
     } finally {
       clearTimeout(timer);
     }
