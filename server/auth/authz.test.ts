@@ -910,10 +910,17 @@ describe("terminal socket × actors", () => {
   it("a watcher sees what the owner types", async () => {
     const owner = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner });
     const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("cohortInstructor", "read") }, { cookie: cookies.cohortInstructor });
-    await owner.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
-    owner.input("echo watched-$((40+2))\r");
-    await watcher.waitForText("watched-42");
-    await Promise.all([owner.close(), watcher.close()]);
+    try {
+      await owner.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
+      // Watching from now on ("ready" comes as the viewer is attached): what the owner types next
+      // reaches the watcher as output, whatever the watcher's first view was (replay or snapshot).
+      await watcher.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
+      owner.input("echo watched-$((40+2))\r");
+      await watcher.waitForText("watched-42");
+    } finally {
+      // A failure here must not leave sockets counted against the next tests' limits.
+      await Promise.all([owner.close(), watcher.close()]);
+    }
   });
 
   it("a watcher is announced to the learner (session events) and audited; leaving clears the notice", async () => {
@@ -960,14 +967,18 @@ describe("terminal socket × actors", () => {
 
   it("a user's 25th terminal socket is refused (4429) while 24 are open; closing one frees a slot", async () => {
     const clients: TerminalTestClient[] = [];
-    for (let i = 0; i < 24; i++) clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
-    await Promise.all(clients.map((c) => c.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready")));
-    const extra = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
-    expect((await extra.waitForClose()).code).toBe(CloseCode.tooManySockets);
-    await clients.pop()!.close();
-    const again = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
-    await again.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready");
-    await Promise.all([...clients, again].map((c) => c.close()));
+    try {
+      for (let i = 0; i < 24; i++) clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
+      await Promise.all(clients.map((c) => c.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready")));
+      const extra = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+      expect((await extra.waitForClose()).code).toBe(CloseCode.tooManySockets);
+      await clients.pop()!.close();
+      const again = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
+      clients.push(again);
+      await again.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready");
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
   }, 90_000);
 
   it("signing out ends terminal access on the next connect, even with an unexpired token", async () => {

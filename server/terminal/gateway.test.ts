@@ -37,6 +37,28 @@ describe("terminal gateway over real sshd", () => {
     await client.close();
   });
 
+  it("a fresh session's three machines each start their terminal at offset 0: epochs are per machine (the holder terminal id is the same on all three)", async () => {
+    // Keyed by the holder terminal id alone, the machines shared one epoch list: each took the
+    // others' logs for its own earlier ones (end unknown) and started 2^40 further, so a page
+    // opening at offset 0 got a snapshot, and on VMs (a boot id each) a reboot line.
+    const session = await stack.startSession("learner-epochs");
+    for (const machine of ["controlplane", "node01", "node02"]) {
+      const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, machine) });
+      client.input(`echo fresh-${machine}-$((6*7))\r`);
+      await client.waitForText(`fresh-${machine}-42`, 20_000);
+      expect(client.messages.filter((m) => m.type === "snapshot" || m.type === "reset")).toEqual([]);
+      expect(client.offset).toBeLessThan(1024 * 1024);
+      expect(client.text()).not.toContain("再起動");
+      await client.close();
+    }
+    const rows = await stack.db.terminalEpoch.findMany({ where: { sessionId: session }, orderBy: { terminal: "asc" } });
+    expect(rows.map((r) => [r.terminal, Number(r.base)])).toEqual([
+      ["controlplane", 0],
+      ["node01", 0],
+      ["node02", 0],
+    ]);
+  });
+
   it("keeps input typed before the shell is ready", async () => {
     const session = await stack.startSession("learner-early");
     const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node02") });

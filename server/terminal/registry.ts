@@ -33,8 +33,12 @@ export class TerminalRegistry {
     private readonly isPoweredOff?: (sessionId: string, machine: string) => Promise<boolean>,
     /** Where each terminal's output is recorded (server/recordings/recorder.ts); unset: not recorded. */
     private readonly recorder?: { tap(sessionId: string, machine: string): RecordingTap },
-    /** Where each terminal's holder logs start in viewers' offsets, shared by every process (holder/epochs.ts); unset: this process alone. */
-    private readonly epochs?: (sessionId: string, terminalId: string) => EpochStore,
+    /**
+     * Where each terminal's holder logs start in viewers' offsets, shared by every process
+     * (holder/epochs.ts), by the terminal's name (`node01`, `node01#2`: tab-names.ts); unset: this
+     * process alone. Not by the holder terminal id: that is the same on every machine of a session.
+     */
+    private readonly epochs?: (sessionId: string, terminal: string) => EpochStore,
   ) {}
 
   /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
@@ -43,7 +47,7 @@ export class TerminalRegistry {
     let entry = this.terminals.get(key);
     if (!entry) {
       const terminalId = holderTerminalId(sessionId, holderTabName(number));
-      const epochs = this.epochs?.(sessionId, terminalId);
+      const epochs = this.epochs?.(sessionId, terminalName(machine, number));
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint

@@ -214,7 +214,7 @@ describe("holder connector", () => {
   it("a deploy after the holder restarted: the next process resumes the viewer in the new shell at its offset (epochs shared in PostgreSQL), no snapshot, no gap", async () => {
     const host = set.hosts[0]!;
     const labSession = await db.labSession.create({ data: { labSlug: "epochs", learnerId: "epochs-learner", provider: "static" } });
-    const epochs = () => dbEpochStore(db, labSession.id, holderTerminalId(labSession.id));
+    const epochs = () => dbEpochStore(db, labSession.id, host.name);
     const a = open(host, labSession.id, undefined, { epochs: epochs() });
     a.session.input(a.viewer, "echo one-$((6*7))\r");
     await a.viewer.waitForText("one-42\r\n");
@@ -238,7 +238,7 @@ describe("holder connector", () => {
   it("a holder restarted while no process was attached: the next process starts the new log at the recorded end and the viewer goes on in the fresh shell without a snapshot", async () => {
     const host = set.hosts[0]!;
     const labSession = await db.labSession.create({ data: { labSlug: "epochs-late", learnerId: "epochs-learner", provider: "static" } });
-    const epochs = () => dbEpochStore(db, labSession.id, holderTerminalId(labSession.id));
+    const epochs = () => dbEpochStore(db, labSession.id, host.name);
     const a = open(host, labSession.id, undefined, { epochs: epochs() });
     a.session.input(a.viewer, "R=3; echo before-$((6*7))\r");
     await a.viewer.waitForText("before-42\r\n");

@@ -28,7 +28,12 @@ export interface EpochStore {
   settled(): Promise<void>;
 }
 
-/** The epochs of holder terminal `terminal` of lab session `sessionId`, in PostgreSQL. */
+/**
+ * The epochs of terminal `terminal` of lab session `sessionId`, in PostgreSQL. `terminal` names
+ * the machine and tab (`node01`, `node01#2`); the holder terminal id alone is the same on every
+ * machine of the session, and one machine's epochs then read as another's earlier ones (a base
+ * 2^40 further, and on VMs a reboot line on a fresh lab).
+ */
 export function dbEpochStore(db: Db, sessionId: string, terminal: string): EpochStore {
   const writes = new Set<Promise<unknown>>();
   // A Prisma query runs when first awaited: made a promise once, then watched and returned.
