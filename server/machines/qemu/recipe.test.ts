@@ -49,7 +49,7 @@ describe("image variants", () => {
   it("keeps debian-base's hash stable: it changes only with the guest files (the terminal holder file included)", () => {
     // The image carries server/terminal/holder/labdeck-holder: editing that file changes this hash
     // (a new image is built), as it should.
-    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("65e700e5935b8c95");
+    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("355d9429dbd46853");
   });
 
   it("registers debian-base (Debian only) and the Kubernetes and kubespray variants (upstream)", () => {

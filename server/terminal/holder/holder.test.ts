@@ -649,6 +649,55 @@ describe("terminal holder over real sshd", () => {
   }, 90_000);
 });
 
+describe("a release with a bug while serving (after it has resumed: the upgrade's guard is done)", () => {
+  it("an error of the holder's code on one connection closes that connection; the daemon, its shells and other connections go on", async () => {
+    const machine = bare.hosts[0]!;
+    const ssh = await connectSsh(endpoint(machine));
+    opened.push(ssh);
+    const installPath = "/root/.labdeck/faulty/labdeck-holder";
+    const socketPath = "/run/labdeck-holder-faulty/holder.sock";
+    const source = holderSource().toString();
+    await runInstall(ssh, installScript({ installPath, socketPath }), Buffer.from(source + "# an older release\n"));
+    const first = await waitForLink(ssh, socketPath);
+    const { pid, instance } = first.hello!;
+    const screen = new Screen("faulty1");
+    await screen.term.attach(first);
+    screen.term.write("X=41; sleep 300 & echo before-$((X+1)) shell-$$\r");
+    await waitFor(() => /before-42 shell-\d+\r\n/.test(screen.text()), 10_000, "the shell's pid");
+    const shellPid = /before-42 shell-(\d+)\r\n/.exec(screen.text())![1];
+
+    // A release that resumes fine, then raises (not a bad-frame error) on a resize to 77 columns.
+    const faulty = source.replace("    def resize(self, rows, cols):\n", '    def resize(self, rows, cols):\n        if cols == 77:\n            raise RuntimeError("a bug of this release")\n');
+    expect(faulty).not.toBe(source);
+    await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(faulty));
+    await waitFor(() => first.isClosed, 5_000, "the connection to end (upgrade)");
+    const link = await waitForLink(ssh, socketPath);
+    expect(link.hello).toMatchObject({ pid, instance, version: createHash("sha256").update(faulty).digest("hex").slice(0, 12) });
+    const bystanderLink = await waitForLink(ssh, socketPath);
+    const bystander = new Screen("faulty1", { from: -1, mode: "read" });
+    await bystander.term.attach(bystanderLink);
+
+    const victim = new Screen("faulty1", { from: -1 });
+    await victim.term.attach(link);
+    victim.term.resize({ cols: 77, rows: 24 });
+    await waitFor(() => link.isClosed, 5_000, "the faulting connection to be closed");
+
+    // Without Holder.fault the exception ended the daemon, and every shell with it.
+    expect(bystanderLink.isClosed).toBe(false);
+    const after = await waitForLink(ssh, socketPath);
+    expect(after.hello).toMatchObject({ pid, instance });
+    const probe = new Screen("faulty1", { from: 0 });
+    await probe.term.attach(after);
+    probe.term.write("echo kept-$((X+1)) shell-$$; jobs | grep -c sleep\r");
+    await probe.waitForText(`kept-42 shell-${shellPid}\r\n1\r\n`);
+    expect(probe.text()).toContain(`before-42 shell-${shellPid}\r\n`);
+    await bystander.waitForText(`kept-42 shell-${shellPid}`); // the other connection still reads
+    after.close();
+    bystanderLink.close();
+    await sh(ssh, `kill ${pid}`);
+  }, 60_000);
+});
+
 /** Runs an install script (installScript) with the holder file on its stdin, to the end. */
 function runInstall(ssh: Client, script: string, file: Buffer): Promise<void> {
   return new Promise<void>((resolve, reject) =>
