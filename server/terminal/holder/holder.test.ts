@@ -592,21 +592,8 @@ describe("terminal holder over real sshd", () => {
   }, 90_000);
 
   it("an upgrade to a broken holder keeps every shell: the previous version takes the terminals back and says which file it refused", async () => {
-    const machine = bare.hosts[0]!;
-    const ssh = await connectSsh(endpoint(machine));
-    opened.push(ssh);
-    const installPath = "/root/.labdeck/guarded/labdeck-holder";
-    const socketPath = "/run/labdeck-holder-guarded/holder.sock";
-    const source = holderSource().toString();
-    const old = Buffer.from(source + "# an older release\n");
-    await runInstall(ssh, installScript({ installPath, socketPath }), old);
-    const first = await waitForLink(ssh, socketPath);
+    const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("guarded");
     const { pid, version: oldVersion, instance } = first.hello!;
-    const screen = new Screen("guarded1");
-    await screen.term.attach(first);
-    screen.term.write("X=41; sleep 300 & echo before-$((X+1)) shell-$$\r");
-    await waitFor(() => /before-42 shell-\d+\r\n/.test(screen.text()), 10_000, "the shell's pid");
-    const shellPid = /before-42 shell-(\d+)\r\n/.exec(screen.text())![1];
     const ptys = async () => (await fs.readdir(`/proc/${pid}/fd`)).filter((fd) => fsSync.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: "utf8" }) === "/dev/ptmx").length;
     expect(await ptys()).toBe(1);
 
@@ -651,20 +638,8 @@ describe("terminal holder over real sshd", () => {
 
 describe("a release with a bug while serving (after it has resumed: the upgrade's guard is done)", () => {
   it("an error of the holder's code on one connection closes that connection; the daemon, its shells and other connections go on", async () => {
-    const machine = bare.hosts[0]!;
-    const ssh = await connectSsh(endpoint(machine));
-    opened.push(ssh);
-    const installPath = "/root/.labdeck/faulty/labdeck-holder";
-    const socketPath = "/run/labdeck-holder-faulty/holder.sock";
-    const source = holderSource().toString();
-    await runInstall(ssh, installScript({ installPath, socketPath }), Buffer.from(source + "# an older release\n"));
-    const first = await waitForLink(ssh, socketPath);
+    const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("faulty");
     const { pid, instance } = first.hello!;
-    const screen = new Screen("faulty1");
-    await screen.term.attach(first);
-    screen.term.write("X=41; sleep 300 & echo before-$((X+1)) shell-$$\r");
-    await waitFor(() => /before-42 shell-\d+\r\n/.test(screen.text()), 10_000, "the shell's pid");
-    const shellPid = /before-42 shell-(\d+)\r\n/.exec(screen.text())![1];
 
     // A release that resumes fine, then raises (not a bad-frame error) on a resize to 77 columns.
     const faulty = source.replace("    def resize(self, rows, cols):\n", '    def resize(self, rows, cols):\n        if cols == 77:\n            raise RuntimeError("a bug of this release")\n');
@@ -697,6 +672,26 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
     await sh(ssh, `kill ${pid}`);
   }, 60_000);
 });
+
+/**
+ * An older release of the holder installed at a path of its own (`/root/.labdeck/<name>/`) with
+ * one terminal (`<name>1`) whose shell has X=41 and a background `sleep`; its first link stays open.
+ */
+async function shellOnOlderRelease(name: string) {
+  const ssh = await connectSsh(endpoint(bare.hosts[0]!));
+  opened.push(ssh);
+  const installPath = `/root/.labdeck/${name}/labdeck-holder`;
+  const socketPath = `/run/labdeck-holder-${name}/holder.sock`;
+  const source = holderSource().toString();
+  await runInstall(ssh, installScript({ installPath, socketPath }), Buffer.from(source + "# an older release\n"));
+  const first = await waitForLink(ssh, socketPath);
+  const screen = new Screen(`${name}1`);
+  await screen.term.attach(first);
+  screen.term.write("X=41; sleep 300 & echo before-$((X+1)) shell-$$\r");
+  await waitFor(() => /before-42 shell-\d+\r\n/.test(screen.text()), 10_000, "the shell's pid");
+  const shellPid = /before-42 shell-(\d+)\r\n/.exec(screen.text())![1]!;
+  return { ssh, installPath, socketPath, source, first, shellPid };
+}
 
 /** Runs an install script (installScript) with the holder file on its stdin, to the end. */
 function runInstall(ssh: Client, script: string, file: Buffer): Promise<void> {
