@@ -22,6 +22,9 @@ test("an instructor opens a learner's replay from the dashboard and jumps to a s
   await lab.goto("hello-terminal");
   await expect(page.getByTestId("recording-notice")).toBeVisible({ timeout: 30_000 });
   await lab.open("node01");
+  // A pause longer than the player's idle limit (2 s) before the step: the player cuts it, and
+  // the marker list must give the player's time, not the file's (they differed by the cut).
+  await page.waitForTimeout(3_000);
   await lab.run("echo こんにちは > /root/hello.txt");
   await lab.expectStepState("hello-file", "done", 15_000);
   await lab.run("echo after-the-step");

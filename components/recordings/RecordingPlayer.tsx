@@ -9,30 +9,11 @@ import "asciinema-player/dist/bundle/asciinema-player.css";
 import type { Player } from "asciinema-player";
 import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState } from "react";
+import { IDLE_TIME_LIMIT_S, markersOf, type Marker } from "./markers";
 
 export interface RecordingInfo {
   machine: string;
   truncated: boolean;
-}
-
-interface Marker {
-  time: number;
-  label: string;
-}
-
-/** The "m" events of an asciicast v2 file, in order (the player numbers its markers the same way). */
-function markersOf(cast: string): Marker[] {
-  const markers: Marker[] = [];
-  for (const line of cast.split("\n").slice(1)) {
-    if (!line.includes('"m"')) continue;
-    try {
-      const event = JSON.parse(line) as unknown;
-      if (Array.isArray(event) && event[1] === "m" && typeof event[0] === "number") markers.push({ time: event[0], label: String(event[2]) });
-    } catch {
-      // a line the player will also skip
-    }
-  }
-  return markers;
 }
 
 function formatTime(seconds: number): string {
@@ -63,7 +44,7 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
         const cast = await response.text();
         const { create } = await import("asciinema-player");
         if (disposed) return;
-        player.current = create({ data: cast }, element, { fit: "width", idleTimeLimit: 2, terminalFontSize: "small" });
+        player.current = create({ data: cast }, element, { fit: "width", idleTimeLimit: IDLE_TIME_LIMIT_S, terminalFontSize: "small" });
         player.current.addEventListener("marker", ({ time }) => setPosition(time));
         setMarkers(markersOf(cast));
         setStatus("ready");
