@@ -43,16 +43,17 @@ export class TerminalRegistry {
 
   /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
   get(sessionId: string, machine: string, number = 1): Promise<TerminalSession | null> {
-    const key = `${sessionId}/${terminalName(machine, number)}`;
+    const name = terminalName(machine, number);
+    const key = `${sessionId}/${name}`;
     let entry = this.terminals.get(key);
     if (!entry) {
       const terminalId = holderTerminalId(sessionId, holderTabName(number));
-      const epochs = this.epochs?.(sessionId, terminalName(machine, number));
+      const epochs = this.epochs?.(sessionId, name);
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
           ? new TerminalSession(
-              holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, terminalName(machine, number)), epochs }),
+              holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }),
               {
                 onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
                 isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),

@@ -671,6 +671,26 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
     bystanderLink.close();
     await sh(ssh, `kill ${pid}`);
   }, 60_000);
+
+  it("an error of the holder's code while reading a terminal holds that terminal back a second; the shell, its output and the connection go on", async () => {
+    const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("faultyread");
+    const { pid } = first.hello!;
+    // A release that raises while reading the PTY, once the output it has logged holds a word.
+    const faulty = source.replace("                self.log.append(data)\n", '                self.log.append(data)\n                if b"explode-now" in data:\n                    raise RuntimeError("a bug of this release")\n');
+    expect(faulty).not.toBe(source);
+    await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(faulty));
+    await waitFor(() => first.isClosed, 5_000, "the connection to end (upgrade)");
+    const link = await waitForLink(ssh, socketPath);
+    expect(link.hello).toMatchObject({ pid, version: createHash("sha256").update(faulty).digest("hex").slice(0, 12) });
+    const screen = new Screen("faultyread1", { from: -1 });
+    await screen.term.attach(link);
+    screen.term.write("echo explode-now; echo after-$((X+1)) shell-$$\r"); // the echo of the line itself raises
+    await screen.waitForText(`after-42 shell-${shellPid}\r\n`);
+    expect(link.isClosed).toBe(false); // a terminal's fault closes no connection
+    expect(screen.gaps).toEqual([]);
+    link.close();
+    await sh(ssh, `kill ${pid}`);
+  }, 60_000);
 });
 
 /**
