@@ -49,7 +49,7 @@ describe("image variants", () => {
   it("keeps debian-base's hash stable: it changes only with the guest files (the terminal holder file included)", () => {
     // The image carries server/terminal/holder/labdeck-holder: editing that file changes this hash
     // (a new image is built), as it should.
-    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("0673a19fd5ea2b79");
+    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("99da47f86221f9cf");
   });
 
   it("registers debian-base (Debian only) and the Kubernetes and kubespray variants (upstream)", () => {

@@ -675,7 +675,7 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
   it("an error of the holder's code while reading a terminal holds that terminal back a second; the shell, its output and the connection go on", async () => {
     const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("faultyread");
     const { pid } = first.hello!;
-    // A release that raises while reading the PTY, once the output it has logged holds a word.
+    // A release that raises while reading the PTY, after logging a chunk that holds a word.
     const faulty = source.replace("                self.log.append(data)\n", '                self.log.append(data)\n                if b"explode-now" in data:\n                    raise RuntimeError("a bug of this release")\n');
     expect(faulty).not.toBe(source);
     await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(faulty));
@@ -684,8 +684,15 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
     expect(link.hello).toMatchObject({ pid, version: createHash("sha256").update(faulty).digest("hex").slice(0, 12) });
     const screen = new Screen("faultyread1", { from: -1 });
     await screen.term.attach(link);
-    screen.term.write("echo explode-now; echo after-$((X+1)) shell-$$\r"); // the echo of the line itself raises
+    // The faulting chunk is the shell's only output for 30 s, a second after the echo of the line
+    // (so the reader has nothing left to acknowledge): it must reach the reader when the terminal
+    // resumes (~1 s), not with the next output (in CI at 2b6860a it came in the same read as the
+    // prompt, and nothing followed).
+    screen.term.write("echo after-$((X+1)) shell-$$; sleep 1; printf 'explode-%s\\n' now; sleep 30\r");
     await screen.waitForText(`after-42 shell-${shellPid}\r\n`);
+    await screen.waitForText("explode-now\r\n", 10_000);
+    screen.term.write("\u0003echo still-$((X+1)) shell-$$\r"); // Ctrl-C ends the sleep; the same shell goes on
+    await screen.waitForText(`still-42 shell-${shellPid}\r\n`);
     expect(link.isClosed).toBe(false); // a terminal's fault closes no connection
     expect(screen.gaps).toEqual([]);
     link.close();
