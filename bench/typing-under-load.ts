@@ -21,8 +21,12 @@
  * shells, `yes`) once the streams run: they stand for lab VMs with CPUs of their own.
  * The typed terminal is on controlplane; the streams on node01 and node02 (netns sshd hosts, one
  * holder each, as separate machines would be).
+ * --stream-gateway separate relays the streams through a second gateway process on the same
+ * database (a replica), the typed terminals through the first: terminals spread over processes.
+ * Each phase reports how long the typed gateway's main thread, when woken, waited for a CPU on
+ * average (schedstat): the share of the delay that is the machine's cores, not the gateway's work.
  *
- *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--viewer-nice 0] [--viewer-parse xterm|none] [--machines-nice 0] [--json out.json]
+ *   flock /tmp/labdeck-test.lock npx tsx bench/typing-under-load.ts [--keys 150] [--gap-ms 40] [--streams 20] [--settle-s 4] [--phase-s 75] [--viewer-nice 0] [--viewer-parse xterm|none] [--machines-nice 0] [--stream-gateway same|separate] [--json out.json]
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import os from "node:os";
@@ -50,11 +54,13 @@ const Flags = z.object({
   "viewer-parse": z.enum(["xterm", "none"]).default("xterm"),
   /** Nice level for every process of the streaming machines (node01, node02: their sshd, holder, shells, `yes`): 0 leaves them. */
   "machines-nice": z.coerce.number().int().min(0).max(19).default(0),
+  /** "separate": the streams go through a second gateway process (a replica), not the typed one. */
+  "stream-gateway": z.enum(["same", "separate"]).default("same"),
   json: z.string().min(1).optional(),
 });
 
 function flags(): z.infer<typeof Flags> {
-  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--viewer-parse xterm|none] [--machines-nice N] [--json FILE]");
+  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--viewer-parse xterm|none] [--machines-nice N] [--stream-gateway same|separate] [--json FILE]");
 }
 
 const opts = flags();
@@ -113,10 +119,16 @@ interface Phase {
   /** Output bytes the stream viewers received per second. */
   viewersMiBps: number;
   gatewayRssMiB: number;
+  /** The typed gateway's main thread: average wait for a CPU each time it was woken, ms, and its share of the phase on a CPU. */
+  gatewayWaitPerRunMs: number;
+  gatewayRunPct: number;
+  /** The streams' gateway process CPU (--stream-gateway separate), % of one core. */
+  streamGatewayCpuPct?: number;
 }
 
 let stack: Awaited<ReturnType<typeof startTestStack>> | undefined;
 let gateway: ChildProcess | undefined;
+let streamGateway: ChildProcess | undefined;
 let viewers: ChildProcess | undefined;
 let wsClient: import("../server/testing/terminal-client").TerminalTestClient | undefined;
 let browser: Awaited<ReturnType<typeof chromium.launch>> | undefined;
@@ -124,11 +136,12 @@ const cleanup = async () => {
   viewers?.kill("SIGKILL");
   await browser?.close().catch(() => undefined);
   // SIGTERM first: a gateway run with --cpu-prof in NODE_OPTIONS writes its profile as it exits.
-  if (gateway && gateway.exitCode === null) {
-    const exited = new Promise((r) => gateway!.once("exit", r));
-    gateway.kill("SIGTERM");
+  for (const child of [gateway, streamGateway]) {
+    if (!child || child.exitCode !== null) continue;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-    gateway.kill("SIGKILL");
+    child.kill("SIGKILL");
   }
   await stack?.stop();
 };
@@ -147,6 +160,12 @@ try {
   gateway = await startGateway(stack, port);
   const gatewayPid = gateway.pid!;
   const wsUrl = `ws://127.0.0.1:${port}/ws/terminal`;
+  let streamUrl = wsUrl;
+  if (opts["stream-gateway"] === "separate") {
+    const streamPort = await freePort();
+    streamGateway = await startGateway(stack, streamPort);
+    streamUrl = `ws://127.0.0.1:${streamPort}/ws/terminal`;
+  }
   const endpoint = await machineEndpoint(stack.db, typist, TYPED_MACHINE);
   if (!endpoint) throw new Error(`no endpoint for ${TYPED_MACHINE}`);
   const raw = await m.rawTerm(endpoint, { cols: COLS, rows: ROWS });
@@ -160,7 +179,7 @@ try {
 
   viewers = fork(path.resolve("bench/lib/stream-viewers.ts"), [], {
     execArgv: ["--import", "tsx"],
-    env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: wsUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)), parse: opts["viewer-parse"] === "xterm" }) },
+    env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: streamUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)), parse: opts["viewer-parse"] === "xterm" }) },
   });
   if (opts["viewer-nice"] > 0) os.setPriority(viewers.pid!, opts["viewer-nice"]);
   await new Promise((resolve, reject) => {
@@ -230,6 +249,8 @@ try {
     const cpu0 = await m.cpuSeconds(gatewayPid);
     const io0 = await m.ioBytes(gatewayPid);
     const got0 = await ask<number>(viewers!, "stats", "bytes");
+    const sched0 = await m.schedStat(gatewayPid);
+    const streamCpu0 = streamGateway ? await m.cpuSeconds(streamGateway.pid!) : 0;
     const started = m.now();
     const b: number[] = [];
     const r: number[] = [];
@@ -247,6 +268,7 @@ try {
     const seconds = m.msSince(started) / 1000;
     const io1 = await m.ioBytes(gatewayPid);
     const got1 = await ask<number>(viewers!, "stats", "bytes");
+    const sched1 = await m.schedStat(gatewayPid);
     const result: Phase = {
       browser: m.stats(b),
       browserLost: bLost.count,
@@ -259,8 +281,11 @@ try {
       gatewayReadMiBps: Math.round(((io1.read - io0.read) / m.MIB / seconds) * 10) / 10,
       viewersMiBps: Math.round(((got1 - got0) / m.MIB / seconds) * 10) / 10,
       gatewayRssMiB: await m.rssMiB(gatewayPid),
+      gatewayWaitPerRunMs: Math.round(((sched1.waitMs - sched0.waitMs) / Math.max(1, sched1.runs - sched0.runs)) * 1000) / 1000,
+      gatewayRunPct: Math.round(((sched1.runMs - sched0.runMs) / 10 / seconds) * 10) / 10,
+      ...(streamGateway ? { streamGatewayCpuPct: Math.round((((await m.cpuSeconds(streamGateway.pid!)) - streamCpu0) / seconds) * 100) } : {}),
     };
-    console.error(`${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway from Node p50 ${result.ws.p50} ms (lost ${result.wsLost}), gateway CPU ${result.gatewayCpuPct} %`);
+    console.error(`${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway from Node p50 ${result.ws.p50} ms (lost ${result.wsLost}), gateway CPU ${result.gatewayCpuPct} %, its main thread waited ${result.gatewayWaitPerRunMs} ms for a CPU per wake-up`);
     return result;
   }
 
@@ -276,7 +301,7 @@ try {
 
   const names = ["idle", "streaming", "unwatched"] as const;
   const row = (label: string, values: (string | number)[]) => console.log(`${label.padEnd(34)}${values.map((v) => String(v).padStart(12)).join("")}`);
-  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients ${opts["viewer-parse"] === "xterm" ? "feeding headless xterm.js" : "acknowledging without parsing"}, nice ${opts["viewer-nice"]}; streaming machines nice ${opts["machines-nice"]})`);
+  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients ${opts["viewer-parse"] === "xterm" ? "feeding headless xterm.js" : "acknowledging without parsing"}, nice ${opts["viewer-nice"]}; streaming machines nice ${opts["machines-nice"]}; streams through ${opts["stream-gateway"] === "same" ? "the typed gateway" : "a second gateway process"})`);
   row("", [...names]);
   row("browser keydown→glyph p50 (ms)", names.map((n) => phases[n]!.browser.p50.toFixed(1)));
   row("browser keydown→glyph p99 (ms)", names.map((n) => phases[n]!.browser.p99.toFixed(1)));
@@ -292,6 +317,9 @@ try {
   row("gateway read (MiB/s)", names.map((n) => phases[n]!.gatewayReadMiBps));
   row("stream viewers received (MiB/s)", names.map((n) => phases[n]!.viewersMiBps));
   row("gateway RSS (MiB)", names.map((n) => phases[n]!.gatewayRssMiB));
+  row("gateway main thread on a CPU (%)", names.map((n) => phases[n]!.gatewayRunPct));
+  row("  waited for a CPU per wake-up (ms)", names.map((n) => phases[n]!.gatewayWaitPerRunMs.toFixed(3)));
+  if (streamGateway) row("streams' gateway CPU (% of one core)", names.map((n) => phases[n]!.streamGatewayCpuPct ?? ""));
   const result = { flags: opts, phases };
   console.log(JSON.stringify(result));
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");

@@ -150,6 +150,17 @@ export async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS; // utime, stime (fields 14, 15)
 }
 
+/**
+ * The scheduler's account of one thread (its main thread by default: tid = pid), from
+ * /proc/<pid>/task/<tid>/schedstat: time on a CPU, time runnable but waiting for one, and how many
+ * times it was given a CPU. Waiting per run is what each wake-up (a keystroke's echo arriving)
+ * paid on average before the thread could even start on it.
+ */
+export async function schedStat(pid: number, tid = pid): Promise<{ runMs: number; waitMs: number; runs: number }> {
+  const [run, wait, runs] = (await fs.readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8")).trim().split(" ").map(Number);
+  return { runMs: run! / 1e6, waitMs: wait! / 1e6, runs: runs! };
+}
+
 export async function rssMiB(pid: number): Promise<number> {
   const status = await fs.readFile(`/proc/${pid}/status`, "utf8");
   return Math.round((Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024) * 10) / 10;
