@@ -61,4 +61,34 @@ describe("dbEpochStore (embedded PostgreSQL)", () => {
     expect(kept.has("boot/1")).toBe(false);
     await a.settled();
   });
+  it("a store made again in this process reads the end its predecessor is still writing (no unknown end, no 2^40 jump)", async () => {
+    const session = await db.labSession.create({ data: { labSlug: "epochs-again", learnerId: "l", provider: "static" } });
+    const before = dbEpochStore(db, session.id, "node01");
+    await before.claim("boot/1", 0);
+    // Another transaction holds the row, so the end's UPDATE waits (a slow database, a busy pool).
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holding = db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "TerminalEpoch" WHERE "sessionId" = ${session.id} AND "terminal" = 'node01' FOR UPDATE`;
+        locked();
+        await held;
+      },
+      { timeout: 20_000 },
+    );
+    await isLocked;
+    const ending = before.setEnd("boot/1", 4321); // the previous connector leaves the epoch, not awaited
+    const again = dbEpochStore(db, session.id, "node01"); // the terminal is made again meanwhile
+    const loaded = again.load();
+    const early = await Promise.race([loaded.then(() => "loaded"), new Promise((r) => setTimeout(() => r("waiting"), 300))]);
+    expect(early).toBe("waiting"); // it waits for the end being written, rather than read the row without it
+    release();
+    await holding;
+    await ending;
+    const known = await loaded;
+    expect(known.get("boot/1")).toEqual({ base: 0, end: 4321 });
+    expect(newEpochBase(known, null, 4321)).toBe(4321); // the holder restarted meanwhile: seamless, no jump
+  });
 });

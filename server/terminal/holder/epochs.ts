@@ -28,6 +28,9 @@ export interface EpochStore {
   settled(): Promise<void>;
 }
 
+/** Epoch writes under way in this process, per terminal (session id and name), whichever store began them. */
+const writesInProcess = new Map<string, Set<Promise<unknown>>>();
+
 /**
  * The epochs of terminal `terminal` of lab session `sessionId`, in PostgreSQL. `terminal` names
  * the machine and tab (`node01`, `node01#2`); the holder terminal id alone is the same on every
@@ -36,15 +39,28 @@ export interface EpochStore {
  */
 export function dbEpochStore(db: Db, sessionId: string, terminal: string): EpochStore {
   const writes = new Set<Promise<unknown>>();
+  const key = `${sessionId}\u0000${terminal}`;
   // A Prisma query runs when first awaited: made a promise once, then watched and returned.
   const track = <T>(query: PromiseLike<T>): Promise<T> => {
     const write = Promise.resolve(query);
-    const settled = write.catch(() => undefined).finally(() => writes.delete(settled));
+    const terminalWrites = writesInProcess.get(key) ?? writesInProcess.set(key, new Set()).get(key)!;
+    const settled = write
+      .catch(() => undefined)
+      .finally(() => {
+        writes.delete(settled);
+        terminalWrites.delete(settled);
+        if (terminalWrites.size === 0 && writesInProcess.get(key) === terminalWrites) writesInProcess.delete(key);
+      });
     writes.add(settled);
+    terminalWrites.add(settled);
     return write;
   };
   return {
     async load() {
+      // This process's writes for the terminal come first, from any store: a terminal made again
+      // while its previous connector's end was still being written read that epoch as one whose
+      // end is not known (and, when its holder had restarted meanwhile, jumped UNKNOWN_END_JUMP).
+      await Promise.all([...(writesInProcess.get(key) ?? [])]);
       const rows = await db.terminalEpoch.findMany({ where: { sessionId, terminal } });
       return new Map(rows.map((r) => [r.epoch, { base: Number(r.base), end: r.end === null ? null : Number(r.end) }]));
     },
