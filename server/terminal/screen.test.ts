@@ -3,7 +3,7 @@
  * comes and what it leaves to a rebuild from the replay buffer.
  */
 import { describe, expect, it } from "vitest";
-import { parseCost, Screen, SCREEN_LINE_FEED_COST, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
+import { parseCost, Screen, SCREEN_LINE_FEED_COST, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_FREE_BYTES, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
 
 const size = { cols: 80, rows: 24 };
 const lines = (from: number, count: number) => Buffer.from(Array.from({ length: count }, (_, i) => `line-${from + i}\r\n`).join(""));
@@ -73,6 +73,24 @@ describe("Screen parse budget", () => {
     expect(typed.stale).toBe(false);
     expect((await typed.snapshot()).data).toContain("49");
     for (const screen of [...floods, typed]) screen.dispose();
+  });
+
+  it("20 floods starting at once in small chunks (SSH packets) parse little of their own bursts before the shared budget: about 20 x SCREEN_PARSE_FREE_BYTES and one shared burst in all", async () => {
+    const clock = () => 0; // a clock of its own: its own process-wide budget
+    const floods = Array.from({ length: 20 }, () => new Screen(size, 0, clock));
+    const chunk = Buffer.from("y\n".repeat(512)); // 1 KiB of `yes`, 9 KiB of parse cost
+    let parsed = 0;
+    for (let i = 0; i < 64; i++) {
+      for (const screen of floods) {
+        const wasStale = screen.stale;
+        screen.write(i * chunk.byteLength, chunk);
+        if (!wasStale && !screen.stale) parsed += parseCost(chunk);
+      }
+    }
+    expect(floods.every((screen) => screen.stale)).toBe(true);
+    // Half the burst each (the rule before) would be 20 x 128 KiB + the shared burst, ~3 MiB.
+    expect(parsed).toBeLessThanOrEqual(20 * (SCREEN_PARSE_FREE_BYTES + parseCost(chunk)) + SCREEN_PARSE_SHARED_BURST_BYTES);
+    for (const screen of floods) screen.dispose();
   });
 
   it("charges line feeds by what they cost the parser: 64 KiB of `yes` is over a screen's burst, 64 KiB of 60-character lines is not", async () => {

@@ -33,13 +33,21 @@ export const SCREEN_BACKLOG_BYTES = 1024 * 1024;
 export const SCREEN_PARSE_BYTES_PER_S = 64 * 1024;
 export const SCREEN_PARSE_BURST_BYTES = 256 * 1024;
 /**
- * And for the whole process, what screens that are flooding (their own budget under half) may
+ * And for the whole process, what screens that are flooding (past SCREEN_PARSE_FREE_BYTES) may
  * parse together: 20 watched `yes` each within its own budget still parsed 1.25 MiB/s of line
  * feeds (the headless terminal's scroll), and their 20 full bursts at once held the event loop
  * 2 s when they started, every echo waiting (bench/typing-under-load.ts, loop delay p99 100-500 ms).
  */
 export const SCREEN_PARSE_SHARED_BYTES_PER_S = 256 * 1024;
 export const SCREEN_PARSE_SHARED_BURST_BYTES = 512 * 1024;
+/**
+ * What a screen parses of its own burst before it counts as flooding and needs the shared budget
+ * too. It was half the burst (128 KiB): 20 floods starting at once each parsed that much first,
+ * 2.5 MiB of `yes` (~140,000 line feeds) in xterm's timers, and the process stood still 0.5-0.9 s
+ * (bench/typing-under-load.ts, CPU profile). A command's output (a manifest, `kubectl get -A`)
+ * that is larger draws on the shared budget, or leaves the screen to be rebuilt when needed.
+ */
+export const SCREEN_PARSE_FREE_BYTES = 32 * 1024;
 
 /**
  * What a line feed costs the parser, in bytes of plain text: the budgets above count a chunk's
@@ -136,8 +144,8 @@ export class Screen {
     const t = this.now();
     const own = this.own.level(t);
     const cost = parseCost(chunk);
-    // Flooding (under half its own budget): the chunk also needs the process's shared budget.
-    const flooding = own - cost < SCREEN_PARSE_BURST_BYTES / 2;
+    // Flooding (past the free part of its own burst): the chunk also needs the process's shared budget.
+    const flooding = own - cost < SCREEN_PARSE_BURST_BYTES - SCREEN_PARSE_FREE_BYTES;
     if (cost > own || (flooding && cost > this.shared.level(t))) return this.skip(offset, n);
     if (offset !== this.written) this.term.reset();
     this.own.take(cost);

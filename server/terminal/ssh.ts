@@ -5,6 +5,7 @@
  */
 import net from "node:net";
 import { Client, type ClientChannel, type ConnectConfig } from "ssh2";
+import { readBudget, type ReadBudget } from "./read-budget";
 import { HostKeyMismatchError, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./session";
 
 export interface SshEndpoint {
@@ -97,10 +98,27 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
       settled = true;
       clearTimeout(timer);
       client.setNoDelay(true); // keystrokes go out at once, not after Nagle's delay
+      readFairly(sock);
       resolve(client);
     });
     client.connect(config);
   });
+}
+
+/**
+ * Reads a connection within the process's read budget (read-budget.ts): libuv reads a readable
+ * socket up to 32 times (64 KiB each) before it looks at the next one, and each read is decrypted
+ * and relayed at once, so a keystroke's echo arriving on one connection waited behind megabytes of
+ * other terminals' floods.
+ */
+export function readFairly(sock: net.Socket, budget: ReadBudget = readBudget): void {
+  const reader = budget.reader(
+    () => sock.pause(),
+    () => {
+      if (!sock.destroyed) sock.resume();
+    },
+  );
+  sock.on("data", (chunk: Buffer) => void reader.took(chunk.byteLength));
 }
 
 /** Browser writers whose last input seq a direct PTY remembers (the oldest are forgotten). */

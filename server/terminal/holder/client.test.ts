@@ -7,6 +7,7 @@
 import { Duplex } from "node:stream";
 import { expect, it } from "vitest";
 import { HolderLink } from "./client";
+import { ReadBudget, TURN_READ_BYTES } from "../read-budget";
 
 function frame(type: number, body: Buffer): Buffer {
   const head = Buffer.alloc(5);
@@ -56,7 +57,7 @@ it("reads the same frames, in order, whatever chunks the bytes arrive in", async
     const got: [number, Buffer][] = [];
     link.on("output", (_id, at, data) => got.push([at, Buffer.from(data)]));
     for (const piece of cut(bytes, sizes)) stream.push(piece);
-    await new Promise((r) => setImmediate(r));
+    for (let turn = 0; turn < 100 && got.length < payloads.length; turn++) await new Promise((r) => setImmediate(r));
     expect(got.map(([at]) => at), `chunks of ${sizes}`).toEqual(payloads.map((_, i) => payloads.slice(0, i).reduce((n, p) => n + p.length, 0)));
     expect(Buffer.concat(got.map(([, data]) => data)).equals(Buffer.concat(payloads)), `chunks of ${sizes}`).toBe(true);
     link.close();
@@ -89,4 +90,63 @@ it("refuses a HELLO whose boot id or instance is not one a holder makes (a learn
   const opening = HolderLink.open(stream);
   stream.push(frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v", bootId: "8f0c5e52-3b9c-4c1e-9d55-0b2f5e1a7c3d", instance: "0123456789abcdef", pid: 1 }))));
   expect((await opening).hello?.instance).toBe("0123456789abcdef");
+});
+
+/** Output frames read per turn of the event loop (setImmediate ticks) until `count` have come. */
+async function outputsPerTurn(link: HolderLink, count: number, feed: () => void): Promise<{ perTurn: number[]; offsets: number[] }> {
+  const perTurn: number[] = [0];
+  const offsets: number[] = [];
+  link.on("output", (_id, at) => {
+    offsets.push(at);
+    perTurn[perTurn.length - 1]!++;
+  });
+  // A new turn starts at this tick, scheduled before any of the link's (each turn runs it first).
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const tick = () => {
+    if (offsets.length >= count || perTurn.length > 1000) return done();
+    perTurn.push(0);
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  feed(); // a flowing stream hands over what is pushed at once, until it pauses
+  await finished;
+  return { perTurn, offsets };
+}
+
+it("takes at most the read budget from its holder per turn of the event loop: a resumed flood does not hold the process", async () => {
+  const stream = pipe();
+  const opening = HolderLink.open(stream, undefined, new ReadBudget());
+  stream.push(HELLO);
+  const link = await opening;
+  await new Promise((r) => setImmediate(r)); // the turn that read the HELLO is over
+  const size = 16 * 1024;
+  const frames = 64; // 1 MiB buffered in the channel, as after a resume
+  const { perTurn, offsets } = await outputsPerTurn(link, frames, () => {
+    for (let i = 0; i < frames; i++) stream.push(output("t1", i * size, Buffer.alloc(size, "y")));
+  });
+  expect(offsets).toEqual(Array.from({ length: frames }, (_, i) => i * size)); // every frame, in order
+  // Alone, the link has the turn's budget (a quantum at a time), and the frame that crosses it.
+  expect(Math.max(...perTurn)).toBeLessThanOrEqual(Math.ceil(TURN_READ_BYTES / size) + 1);
+  expect(perTurn.filter((n) => n > 0).length).toBeGreaterThanOrEqual(Math.floor((frames * size) / TURN_READ_BYTES)); // spread over turns
+  link.close();
+});
+
+it("stays paused by flow control across its own yields, and reads on when resumed", async () => {
+  const stream = pipe();
+  const opening = HolderLink.open(stream, undefined, new ReadBudget());
+  stream.push(HELLO);
+  const link = await opening;
+  const size = 16 * 1024;
+  let got = 0;
+  link.on("output", () => {
+    if (++got === 2) link.pause(); // the viewers are backed up
+  });
+  for (let i = 0; i < 40; i++) stream.push(output("t1", i * size, Buffer.alloc(size, "y")));
+  for (let turn = 0; turn < 20; turn++) await new Promise((r) => setImmediate(r));
+  expect(got).toBe(2);
+  link.resume();
+  for (let turn = 0; turn < 200 && got < 40; turn++) await new Promise((r) => setImmediate(r));
+  expect(got).toBe(40);
+  link.close();
 });

@@ -29,6 +29,7 @@ import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
 import { z } from "zod";
+import { readBudget, type ReadBudget } from "../read-budget";
 
 /** Where the holder listens on every machine (root only, mode 0600). */
 export const HOLDER_SOCKET = "/run/labdeck-holder/holder.sock";
@@ -143,19 +144,42 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private closed = false;
+  /** Paused by flow control (pause()), and waiting its turn in the process's read budget. */
+  private flowPaused = false;
+  private waiting = false;
   hello: HolderHello | null = null;
 
-  private constructor(private readonly stream: Duplex) {
+  /**
+   * `budget`: a link resumed by flow control (its viewers acknowledged) handed over its channel's
+   * whole buffer at once, up to the SSH window; it now reads within the process's budget.
+   */
+  private constructor(
+    private readonly stream: Duplex,
+    budget: ReadBudget = readBudget,
+  ) {
     super();
-    stream.on("data", (chunk: Buffer) => this.receive(chunk));
+    const reader = budget.reader(
+      () => {
+        this.waiting = true;
+        this.stream.pause();
+      },
+      () => {
+        this.waiting = false;
+        if (!this.flowPaused && !this.closed) this.stream.resume();
+      },
+    );
+    stream.on("data", (chunk: Buffer) => {
+      this.receive(chunk);
+      reader.took(chunk.length);
+    });
     stream.on("error", (error: Error) => this.finish(error));
     stream.on("close", () => this.finish());
     stream.on("end", () => this.finish());
   }
 
   /** Wraps a byte stream to a holder and waits for its HELLO. */
-  static open(stream: Duplex, timeoutMs = HELLO_TIMEOUT_MS): Promise<HolderLink> {
-    const link = new HolderLink(stream);
+  static open(stream: Duplex, timeoutMs = HELLO_TIMEOUT_MS, budget: ReadBudget = readBudget): Promise<HolderLink> {
+    const link = new HolderLink(stream, budget);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error(`no HELLO from the holder within ${timeoutMs} ms`)), timeoutMs);
       const fail = (error?: Error) => {
@@ -210,11 +234,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
 
   /** Pauses reading from the holder (its send buffer fills and it stops sending this link output). */
   pause(): void {
+    this.flowPaused = true;
     this.stream.pause();
   }
 
   resume(): void {
-    this.stream.resume();
+    this.flowPaused = false;
+    if (!this.waiting) this.stream.resume();
   }
 
   close(): void {
