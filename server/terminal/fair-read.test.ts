@@ -80,4 +80,29 @@ describe("readFairly", () => {
     // One turn at most: the flood's read in this turn and, in the next, at most one before the echo.
     expect(floodReadsBeforeEcho - sent).toBeLessThanOrEqual(2);
   });
+
+  it("a connection closed while it waits its turn leaves the line, and nothing is read or resumed after", async () => {
+    const [far, sock] = await pair();
+    const budget = new ReadBudget();
+    readFairly(sock, budget);
+    let readsAfterClose = 0;
+    let closed = false;
+    const errors: Error[] = [];
+    sock.on("error", (e) => errors.push(e));
+    sock.on("data", () => {
+      if (closed) readsAfterClose++;
+      else if (budget.waiting > 0) {
+        closed = true; // the process's end of the connection goes while the flood waits in line
+        sock.destroy();
+      }
+    });
+    far.on("error", () => undefined); // the far end sees the reset
+    far.write(Buffer.alloc(FLOOD_BYTES, 0x79));
+    await new Promise((r) => sock.once("close", r));
+    for (let turn = 0; turn < 5; turn++) await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(true);
+    expect(budget.waiting).toBe(0);
+    expect(readsAfterClose).toBe(0);
+    expect(errors).toEqual([]);
+  });
 });

@@ -8,9 +8,10 @@
  * waits in line, and the turns that follow resume the waiting streams in order while the turn's
  * budget lasts. Reads under SMALL_READ_BYTES (an echo, an acknowledgement) never wait.
  *
- * Measured before (bench/typing-under-load.ts, gateway loop delay): libuv reads a ready socket up
- * to 32 times per turn, and a stream resumed by flow control handed over its whole buffer (up to
- * the SSH window) at once: with 20 watched floods resumed together, single turns of 0.6-1.6 s.
+ * Before (bench/typing-under-load.ts, the gateway's CPU profile): libuv read a ready socket up to
+ * 32 times per turn, and a stream resumed by flow control handed over its whole buffer (up to the
+ * SSH window) at once; with 20 watched floods the profile showed turns of 0.3-0.5 s in that path
+ * (wall time, which on that 2-core box also held the thread's wait for a CPU: schedstat).
  */
 
 /** What the whole process takes in per turn before streams wait for the next one, bytes. */
@@ -23,6 +24,8 @@ export const SMALL_READ_BYTES = 2 * 1024;
 export interface BudgetedReader {
   /** Counts a read of `n` bytes; returns true when the stream was paused to wait its turn. */
   took(n: number): boolean;
+  /** Paused by the budget, waiting in line (the stream's own resume must then wait too). */
+  readonly waiting: boolean;
 }
 
 export class ReadBudget {
@@ -48,6 +51,9 @@ export class ReadBudget {
     let since = 0;
     let waiting = false;
     return {
+      get waiting() {
+        return waiting;
+      },
       took: (n) => {
         this.spent += n;
         since += n;

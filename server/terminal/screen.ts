@@ -43,9 +43,9 @@ export const SCREEN_PARSE_SHARED_BURST_BYTES = 512 * 1024;
 /**
  * What a screen parses of its own burst before it counts as flooding and needs the shared budget
  * too. It was half the burst (128 KiB): 20 floods starting at once each parsed that much first,
- * 2.5 MiB of `yes` (~140,000 line feeds) in xterm's timers, and the process stood still 0.5-0.9 s
- * (bench/typing-under-load.ts, CPU profile). A command's output (a manifest, `kubectl get -A`)
- * that is larger draws on the shared budget, or leaves the screen to be rebuilt when needed.
+ * about 3 MiB of parse cost in all (screen.test.ts), in xterm's timers on the event loop. A
+ * command's output (a manifest, `kubectl get -A`) that is larger draws on the shared budget, or
+ * leaves the screen to be rebuilt when needed.
  */
 export const SCREEN_PARSE_FREE_BYTES = 32 * 1024;
 

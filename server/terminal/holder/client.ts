@@ -29,7 +29,7 @@ import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
 import { z } from "zod";
-import { readBudget, type ReadBudget } from "../read-budget";
+import { readBudget, type BudgetedReader, type ReadBudget } from "../read-budget";
 
 /** Where the holder listens on every machine (root only, mode 0600). */
 export const HOLDER_SOCKET = "/run/labdeck-holder/holder.sock";
@@ -144,9 +144,9 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private closed = false;
-  /** Paused by flow control (pause()), and waiting its turn in the process's read budget. */
+  /** Paused by flow control (pause()); the budget's reader says when it waits its turn. */
   private flowPaused = false;
-  private waiting = false;
+  private readonly reader: BudgetedReader;
   hello: HolderHello | null = null;
 
   /**
@@ -158,19 +158,15 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     budget: ReadBudget = readBudget,
   ) {
     super();
-    const reader = budget.reader(
+    this.reader = budget.reader(
+      () => this.stream.pause(),
       () => {
-        this.waiting = true;
-        this.stream.pause();
-      },
-      () => {
-        this.waiting = false;
         if (!this.flowPaused && !this.closed) this.stream.resume();
       },
     );
     stream.on("data", (chunk: Buffer) => {
       this.receive(chunk);
-      reader.took(chunk.length);
+      this.reader.took(chunk.length);
     });
     stream.on("error", (error: Error) => this.finish(error));
     stream.on("close", () => this.finish());
@@ -240,7 +236,7 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
 
   resume(): void {
     this.flowPaused = false;
-    if (!this.waiting) this.stream.resume();
+    if (!this.reader.waiting) this.stream.resume();
   }
 
   close(): void {
