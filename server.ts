@@ -64,7 +64,12 @@ async function main(): Promise<void> {
   const sealed = await sealPlaintextMachineKeys(db);
   if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
   const bus = new EventBus({ db, databaseUrl, log });
-  const auth = createAuth({ db, platformSecret: secret, baseURL: publicUrl(env), onSignInEnded: (userId) => bus.publishAccessChange(userId) });
+  const auth = createAuth({
+    db,
+    platformSecret: secret,
+    baseURL: publicUrl(env),
+    onSignInEnded: (userId) => bus.publishAccessChange(userId),
+  });
   // A one-time link shown once in the banner below (stdout, never the logger); only its hash is stored.
   const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
   const labs = new LabCatalog(env.LABDECK_LABS_DIR);
@@ -72,7 +77,11 @@ async function main(): Promise<void> {
   // The warm pool prepares labs' sets with their setup (labs, SSH) before anyone asks.
   const machines = await startMachines(env, db, log, { catalog: labs, exec: pool });
   const provider = machines.provider;
-  const recorder = new TerminalRecorder(db, { maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES, retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS, log });
+  const recorder = new TerminalRecorder(db, {
+    maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES,
+    retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS,
+    log,
+  });
   const terminals = new TerminalRegistry(
     (sessionId, machine, number) => terminalEndpoint(db, sessionId, machine, number),
     (event) => log.info(event, "terminal state"),
@@ -82,13 +91,19 @@ async function main(): Promise<void> {
   );
   const grader = new Grader(
     { db, labs, pool, bus, log },
-    { intervalMs: env.LABDECK_GRADER_INTERVAL_MS, concurrency: env.LABDECK_GRADER_CONCURRENCY, retentionDays: env.LABDECK_CHECK_RETENTION_DAYS },
+    {
+      intervalMs: env.LABDECK_GRADER_INTERVAL_MS,
+      concurrency: env.LABDECK_GRADER_CONCURRENCY,
+      retentionDays: env.LABDECK_CHECK_RETENTION_DAYS,
+    },
   );
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
   const watchers = new WatchRegistry({ db, bus });
   await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id), tabs: (id) => openTabs(db, id) });
   // A tab closed on another process: this process's terminals of it end too.
-  bus.onAnyTabsChange((sessionId) => void terminals.dropClosedTabs(sessionId, (sid, machine, number) => tabIsOpen(db, sid, machine, number)));
+  bus.onAnyTabsChange(
+    (sessionId) => void terminals.dropClosedTabs(sessionId, (sid, machine, number) => tabIsOpen(db, sid, machine, number)),
+  );
   watchers.start();
   // Jobs a stopped process left running are resumed by whichever process holds them next.
   const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
@@ -103,7 +118,19 @@ async function main(): Promise<void> {
   // Web preview origins (`<port>-<machine>-<session>.<preview host>`): their port is known once listening.
   let preview = previewBase(env);
   setServices({
-    env, db, secret, auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner,
+    env,
+    db,
+    secret,
+    auth,
+    provider,
+    terminals,
+    labs,
+    pool,
+    bus,
+    grader,
+    sweeper,
+    watchers,
+    provisioner,
     refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
     previewBase: () => preview,
   });
@@ -111,7 +138,8 @@ async function main(): Promise<void> {
   await sweeper.reconcile();
   // Sessions from before lab versions: pinned to the current lab, current step by step id.
   const backfill = await backfillLabVersions(db, labs);
-  if (backfill.pinned > 0 || backfill.failed.length > 0) log.info({ pinned: backfill.pinned, failed: backfill.failed }, "lab versions backfilled");
+  if (backfill.pinned > 0 || backfill.failed.length > 0)
+    log.info({ pinned: backfill.pinned, failed: backfill.failed }, "lab versions backfilled");
   grader.start();
   sweeperRole.start();
   provisioner.start();
@@ -157,9 +185,12 @@ async function main(): Promise<void> {
   const responses = trackResponses(server);
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
-  const adminServer = env.LABDECK_METRICS_PORT === undefined ? null : http.createServer((req, res) => {
-    if (!opsHandler({ readiness: readinessSources, metricsToken: undefined, metricsOpen: true })(req, res)) res.writeHead(404).end();
-  });
+  const adminServer =
+    env.LABDECK_METRICS_PORT === undefined
+      ? null
+      : http.createServer((req, res) => {
+          if (!opsHandler({ readiness: readinessSources, metricsToken: undefined, metricsOpen: true })(req, res)) res.writeHead(404).end();
+        });
   const gateway = terminalUpgrade({
     secret,
     terminals,
@@ -176,7 +207,10 @@ async function main(): Promise<void> {
   // without knowing it; terminals re-attach and checks open a fresh SSH connection.
   bus.onMachineRestored(({ sessionId, machine }) => {
     void terminals.reconnectMachine(sessionId, machine);
-    void machineEndpoint(db, sessionId, machine).then((endpoint) => endpoint && pool.close(endpoint), () => undefined);
+    void machineEndpoint(db, sessionId, machine).then(
+      (endpoint) => endpoint && pool.close(endpoint),
+      () => undefined,
+    );
   });
   server.on("upgrade", (req, socket, head) => {
     if (previewProxy.handleUpgrade(req, socket, head)) return;
@@ -247,7 +281,10 @@ async function main(): Promise<void> {
     await Promise.all([sweeperRole.stop(), provisioner.stop()]);
     const checks = grader.checksInFlight;
     const drained = await grader.drain(env.LABDECK_DRAIN_TIMEOUT_MS);
-    log.info({ streams, checks, drained, timeoutMs: env.LABDECK_DRAIN_TIMEOUT_MS }, drained ? "drained" : "drain timed out; checks left run again elsewhere when their claims lapse");
+    log.info(
+      { streams, checks, drained, timeoutMs: env.LABDECK_DRAIN_TIMEOUT_MS },
+      drained ? "drained" : "drain timed out; checks left run again elsewhere when their claims lapse",
+    );
     pool.closeAll();
     previewProxy.closeAll();
     adminServer?.close();

@@ -40,7 +40,11 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                 </Link>
               )}
               {(user?.role === "admin" || user?.role === "instructor") && (
-                <Link href={user.role === "admin" ? "/admin/cohorts" : "/cohorts"} className="text-xs text-slate-600 hover:text-sky-700" data-testid="nav-cohorts">
+                <Link
+                  href={user.role === "admin" ? "/admin/cohorts" : "/cohorts"}
+                  className="text-xs text-slate-600 hover:text-sky-700"
+                  data-testid="nav-cohorts"
+                >
                   {nav("cohorts")}
                 </Link>
               )}

@@ -18,7 +18,16 @@ export default async function HomePage() {
     db.labSession.findMany({
       where: { learnerId: user.id, state: { in: [...LIVE_STATES] } },
       orderBy: { createdAt: "desc" },
-      select: { id: true, labSlug: true, labVersion: true, createdAt: true, completedAt: true, state: true, expiresAt: true, _count: { select: { completions: true } } },
+      select: {
+        id: true,
+        labSlug: true,
+        labVersion: true,
+        createdAt: true,
+        completedAt: true,
+        state: true,
+        expiresAt: true,
+        _count: { select: { completions: true } },
+      },
     }),
     db.cohortMember.findMany({
       where: { userId: user.id, cohort: { endedAt: null } },
@@ -32,7 +41,11 @@ export default async function HomePage() {
   const liveBySlug = new Map(live.map((s) => [s.labSlug, s]));
   // Steps of each live session's own lab version (it may run an older one than the files on disk).
   const stepCounts = new Map(
-    await Promise.all(live.map(async (s) => [s.id, s.labVersion ? (await storedLabVersion(db, s.labSlug, s.labVersion))?.steps.length : undefined] as const)),
+    await Promise.all(
+      live.map(
+        async (s) => [s.id, s.labVersion ? (await storedLabVersion(db, s.labSlug, s.labVersion))?.steps.length : undefined] as const,
+      ),
+    ),
   );
   const titles = new Map(labs.map((l) => [l.slug, l]));
   return (
@@ -47,13 +60,19 @@ export default async function HomePage() {
               {live.map((s) => {
                 const lab = titles.get(s.labSlug);
                 return (
-                  <li key={s.id} data-session-id={s.id} className="flex flex-wrap items-center gap-3 rounded border border-slate-200 bg-white px-4 py-2 text-sm">
+                  <li
+                    key={s.id}
+                    data-session-id={s.id}
+                    className="flex flex-wrap items-center gap-3 rounded border border-slate-200 bg-white px-4 py-2 text-sm"
+                  >
                     <span className="font-medium">{lab?.manifest.title ?? s.labSlug}</span>
                     <span className="text-xs text-slate-500" data-testid="session-started">
                       {t("startedAt", { date: format.dateTime(s.createdAt, "dateTime") })}
                     </span>
                     <span className="text-xs text-slate-500">
-                      {s.completedAt ? t("completed") : t("progress", { done: s._count.completions, total: stepCounts.get(s.id) ?? lab?.steps.length ?? 0 })}
+                      {s.completedAt
+                        ? t("completed")
+                        : t("progress", { done: s._count.completions, total: stepCounts.get(s.id) ?? lab?.steps.length ?? 0 })}
                     </span>
                     {s.state === "suspended" && (
                       <span className="rounded bg-amber-100 px-1.5 py-0.5 text-xs text-amber-900" data-testid="session-suspended">
@@ -89,12 +108,17 @@ export default async function HomePage() {
                   )}
                   {(cohort.startsAt || cohort.endsAt) && (
                     <span className="ml-3 text-xs text-slate-500">
-                      {cohort.startsAt ? format.dateTime(cohort.startsAt, "date") : ""} – {cohort.endsAt ? format.dateTime(cohort.endsAt, "date") : ""}
+                      {cohort.startsAt ? format.dateTime(cohort.startsAt, "date") : ""} –{" "}
+                      {cohort.endsAt ? format.dateTime(cohort.endsAt, "date") : ""}
                     </span>
                   )}
                   <span className="mt-1 flex flex-wrap gap-2 text-xs">
                     {cohort.labs.map((slug) => (
-                      <Link key={slug} href={`/labs/${slug}`} className="rounded bg-slate-100 px-1.5 py-0.5 text-slate-700 hover:bg-sky-100">
+                      <Link
+                        key={slug}
+                        href={`/labs/${slug}`}
+                        className="rounded bg-slate-100 px-1.5 py-0.5 text-slate-700 hover:bg-sky-100"
+                      >
                         {titles.get(slug)?.manifest.title ?? slug}
                       </Link>
                     ))}
@@ -119,7 +143,11 @@ export default async function HomePage() {
         </ul>
 
         {errors.length > 0 && (
-          <section role="alert" className="mt-8 rounded-md border border-red-200 bg-red-50 p-4 text-sm text-red-900" data-testid="lab-errors">
+          <section
+            role="alert"
+            className="mt-8 rounded-md border border-red-200 bg-red-50 p-4 text-sm text-red-900"
+            data-testid="lab-errors"
+          >
             <h2 className="font-semibold">{t("brokenHeading")}</h2>
             <ul className="mt-2 space-y-2">
               {errors.map((error, i) => (

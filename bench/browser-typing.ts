@@ -64,7 +64,10 @@ const Flags = z.object({
   /** A directory: a Chromium CPU profile of every bulk (CDP Profiler, 100 µs samples), one .cpuprofile per page and round; the floor page's script unminified. */
   "cpu-profile": z.string().min(1).optional(),
 });
-const parsed = benchFlags(Flags, "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--gpu off|swiftshader] [--cpu-profile DIR] [--json FILE]");
+const parsed = benchFlags(
+  Flags,
+  "usage: npx tsx bench/browser-typing.ts [--keys N] [--rounds N] [--bulk-mib N] [--mode full|short] [--gpu off|swiftshader] [--cpu-profile DIR] [--json FILE]",
+);
 const opts = parsed.mode === "short" ? { ...parsed, keys: 40, rounds: 1, "bulk-mib": 1 } : parsed;
 
 process.env.LOG_LEVEL ??= "warn";
@@ -115,7 +118,13 @@ async function watchFrames(page: Page): Promise<void> {
   await page.evaluate(() => {
     const none = () => ({ scriptMs: 0, renderMs: 0, top: "" });
     // count and totalMs: the frames over 50 ms (every long-animation-frame entry) and their time.
-    const state = { longest: 0, parts: none(), count: 0, totalMs: 0, reset: () => ((state.longest = 0), (state.count = 0), (state.totalMs = 0), (state.parts = none())) };
+    const state = {
+      longest: 0,
+      parts: none(),
+      count: 0,
+      totalMs: 0,
+      reset: () => ((state.longest = 0), (state.count = 0), (state.totalMs = 0), (state.parts = none())),
+    };
     window.__frames = state;
     const type = PerformanceObserver.supportedEntryTypes.includes("long-animation-frame") ? "long-animation-frame" : "longtask";
     type LoAF = PerformanceEntry & { renderStart?: number; scripts?: { duration: number; invoker?: string; invokerType?: string }[] };
@@ -141,7 +150,12 @@ async function watchFrames(page: Page): Promise<void> {
   });
 }
 
-async function waitInPage(page: Page, what: string, test: (s: { status: string; text: string }) => boolean, timeoutMs: number): Promise<void> {
+async function waitInPage(
+  page: Page,
+  what: string,
+  test: (s: { status: string; text: string }) => boolean,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const state = await page.evaluate(() => {
@@ -149,7 +163,10 @@ async function waitInPage(page: Page, what: string, test: (s: { status: string; 
       return { status: b?.status ?? "loading", text: b?.text() ?? "" };
     });
     if (test(state)) return;
-    if (Date.now() > deadline) throw new Error(`no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`,
+      );
     await m.sleep(200);
   }
 }
@@ -168,7 +185,10 @@ async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
   let lost = 0;
   for (let i = 0; i < n; i++) {
     await page.keyboard.press(alphabet[Math.floor(Math.random() * alphabet.length)]!);
-    const ms = await page.evaluate((t) => (window as unknown as { __bench: { waitGlyph(t: number): Promise<number | null> } }).__bench.waitGlyph(t), m.ECHO_TIMEOUT_MS);
+    const ms = await page.evaluate(
+      (t) => (window as unknown as { __bench: { waitGlyph(t: number): Promise<number | null> } }).__bench.waitGlyph(t),
+      m.ECHO_TIMEOUT_MS,
+    );
     if (ms === null) lost++;
     else out.push(ms);
     if ((i + 1) % LINE_KEYS === 0 || i === n - 1) {
@@ -182,7 +202,11 @@ async function typeKeys(page: Page, n: number, out: number[]): Promise<number> {
 }
 
 /** Leaves `cat`, prints N bytes of base64 and an end marker; ms from Enter to the marker on screen, and the longest frame meanwhile. */
-async function bulk(page: Page, round: number, which: Which): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts; longFrames: number; longFramesMs: number; frames: FrameStats }> {
+async function bulk(
+  page: Page,
+  round: number,
+  which: Which,
+): Promise<{ ms: number; longestFrameMs: number; parts: FrameParts; longFrames: number; longFramesMs: number; frames: FrameStats }> {
   await page.keyboard.press("Control+D");
   await waitInPage(page, "prompt after cat", (s) => PROMPT.test(s.text.trimEnd()), 20_000);
   const bytes = Math.round(opts["bulk-mib"] * m.MIB);
@@ -214,7 +238,8 @@ async function bulk(page: Page, round: number, which: Which): Promise<{ ms: numb
   }
   const ms = Date.now() - started;
   const frames = frameStats(JSON.parse((await browser!.stopTracing()).toString("utf8")));
-  if (frames.frames < 2) throw new Error(`the trace of the ${which} page's bulk holds ${frames.frames} frame(s) of its main thread: cannot measure its frames`);
+  if (frames.frames < 2)
+    throw new Error(`the trace of the ${which} page's bulk holds ${frames.frames} frame(s) of its main thread: cannot measure its frames`);
   if (profiler) {
     const { profile } = await profiler.send("Profiler.stop");
     const file = `${opts["cpu-profile"]}/${which}-round${round + 1}.cpuprofile`;
@@ -223,7 +248,12 @@ async function bulk(page: Page, round: number, which: Which): Promise<{ ms: numb
     await profiler.detach();
     console.error(`CPU profile of the bulk: ${file}`);
   }
-  const { longest: longestFrameMs, parts, longFrames, longFramesMs } = await page.evaluate(() => ({
+  const {
+    longest: longestFrameMs,
+    parts,
+    longFrames,
+    longFramesMs,
+  } = await page.evaluate(() => ({
     longest: window.__frames!.longest,
     parts: window.__frames!.parts,
     longFrames: window.__frames!.count,
@@ -254,7 +284,11 @@ try {
   // its socket to loopback (Local Network Access): allowed, as in bench/typing-under-load.ts.
   // swiftshader: software WebGL (ANGLE on SwiftShader) instead of --disable-gpu.
   const gpuArgs = opts.gpu === "swiftshader" ? ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"] : [];
-  const args = [...CHROMIUM_ARGS.filter((a) => opts.gpu === "off" || a !== "--disable-gpu"), ...gpuArgs, "--disable-features=LocalNetworkAccessChecks"];
+  const args = [
+    ...CHROMIUM_ARGS.filter((a) => opts.gpu === "off" || a !== "--disable-gpu"),
+    ...gpuArgs,
+    "--disable-features=LocalNetworkAccessChecks",
+  ];
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args });
   const context = await browser.newContext({ baseURL, viewport: { width: 1400, height: 900 } });
   // tsx (esbuild keepNames) wraps the functions this file hands to page.evaluate in __name(...).
@@ -280,7 +314,9 @@ try {
         await probeLabPage(page, labProbe);
       } else {
         const renderer = which === "floor-webgl" ? "&renderer=webgl" : "";
-        await page.goto(`/__bench-floor?floor=1${renderer}&machine=${MACHINE}&tokens=${encodeURIComponent(`/api/sessions/${sessionId}/terminal-tokens`)}`);
+        await page.goto(
+          `/__bench-floor?floor=1${renderer}&machine=${MACHINE}&tokens=${encodeURIComponent(`/api/sessions/${sessionId}/terminal-tokens`)}`,
+        );
         const used = await page.evaluate(() => (window as unknown as { __bench: { renderer: string } }).__bench.renderer);
         if (which === "floor-webgl" && used !== "webgl") throw new Error(`the WebGL renderer did not start: ${used}`);
       }
@@ -294,9 +330,11 @@ try {
       result.frames.push(b.frames);
       await page.keyboard.press("Control+D");
       await page.close();
-      console.error(`round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, ${b.longFrames} frames over 50 ms (${Math.round(b.longFramesMs)} ms in them), longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting; top scripts: ${b.parts.top || "none"}); ` +
+      console.error(
+        `round ${round + 1} ${which}: ${samples[which].length} keys so far, bulk ${b.ms} ms, ${b.longFrames} frames over 50 ms (${Math.round(b.longFramesMs)} ms in them), longest frame ${Math.round(b.longestFrameMs)} ms (script ${Math.round(b.parts.scriptMs)}, render ${Math.round(b.parts.renderMs)}, the rest waiting; top scripts: ${b.parts.top || "none"}); ` +
           `traced: ${b.frames.frames} frames, longest ${Math.round(b.frames.longestWallMs)} ms with ${Math.round(b.frames.longestWallCpuMs)} ms of main-thread CPU, most CPU in a frame ${Math.round(b.frames.longestCpuMs)} ms, ` +
-          `${b.frames.overWall50} frames over 50 ms wall / ${b.frames.overCpu50} over 50 ms CPU; main thread ${Math.round(b.frames.mainCpuMs)} ms on a CPU, ${Math.round(b.frames.mainWaitMs)} ms waiting for one`);
+          `${b.frames.overWall50} frames over 50 ms wall / ${b.frames.overCpu50} over 50 ms CPU; main thread ${Math.round(b.frames.mainCpuMs)} ms on a CPU, ${Math.round(b.frames.mainWaitMs)} ms waiting for one`,
+      );
     }
   }
   for (const w of pages) {
@@ -310,12 +348,21 @@ try {
   const rows = pages.map((w) => {
     const r = results[w]!;
     const most = (pick: (s: FrameStats) => number) => Math.round(Math.max(...r.frames.map(pick)));
-    const waitShare = r.frames.reduce((sum, s) => sum + s.mainWaitMs, 0) / Math.max(1, r.frames.reduce((sum, s) => sum + s.mainWaitMs + s.mainCpuMs, 0));
+    const waitShare =
+      r.frames.reduce((sum, s) => sum + s.mainWaitMs, 0) /
+      Math.max(
+        1,
+        r.frames.reduce((sum, s) => sum + s.mainWaitMs + s.mainCpuMs, 0),
+      );
     return `| ${w} | ${r.keys.n} | ${f(r.keys.p50)} | ${f(r.keys.p90)} | ${f(r.keys.p99)} | ${r.lost} | ${f(median(r.bulkMs) / 1000)} | ${Math.round(Math.max(...r.longestFrameMs))} | ${most((s) => s.longestCpuMs)} | ${Math.round(waitShare * 100)} % |`;
   });
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
-  console.log(`Browser typing (Chromium ${browser.version()}, GPU ${opts.gpu}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`);
-  console.log("| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms | most main-thread CPU in a frame ms | main thread waiting for a CPU |");
+  console.log(
+    `Browser typing (Chromium ${browser.version()}, GPU ${opts.gpu}), ${opts.rounds} interleaved round(s), ${opts["bulk-mib"]} MiB bulk, same session and machine (${MACHINE})`,
+  );
+  console.log(
+    "| page | keys | p50 ms | p90 ms | p99 ms | lost | bulk s (median) | longest frame ms | most main-thread CPU in a frame ms | main thread waiting for a CPU |",
+  );
   console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) console.log(r);
   console.log(

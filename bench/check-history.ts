@@ -64,13 +64,17 @@ function learnerHour(seed: number): Check[] {
   let t = 0;
   while (t < HOUR_S && step < STEPS.length) {
     const stepEnd = t + 240 + r() * 720;
-    const changes = [0, 1, 2].map(() => t + r() * (stepEnd - t)).sort((a, b) => a - b).slice(0, Math.floor(r() * 3));
+    const changes = [0, 1, 2]
+      .map(() => t + r() * (stepEnd - t))
+      .sort((a, b) => a - b)
+      .slice(0, Math.floor(r() * 3));
     for (; t < stepEnd && t < HOUR_S; t += INTERVAL_S) {
       const variant = changes.filter((c) => c <= t).length;
       const result: ScriptResult = { outcome: "fail", exitCode: 1, output: `step ${step}: not yet (${variant})`, durationMs: 40 };
       checks.push({ stepId: STEPS[step]!, trigger: r() < INTERVAL_S / 180 ? "manual" : "poll", result });
     }
-    if (t < HOUR_S) checks.push({ stepId: STEPS[step]!, trigger: "poll", result: { outcome: "pass", exitCode: 0, output: "", durationMs: 40 } });
+    if (t < HOUR_S)
+      checks.push({ stepId: STEPS[step]!, trigger: "poll", result: { outcome: "pass", exitCode: 0, output: "", durationMs: 40 } });
     step++;
     t += INTERVAL_S;
   }
@@ -118,7 +122,18 @@ async function main() {
     const INSERTS = 2_000;
     const ti = performance.now();
     for (let i = 0; i < INSERTS; i++) {
-      await db.checkRun.create({ data: { sessionId: scratch.id, stepId: "s0", machine: "node01", trigger: "poll", outcome: "fail", exitCode: 1, output: "not yet", durationMs: 40 } });
+      await db.checkRun.create({
+        data: {
+          sessionId: scratch.id,
+          stepId: "s0",
+          machine: "node01",
+          trigger: "poll",
+          outcome: "fail",
+          exitCode: 1,
+          output: "not yet",
+          durationMs: 40,
+        },
+      });
     }
     const insertMs = (performance.now() - ti) / INSERTS;
     await db.labSession.delete({ where: { id: scratch.id } });
@@ -128,14 +143,33 @@ async function main() {
     console.log(`learners ${flags.learners}, polled every ${INTERVAL_S} s, one simulated class hour (seeded model)`);
     console.log(`  checks per hour:                 ${checksPerHour}`);
     console.log(`  CheckRun rows per hour  before:  ${checksPerHour}   (one per check)`);
-    console.log(`  CheckRun rows per hour  after:   ${afterPerHour}   (${sampleRows} rows for ${sampleChecks} real recordCheckRun calls of ${flags.sample} learners, scaled)`);
-    console.log(`  rows per ${CLASS_HOURS}-h class day before: ${checksPerHour * CLASS_HOURS}, after: ${afterPerHour * CLASS_HOURS}  (${(checksPerHour / afterPerHour).toFixed(0)}x fewer)`);
-    console.log(`  write per check: before (plain INSERT) ${insertMs.toFixed(2)} ms, after (recordCheckRun, one statement) ${recordMs.toFixed(2)} ms`);
+    console.log(
+      `  CheckRun rows per hour  after:   ${afterPerHour}   (${sampleRows} rows for ${sampleChecks} real recordCheckRun calls of ${flags.sample} learners, scaled)`,
+    );
+    console.log(
+      `  rows per ${CLASS_HOURS}-h class day before: ${checksPerHour * CLASS_HOURS}, after: ${afterPerHour * CLASS_HOURS}  (${(checksPerHour / afterPerHour).toFixed(0)}x fewer)`,
+    );
+    console.log(
+      `  write per check: before (plain INSERT) ${insertMs.toFixed(2)} ms, after (recordCheckRun, one statement) ${recordMs.toFixed(2)} ms`,
+    );
 
     // ---- 2. the grid at 1,000 learners ------------------------------------------------------
-    const cohort = await db.cohort.create({ data: { name: "bench", startsAt: new Date(Date.now() - HOUR_S * 1000), endsAt: new Date(Date.now() + HOUR_S * 1000), labs: ["bench"] } });
-    await client.query(`INSERT INTO "User" ("id", "name", "email", "role") SELECT 'u' || i, 'learner ' || i, 'u' || i || '@bench.test', 'learner' FROM generate_series(1, $1::int) i`, [flags.learners]);
-    await client.query(`INSERT INTO "CohortMember" ("cohortId", "userId", "role") SELECT $1, 'u' || i, 'learner' FROM generate_series(1, $2::int) i`, [cohort.id, flags.learners]);
+    const cohort = await db.cohort.create({
+      data: {
+        name: "bench",
+        startsAt: new Date(Date.now() - HOUR_S * 1000),
+        endsAt: new Date(Date.now() + HOUR_S * 1000),
+        labs: ["bench"],
+      },
+    });
+    await client.query(
+      `INSERT INTO "User" ("id", "name", "email", "role") SELECT 'u' || i, 'learner ' || i, 'u' || i || '@bench.test', 'learner' FROM generate_series(1, $1::int) i`,
+      [flags.learners],
+    );
+    await client.query(
+      `INSERT INTO "CohortMember" ("cohortId", "userId", "role") SELECT $1, 'u' || i, 'learner' FROM generate_series(1, $2::int) i`,
+      [cohort.id, flags.learners],
+    );
     // Each learner's session on the step the model has them on at the hour's end.
     const stepAtEnd = hours.map((h) => Math.min(STEPS.length - 1, h.filter((c) => c.result.outcome === "pass").length));
     await client.query(
@@ -163,7 +197,12 @@ async function main() {
         batch.reduce<[number[], number[], string[], string[], string[], string[]]>(
           (acc, checks, b) => {
             checks.forEach((c, j) => {
-              acc[0].push(i + b + 1); acc[1].push(j); acc[2].push(c.stepId); acc[3].push(c.trigger); acc[4].push(c.result.outcome); acc[5].push(c.result.output);
+              acc[0].push(i + b + 1);
+              acc[1].push(j);
+              acc[2].push(c.stepId);
+              acc[3].push(c.trigger);
+              acc[4].push(c.result.outcome);
+              acc[5].push(c.result.output);
             });
             return acc;
           },
@@ -179,14 +218,21 @@ async function main() {
       [flags.learners, sampleIds, sampleIds.length],
     );
     await client.query(`ANALYZE`);
-    const count = async (table: string) => Number((await client.query(`SELECT count(*) FROM "${table}" WHERE "sessionId" LIKE 'ls%'`)).rows[0].count);
-    console.log(`\ndashboard grid, ${flags.learners} learners (seeded in ${((performance.now() - tb) / 1000).toFixed(1)} s): history rows before ${await count("CheckRunBefore")}, after ${await count("CheckRun")}`);
+    const count = async (table: string) =>
+      Number((await client.query(`SELECT count(*) FROM "${table}" WHERE "sessionId" LIKE 'ls%'`)).rows[0].count);
+    console.log(
+      `\ndashboard grid, ${flags.learners} learners (seeded in ${((performance.now() - tb) / 1000).toFixed(1)} s): history rows before ${await count("CheckRunBefore")}, after ${await count("CheckRun")}`,
+    );
 
     const beforeGrid = async () => {
       const sessions = await client.query(
         `SELECT s.*, (SELECT json_agg(json_build_object('s', c."stepId", 'at', c."completedAt")) FROM "StepCompletion" c WHERE c."sessionId" = s."id") AS completions
            FROM "LabSession" s WHERE s."learnerId" = ANY($1::text[]) AND s."labSlug" = 'bench' ORDER BY s."createdAt" DESC`,
-        [(await client.query(`SELECT "userId" FROM "CohortMember" WHERE "cohortId" = $1 AND "role" = 'learner'`, [cohort.id])).rows.map((r) => r.userId)],
+        [
+          (await client.query(`SELECT "userId" FROM "CohortMember" WHERE "cohortId" = $1 AND "role" = 'learner'`, [cohort.id])).rows.map(
+            (r) => r.userId,
+          ),
+        ],
       );
       await Promise.all(
         sessions.rows.map((s) =>
@@ -201,7 +247,9 @@ async function main() {
     const afterMs = await timed(flags.repeat, () => gridRows(db, cohort.id, "bench"));
     const rows = await gridRows(db, cohort.id, "bench");
     const withFailure = rows.filter((r) => r.failOutput).length;
-    console.log(`  before: ${beforeMs.toFixed(1)} ms median (${flags.learners + 2} queries: members, sessions + completions, one newest-failure lookup per learner)`);
+    console.log(
+      `  before: ${beforeMs.toFixed(1)} ms median (${flags.learners + 2} queries: members, sessions + completions, one newest-failure lookup per learner)`,
+    );
     console.log(`  after:  ${afterMs.toFixed(1)} ms median (1 query; ${rows.length} rows, ${withFailure} with a failure shown)`);
     const plan = await db.$queryRaw<{ "QUERY PLAN": string }[]>(Prisma.sql`EXPLAIN (ANALYZE, BUFFERS) ${gridQuery(cohort.id, "bench")}`);
     console.log("  EXPLAIN ANALYZE of the grid query:");
@@ -212,8 +260,12 @@ async function main() {
     const noticesAfter = afterPerHour / HOUR_S;
     const fetches = (n: number) => Math.min(n, 1000 / DEBOUNCE_MS);
     console.log(`\nper open dashboard, ${flags.learners} learners polled every ${INTERVAL_S} s:`);
-    console.log(`  before: ${noticesBefore.toFixed(0)} change notices/s -> ${fetches(noticesBefore).toFixed(2)} grid fetches/s x ${beforeMs.toFixed(1)} ms = ${(fetches(noticesBefore) * beforeMs).toFixed(0)} ms of queries per second`);
-    console.log(`  after:  ${noticesAfter.toFixed(2)} change notices/s -> ${fetches(noticesAfter).toFixed(2)} grid fetches/s x ${afterMs.toFixed(1)} ms = ${(fetches(noticesAfter) * afterMs).toFixed(0)} ms of queries per second`);
+    console.log(
+      `  before: ${noticesBefore.toFixed(0)} change notices/s -> ${fetches(noticesBefore).toFixed(2)} grid fetches/s x ${beforeMs.toFixed(1)} ms = ${(fetches(noticesBefore) * beforeMs).toFixed(0)} ms of queries per second`,
+    );
+    console.log(
+      `  after:  ${noticesAfter.toFixed(2)} change notices/s -> ${fetches(noticesAfter).toFixed(2)} grid fetches/s x ${afterMs.toFixed(1)} ms = ${(fetches(noticesAfter) * afterMs).toFixed(0)} ms of queries per second`,
+    );
   } finally {
     await client.end();
     await stop();

@@ -19,14 +19,19 @@ import { configureMachineKeys } from "../server/sessions/machine-keys";
 const [labsDir, intervalMs, jitter, concurrency] = process.argv.slice(2);
 const databaseUrl = process.env.DATABASE_URL;
 if (!labsDir || !databaseUrl || !process.env.BENCH_SECRET_HEX || !process.send) {
-  console.error("usage: DATABASE_URL=... BENCH_SECRET_HEX=... node --import tsx bench/grader-child.ts <labsDir> <intervalMs> <jitter> <concurrency> (forked, with IPC)");
+  console.error(
+    "usage: DATABASE_URL=... BENCH_SECRET_HEX=... node --import tsx bench/grader-child.ts <labsDir> <intervalMs> <jitter> <concurrency> (forked, with IPC)",
+  );
   process.exit(2);
 }
 configureMachineKeys(Buffer.from(process.env.BENCH_SECRET_HEX, "hex"));
 const db = createDb(databaseUrl);
 const bus = new EventBus({ db, databaseUrl, log }); // publishes only (NOTIFY); the bench listens
 const pool = new SshExecPool();
-const grader = new Grader({ db, labs: new LabCatalog(labsDir), pool, bus, log }, { intervalMs: Number(intervalMs), jitter: Number(jitter), concurrency: Number(concurrency) });
+const grader = new Grader(
+  { db, labs: new LabCatalog(labsDir), pool, bus, log },
+  { intervalMs: Number(intervalMs), jitter: Number(jitter), concurrency: Number(concurrency) },
+);
 
 let checks = 0;
 const lastStart = new Map<string, number>(); // session -> Date.now() of this process's newest check start

@@ -66,7 +66,11 @@ const TAKEOVER_MS = 90_000; // longest wait for the survivors to check every ses
 const TAKEOVER_POLL_MS = 250; // how often the survivors are asked, ms
 
 const Flags = z.object({
-  sessions: z.string().regex(/^\d+(,\d+)*$/, "comma-separated counts").default("100,500").transform((s) => s.split(",").map(Number)),
+  sessions: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, "comma-separated counts")
+    .default("100,500")
+    .transform((s) => s.split(",").map(Number)),
   seconds: z.coerce.number().positive().max(3600).default(30),
   "interval-ms": z.coerce.number().int().min(100).max(600_000).default(2_000),
   concurrency: z.coerce.number().int().min(1).max(1000).default(16),
@@ -74,7 +78,10 @@ const Flags = z.object({
   json: z.string().min(1).optional(),
 });
 function flags(): z.infer<typeof Flags> {
-  return benchFlags(Flags, "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--processes N] [--json FILE]");
+  return benchFlags(
+    Flags,
+    "usage: npx tsx bench/grader.ts [--sessions 100,500] [--seconds S] [--interval-ms MS] [--concurrency N] [--processes N] [--json FILE]",
+  );
 }
 
 const opts = flags();
@@ -105,12 +112,18 @@ function stats(samples: number[]) {
 /** A lab whose steps check for files on MACHINE; `[ -f /root/never ]` never passes. */
 async function writeLab(labsDir: string, slug: string, steps: { id: string; file: string }[]) {
   const put = (file: string, text: string, mode = 0o644) =>
-    fs.mkdir(path.dirname(path.join(labsDir, slug, file)), { recursive: true }).then(() => fs.writeFile(path.join(labsDir, slug, file), text, { mode }));
+    fs
+      .mkdir(path.dirname(path.join(labsDir, slug, file)), { recursive: true })
+      .then(() => fs.writeFile(path.join(labsDir, slug, file), text, { mode }));
   const yaml = steps.map((s) => `  - { id: ${s.id}, title: ${s.id}, machine: ${MACHINE}, timeoutSeconds: ${STEP_TIMEOUT_S} }`);
   await put("lab.yaml", ["title: grader bench", "summary: grader benchmark lab", "durationMinutes: 5", "steps:", ...yaml].join("\n"));
   await put("lesson.md", "# bench\n");
   for (const s of steps) {
-    for (const [file, text] of [["step.md", `make ${s.file}\n`], ["hint.md", "touch it\n"]] as const) await put(`steps/${s.id}/${file}`, text);
+    for (const [file, text] of [
+      ["step.md", `make ${s.file}\n`],
+      ["hint.md", "touch it\n"],
+    ] as const)
+      await put(`steps/${s.id}/${file}`, text);
     await put(`steps/${s.id}/check.sh`, `#!/bin/bash\n[ -f ${s.file} ] || { echo "no ${s.file}"; exit 1; }\n`, 0o755);
     await put(`steps/${s.id}/solution.sh`, `#!/bin/bash\ntouch ${s.file}\n`, 0o755);
   }
@@ -124,18 +137,25 @@ function machineTicks() {
 }
 /** CPU ticks (own + reaped children) of our descendants: postgres, and sshd (which reaps the checks' bash). */
 function groupTicks() {
-  const procs = readdirSync("/proc").filter((pid) => /^\d+$/.test(pid)).flatMap((pid) => {
-    let s: string;
-    try {
-      s = readFileSync(`/proc/${pid}/stat`, "utf8");
-    } catch {
-      return []; // exited meanwhile
-    }
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ").map(Number); // f[1] ppid; f[11..14] utime stime cutime cstime
-    return [{ pid: Number(pid), ppid: f[1]!, comm: s.slice(s.indexOf("(") + 1, s.lastIndexOf(")")), ticks: f[11]! + f[12]! + f[13]! + f[14]! }];
-  });
+  const procs = readdirSync("/proc")
+    .filter((pid) => /^\d+$/.test(pid))
+    .flatMap((pid) => {
+      let s: string;
+      try {
+        s = readFileSync(`/proc/${pid}/stat`, "utf8");
+      } catch {
+        return []; // exited meanwhile
+      }
+      const f = s
+        .slice(s.lastIndexOf(")") + 2)
+        .split(" ")
+        .map(Number); // f[1] ppid; f[11..14] utime stime cutime cstime
+      return [
+        { pid: Number(pid), ppid: f[1]!, comm: s.slice(s.indexOf("(") + 1, s.lastIndexOf(")")), ticks: f[11]! + f[12]! + f[13]! + f[14]! },
+      ];
+    });
   const ours = new Set([process.pid]); // other stacks on this machine are not ours
-  for (let size = 0; size !== ours.size; ) {
+  for (let size = 0; size !== ours.size;) {
     size = ours.size;
     for (const p of procs) if (ours.has(p.ppid)) ours.add(p.pid);
   }
@@ -182,7 +202,9 @@ async function startChild(databaseUrl: string, secret: Buffer, labsDir: string):
     new Promise<unknown>((resolve, reject) => {
       const id = next++;
       const timer = setTimeout(() => reject(new Error(`grader child ${proc.pid}: no reply in ${CHILD_REPLY_MS} ms`)), CHILD_REPLY_MS);
-      const done = <T,>(fn: (x: T) => void) => (x: T) => (clearTimeout(timer), fn(x));
+      const done =
+        <T>(fn: (x: T) => void) =>
+        (x: T) => (clearTimeout(timer), fn(x));
       waiting.set(id, { resolve: done(resolve), reject: done(reject) });
       proc.send({ id, ...body });
     });
@@ -213,7 +235,11 @@ try {
   const bg1 = machineTicks();
   const backgroundPct = r1(((bg1.busy - bg0.busy) / (bg1.total - bg0.total)) * 100);
   await writeLab(labsDir, "bench-load", [{ id: "never", file: "/root/never" }]);
-  for (let i = 0; i < LAT_SESSIONS; i++) await writeLab(labsDir, `bench-lat-${i}`, [{ id: "flag", file: `/root/flag-${i}` }, { id: "never", file: "/root/never" }]);
+  for (let i = 0; i < LAT_SESSIONS; i++)
+    await writeLab(labsDir, `bench-lat-${i}`, [
+      { id: "flag", file: `/root/flag-${i}` },
+      { id: "never", file: "/root/never" },
+    ]);
   stack = await startTestStack({ subnet: SUBNET, labsDir, grader: { intervalMs, jitter: JITTER, concurrency: opts.concurrency } });
   const { db, bus, grader } = stack;
   const host = stack.hosts.hosts.find((h) => h.name === MACHINE)!;
@@ -227,14 +253,19 @@ try {
   const multi = opts.processes > 1;
   if (multi) for (let i = 0; i < opts.processes; i++) children.push(await startChild(stack.databaseUrl, stack.secret, labsDir));
   else grader.start();
-  console.error(`stack up in ${Date.now() - t0} ms${multi ? ` with ${opts.processes} grader processes` : ""}; machine ${backgroundPct}% busy before start`);
+  console.error(
+    `stack up in ${Date.now() - t0} ms${multi ? ` with ${opts.processes} grader processes` : ""}; machine ${backgroundPct}% busy before start`,
+  );
 
   const encoder = new TextEncoder();
   /** One unlock: rewind session i to step 0 without its flag, wait a random phase, make the flag, time the event. */
   async function trial(i: number, sid: string, encodeUs: number[]): Promise<number> {
     await cmd(`rm -f /root/flag-${i}`);
     // A bench-only rewind (the grader only moves forward), forgetting the step's completion.
-    await db.$transaction([db.stepCompletion.deleteMany({ where: { sessionId: sid } }), db.labSession.update({ where: { id: sid }, data: { currentStepId: "flag", completedAt: null } })]);
+    await db.$transaction([
+      db.stepCompletion.deleteMany({ where: { sessionId: sid } }),
+      db.labSession.update({ where: { id: sid }, data: { currentStepId: "flag", completedAt: null } }),
+    ]);
     const resetAt = Date.now();
     await sleep(Math.random() * intervalMs);
     let doneAt = Infinity;
@@ -267,17 +298,26 @@ try {
   async function phase(n: number, procs: number) {
     // Load sessions: rows copying a real session's machines (same endpoints), ready, on a step that never passes.
     const add = Array.from({ length: Math.max(0, n - loadIds.length) }, (_, k) => `load-${loadIds.length + k}`);
-    await db.labSession.createMany({ data: add.map((id) => ({ id, labSlug: "bench-load", learnerId: id, provider: "static", state: "ready" as const })) });
-    await db.machine.createMany({ data: add.flatMap((sessionId) => template.map(({ id: _i, sessionId: _s, createdAt: _c, ...m }) => ({ ...m, sessionId }))) });
+    await db.labSession.createMany({
+      data: add.map((id) => ({ id, labSlug: "bench-load", learnerId: id, provider: "static", state: "ready" as const })),
+    });
+    await db.machine.createMany({
+      data: add.flatMap((sessionId) => template.map(({ id: _i, sessionId: _s, createdAt: _c, ...m }) => ({ ...m, sessionId }))),
+    });
     loadIds.push(...add);
     const active = children.slice(0, procs);
     for (const [i, c] of children.entries()) await c.ask(i < procs ? "start" : "stop");
     const dup0 = await duplicates();
     await sleep(WARMUP_INTERVALS * intervalMs);
-    console.error(`phase ${n}+${LAT_SESSIONS} sessions${multi ? `, ${procs} grader process(es)` : ""}: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} unlocks per latency session`);
+    console.error(
+      `phase ${n}+${LAT_SESSIONS} sessions${multi ? `, ${procs} grader process(es)` : ""}: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} unlocks per latency session`,
+    );
 
     // Window 1: the grader alone.
-    let inflight = 0, atCap = 0, samples = 0, rssMax = 0;
+    let inflight = 0,
+      atCap = 0,
+      samples = 0,
+      rssMax = 0;
     const sampler = setInterval(() => {
       samples++;
       inflight += running();
@@ -287,13 +327,21 @@ try {
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     // History rows count their runs (server/grader/history.ts): runs in the window are count deltas.
-    const runCounts = async () => new Map((await db.checkRun.groupBy({ by: ["sessionId", "outcome"], _sum: { count: true } })).map((g) => [`${g.sessionId}|${g.outcome}`, g._sum.count ?? 0]));
+    const runCounts = async () =>
+      new Map(
+        (await db.checkRun.groupBy({ by: ["sessionId", "outcome"], _sum: { count: true } })).map((g) => [
+          `${g.sessionId}|${g.outcome}`,
+          g._sum.count ?? 0,
+        ]),
+      );
     // History counts and the children's own counts read side by side, so both windows match.
     const [counts0, c0] = await Promise.all([runCounts(), Promise.all(active.map((c) => c.stats()))]);
     const [sql0, wall0, cpu0, m0, g0, at0] = [{ ...sql }, performance.now(), process.cpuUsage(), machineTicks(), groupTicks(), new Date()];
     await sleep(opts.seconds * 1000);
     const [wall1, cpu1, m1, g1, at1] = [performance.now(), process.cpuUsage(cpu0), machineTicks(), groupTicks(), new Date()];
-    const sqlDelta = Object.entries(sql).map(([verb, c]) => [verb, c - (sql0[verb] ?? 0)] as const).filter(([, c]) => c > 0);
+    const sqlDelta = Object.entries(sql)
+      .map(([verb, c]) => [verb, c - (sql0[verb] ?? 0)] as const)
+      .filter(([, c]) => c > 0);
     const [counts1, c1] = await Promise.all([runCounts(), Promise.all(active.map((c) => c.stats()))]);
     loop.disable();
     clearInterval(sampler);
@@ -301,9 +349,11 @@ try {
     // Window 2: unlock trials under the same load.
     const unlock: number[] = [];
     const encodeUs: number[] = [];
-    await Promise.all(lat.map(async (sid, i) => {
-      for (let r = 0; r < LAT_ROUNDS; r++) unlock.push(await trial(i, sid, encodeUs));
-    }));
+    await Promise.all(
+      lat.map(async (sid, i) => {
+        for (let r = 0; r < LAT_ROUNDS; r++) unlock.push(await trial(i, sid, encodeUs));
+      }),
+    );
     const dup1 = await duplicates();
 
     const perSession = new Map<string, number>();
@@ -360,15 +410,25 @@ try {
       inFlightAvg: multi ? null : r1(inflight / samples),
       childInFlightAtEnd: multi ? c1.map((c) => c.inFlight) : null,
       atConcurrencyCapPct: r1((atCap / samples) * 100),
-      cpu: { processPctOfCore: r1(proc), postgresPctOfCore: r1(postgres), sshdAndChecksPctOfCore: r1(sshd), restPctOfCore: r1(rest), machinePctOfAllCores: r1(machine) },
+      cpu: {
+        processPctOfCore: r1(proc),
+        postgresPctOfCore: r1(postgres),
+        sshdAndChecksPctOfCore: r1(sshd),
+        restPctOfCore: r1(rest),
+        machinePctOfAllCores: r1(machine),
+      },
       rssMaxMiB: multi ? Math.max(...c1.map((c) => Math.round(c.rss / MIB))) : Math.round(rssMax / MIB),
       processCpuMsPerCheck: graderMsPerCheck === null ? null : Math.round(graderMsPerCheck * 100) / 100,
-      processCpuMsByProcess: multi ? childMs.map((ms, i) => (childChecks[i] ? Math.round((ms / childChecks[i]!) * 100) / 100 : null)) : null,
+      processCpuMsByProcess: multi
+        ? childMs.map((ms, i) => (childChecks[i] ? Math.round((ms / childChecks[i]!) * 100) / 100 : null))
+        : null,
       // Sessions one core of grader processes keeps at the interval: interval / CPU per check.
       sessionsPerCore: graderMsPerCheck ? Math.round(intervalMs / graderMsPerCheck) : null,
       benchProcessCpuPctOfCore: multi ? r1((benchMs / (wall1 - wall0)) * 100) : null,
       sshdCpuMsPerCheck: perCheck(((g1.sshd - g0.sshd) * 1000) / CLK_TCK),
-      sqlPerCheck: multi ? {} : Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runTotal ? Math.round((c / runTotal) * 100) / 100 : null])),
+      sqlPerCheck: multi
+        ? {}
+        : Object.fromEntries(sqlDelta.map(([verb, c]) => [verb, runTotal ? Math.round((c / runTotal) * 100) / 100 : null])),
     };
   }
   const phases: Awaited<ReturnType<typeof phase>>[] = [];
@@ -391,7 +451,8 @@ try {
     const all = await Promise.all(children.map((c) => c.stats()));
     const owner = new Map<string, number>();
     all.forEach((st, i) => {
-      for (const [sid, at] of Object.entries(st.lastStart)) if (!owner.has(sid) || at > all[owner.get(sid)!]!.lastStart[sid]!) owner.set(sid, i);
+      for (const [sid, at] of Object.entries(st.lastStart))
+        if (!owner.has(sid) || at > all[owner.get(sid)!]!.lastStart[sid]!) owner.set(sid, i);
     });
     const theirs = [...owner].filter(([, i]) => i === children.length - 1).map(([sid]) => sid);
     const killAt = Date.now() + 100; // the survivors watch from this instant; the kill follows it
@@ -399,8 +460,14 @@ try {
     await sleep(Math.max(0, killAt - Date.now()));
     victim.proc.kill("SIGKILL");
     // Its claims still held: the checks it was running when it died (a survivor may have just claimed one of its sessions, and then runs it at once).
-    const leased = new Set((await db.labSession.findMany({ where: { id: { in: theirs }, checkUntil: { gt: new Date() } }, select: { id: true } })).map((s) => s.id));
-    console.error(`takeover: killed grader child ${victim.proc.pid} (checked ${theirs.length} sessions last, ${leased.size} claims held); waiting up to ${TAKEOVER_MS / 1000} s`);
+    const leased = new Set(
+      (await db.labSession.findMany({ where: { id: { in: theirs }, checkUntil: { gt: new Date() } }, select: { id: true } })).map(
+        (s) => s.id,
+      ),
+    );
+    console.error(
+      `takeover: killed grader child ${victim.proc.pid} (checked ${theirs.length} sessions last, ${leased.size} claims held); waiting up to ${TAKEOVER_MS / 1000} s`,
+    );
     let first = new Map<string, number>();
     while (Date.now() - killAt < TAKEOVER_MS) {
       await sleep(TAKEOVER_POLL_MS);
@@ -430,7 +497,14 @@ try {
 
   const result = { flags: { ...opts, jitter: JITTER }, backgroundMachineCpuPct: backgroundPct, phases, takeover: takeoverResult };
   const rows: [string, (p: (typeof phases)[number]) => string | number | null | undefined][] = [
-    ["unlock ms p50/p95/max (n, timeouts)", (p) => `${p.unlockMs.p50}/${p.unlockMs.p95}/${p.unlockMs.max} (${p.unlockMs.n}, ${p.unlockTimeouts})`.replaceAll("Infinity", `>${UNLOCK_TIMEOUT_MS}`)],
+    [
+      "unlock ms p50/p95/max (n, timeouts)",
+      (p) =>
+        `${p.unlockMs.p50}/${p.unlockMs.p95}/${p.unlockMs.max} (${p.unlockMs.n}, ${p.unlockTimeouts})`.replaceAll(
+          "Infinity",
+          `>${UNLOCK_TIMEOUT_MS}`,
+        ),
+    ],
     ["event→SSE bytes µs p50/p95", (p) => `${p.sseEncodeUs.p50}/${p.sseEncodeUs.p95}`],
     ["event-loop delay ms p99/max", (p) => `${p.eventLoopDelayMs.p99}/${p.eventLoopDelayMs.max}`],
     ["checks/s achieved (needed)", (p) => `${p.checksPerS} (${p.neededChecksPerS})`],
@@ -440,30 +514,58 @@ try {
     ["interval ms p50/p95/max", (p) => `${p.intervalMs.p50}/${p.intervalMs.p95}/${p.intervalMs.max}`],
     ["sessions never checked", (p) => `${p.sessionsNotChecked} of ${p.loadSessions || p.latencySessions}`],
     ["check duration ms p50/p95", (p) => `${p.checkDurationMs.p50}/${p.checkDurationMs.p95}`],
-    ["in flight avg (at cap %)", (p) => (p.inFlightAvg === null ? `at end ${p.childInFlightAtEnd!.join("/")}` : `${p.inFlightAvg} (${p.atConcurrencyCapPct}%)`)],
-    ["outcomes", (p) => Object.entries(p.outcomes).map(([k, v]) => `${k}:${v}`).join(" ")],
+    [
+      "in flight avg (at cap %)",
+      (p) => (p.inFlightAvg === null ? `at end ${p.childInFlightAtEnd!.join("/")}` : `${p.inFlightAvg} (${p.atConcurrencyCapPct}%)`),
+    ],
+    [
+      "outcomes",
+      (p) =>
+        Object.entries(p.outcomes)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(" "),
+    ],
     ["grader process CPU % one core", (p) => p.cpu.processPctOfCore],
     ["grader process CPU ms per check", (p) => p.processCpuMsPerCheck],
     ["  per grader process", (p) => p.processCpuMsByProcess?.map((x) => x ?? "-").join(" / ")],
     ["sessions per grader core implied", (p) => p.sessionsPerCore],
     ["bench process CPU % one core", (p) => p.benchProcessCpuPctOfCore],
     ["grader process RSS max MiB", (p) => p.rssMaxMiB],
-    ["SQL statements per check", (p) => Object.entries(p.sqlPerCheck).map(([verb, c]) => `${verb}:${c}`).join(" ")],
+    [
+      "SQL statements per check",
+      (p) =>
+        Object.entries(p.sqlPerCheck)
+          .map(([verb, c]) => `${verb}:${c}`)
+          .join(" "),
+    ],
     ["postgres CPU % one core", (p) => p.cpu.postgresPctOfCore],
     ["sshd+checks CPU % one core", (p) => p.cpu.sshdAndChecksPctOfCore],
     ["sshd+checks CPU ms per check", (p) => p.sshdCpuMsPerCheck],
     ["rest of machine CPU % one core", (p) => p.cpu.restPctOfCore],
     ["machine CPU % of all cores", (p) => p.cpu.machinePctOfAllCores],
   ];
-  console.log(`\nGrader benchmark: interval ${intervalMs} ms ±${JITTER * 100}%, concurrency ${opts.concurrency}, ${opts.seconds} s windows; ${os.cpus().length} cores, ${backgroundPct}% busy before start`);
-  console.log("".padEnd(36) + phases.map((p) => `${p.loadSessions}+${p.latencySessions} sessions${multi ? ` ${p.graderProcesses}p` : ""}`.padStart(26)).join(""));
+  console.log(
+    `\nGrader benchmark: interval ${intervalMs} ms ±${JITTER * 100}%, concurrency ${opts.concurrency}, ${opts.seconds} s windows; ${os.cpus().length} cores, ${backgroundPct}% busy before start`,
+  );
+  console.log(
+    "".padEnd(36) +
+      phases.map((p) => `${p.loadSessions}+${p.latencySessions} sessions${multi ? ` ${p.graderProcesses}p` : ""}`.padStart(26)).join(""),
+  );
   for (const [label, f] of rows) console.log(label.padEnd(36) + phases.map((p) => String(f(p) ?? "-").padStart(26)).join(""));
   if (takeoverResult) {
     const t = takeoverResult;
-    console.log(`\nTakeover after kill -9 of 1 of ${opts.processes} grader processes (claim lease ${t.leaseS} s, renewed while a check runs):`);
-    console.log(`  sessions checked last by each process ${t.lastCheckedByProcess.join(" / ")}; by the killed one ${t.killedSessions}; first re-checked after ${t.firstMs ?? "-"} ms`);
-    console.log(`  kill -> survivor's first check ms p50/p95/max ${t.takeoverMs.p50}/${t.takeoverMs.p95}/${t.takeoverMs.max}; past one interval ${t.pastOneIntervalCount}; never within ${TAKEOVER_MS / 1000} s ${t.notTakenOver}`);
-    console.log(`  its claims held at kill ${t.claimsHeldAtKill}: re-checked after ms p50/max ${t.leasedTakeoverMs.p50}/${t.leasedTakeoverMs.max} (lease ${t.leaseS * 1000} ms from each claim or renewal)`);
+    console.log(
+      `\nTakeover after kill -9 of 1 of ${opts.processes} grader processes (claim lease ${t.leaseS} s, renewed while a check runs):`,
+    );
+    console.log(
+      `  sessions checked last by each process ${t.lastCheckedByProcess.join(" / ")}; by the killed one ${t.killedSessions}; first re-checked after ${t.firstMs ?? "-"} ms`,
+    );
+    console.log(
+      `  kill -> survivor's first check ms p50/p95/max ${t.takeoverMs.p50}/${t.takeoverMs.p95}/${t.takeoverMs.max}; past one interval ${t.pastOneIntervalCount}; never within ${TAKEOVER_MS / 1000} s ${t.notTakenOver}`,
+    );
+    console.log(
+      `  its claims held at kill ${t.claimsHeldAtKill}: re-checked after ms p50/max ${t.leasedTakeoverMs.p50}/${t.leasedTakeoverMs.max} (lease ${t.leaseS * 1000} ms from each claim or renewal)`,
+    );
     console.log(`  duplicate rows ever ${t.duplicatesAfter.rows}, smallest gap ever ${t.duplicatesAfter.minGapMs ?? "-"} ms`);
   }
   console.log(JSON.stringify(result));
@@ -475,7 +577,14 @@ try {
   // Children first: stop polling, let their checks finish, then close their IPC (they exit on it).
   await Promise.all(alive().map((c) => c.ask("stop").catch(() => {})));
   for (let waited = 0; waited < DRAIN_MS; waited += 100) {
-    const busy = await Promise.all(alive().map((c) => c.stats().then((st) => st.inFlight, () => 0)));
+    const busy = await Promise.all(
+      alive().map((c) =>
+        c.stats().then(
+          (st) => st.inFlight,
+          () => 0,
+        ),
+      ),
+    );
     if (busy.every((x) => x === 0)) break;
     await sleep(100);
   }

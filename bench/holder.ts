@@ -35,7 +35,20 @@ process.env.LOG_LEVEL ??= "warn";
 const { createNetnsHosts } = await import("../server/machines/netns-hosts");
 const { connectSsh } = await import("../server/terminal/ssh");
 const { connectHolder, HolderTerminal } = await import("../server/terminal/holder/client");
-const { MIB, SETTLE_MS, LINE_CHARS, cpuSeconds, msSince, now, rawTerm: openRaw, rssMiB, run, sleep, stats, type } = await import("./lib/measure");
+const {
+  MIB,
+  SETTLE_MS,
+  LINE_CHARS,
+  cpuSeconds,
+  msSince,
+  now,
+  rawTerm: openRaw,
+  rssMiB,
+  run,
+  sleep,
+  stats,
+  type,
+} = await import("./lib/measure");
 type Term = import("./lib/measure").Term;
 
 type Endpoint = Parameters<typeof connectSsh>[0];
@@ -101,7 +114,14 @@ try {
   set = await createNetnsHosts({ id: "bh", names: ["node01"], subnet: SUBNET, dir });
   const host = set.hosts[0]!;
   const holderPid = host.holderPid!;
-  const endpoint: Endpoint = { name: host.name, host: host.host, port: host.port, user: host.user, privateKey: host.privateKey, hostKey: host.hostKey };
+  const endpoint: Endpoint = {
+    name: host.name,
+    host: host.host,
+    port: host.port,
+    user: host.user,
+    privateKey: host.privateKey,
+    hostKey: host.hostKey,
+  };
   const rssIdle = await rssMiB(holderPid);
   const holder = await holderTerm(endpoint, "main");
   const terms = [await openRaw(endpoint, { cols: COLS, rows: ROWS }), holder] as const;
@@ -146,7 +166,12 @@ try {
   console.log(`\nHolder benchmark: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of x`);
   row("", "raw ssh", "holder", "holder vs raw");
   for (const k of ["p50", "p90", "p99", "max"] as const) {
-    row(`echo ${k} (ms)`, raw[k].toFixed(3), hd[k].toFixed(3), k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms (target ≤ +0.3)` : "");
+    row(
+      `echo ${k} (ms)`,
+      raw[k].toFixed(3),
+      hd[k].toFixed(3),
+      k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms (target ≤ +0.3)` : "",
+    );
   }
   const [a, b] = [tp.raw!, tp.holder!];
   row("throughput (MiB/s)", a.mibPerS, b.mibPerS, `${result.throughput.ratio}x (target ≥ 0.8)`);

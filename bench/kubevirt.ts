@@ -28,7 +28,12 @@ import { benchFlags } from "./lib/flags";
 const MACHINES = ["controlplane", "node01", "node02"];
 /** Third octets of the fake VMs' addresses; unused by tests and the other benches. */
 const SUBNETS = [110, 111, 112, 113, 114, 115];
-const SETTINGS: FleetSettings = { namespace: "labdeck-bench", imageRepository: "registry.test/labdeck", overcommit: { cpu: 4, memory: 1 }, platformLabels: { "app.kubernetes.io/name": "labdeck" } };
+const SETTINGS: FleetSettings = {
+  namespace: "labdeck-bench",
+  imageRepository: "registry.test/labdeck",
+  overcommit: { cpu: 4, memory: 1 },
+  platformLabels: { "app.kubernetes.io/name": "labdeck" },
+};
 
 const opts = benchFlags(
   z.strictObject({ rounds: z.coerce.number().int().min(1).max(50).default(5), json: z.string().min(1).optional() }),
@@ -54,17 +59,39 @@ const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-bench-kubevirt-"));
 const fake = await startFakeKubeApi({ namespace: SETTINGS.namespace, dir, subnets: SUBNETS });
 try {
   const { config, namespace } = loadKubeConfig({ kubeconfig: fake.kubeconfig });
-  const provider = kubevirtProvider({ api: new KubeApi(config, namespace), settings: SETTINGS, log, imageHash: () => "0123456789abcdef", bootTimeoutMs: 60_000 });
+  const provider = kubevirtProvider({
+    api: new KubeApi(config, namespace),
+    settings: SETTINGS,
+    log,
+    imageHash: () => "0123456789abcdef",
+    bootTimeoutMs: 60_000,
+  });
 
   // Pure parts, timed alone: the keys of one session (a client key, a host key per machine) and its manifests.
   let t = performance.now();
   const keys = [generateEd25519("client"), ...MACHINES.map((m) => generateEd25519(m))];
   const keygenMs = performance.now() - t;
   t = performance.now();
-  sessionObjects(SETTINGS, { sessionId: "bench", labSlug: "bench", variant: "debian-base", imageHash: "0123456789abcdef", internet: false, machines: MACHINES.map((name, i) => ({ name, hostPrivateKey: keys[i + 1]!.privateKey, hostPublicKey: keys[i + 1]!.publicKey })), authorizedKeys: keys[0]!.publicKey });
+  sessionObjects(SETTINGS, {
+    sessionId: "bench",
+    labSlug: "bench",
+    variant: "debian-base",
+    imageHash: "0123456789abcdef",
+    internet: false,
+    machines: MACHINES.map((name, i) => ({ name, hostPrivateKey: keys[i + 1]!.privateKey, hostPublicKey: keys[i + 1]!.publicKey })),
+    authorizedKeys: keys[0]!.publicKey,
+  });
   const manifestsMs = performance.now() - t;
 
-  const rounds: { startMs: number; bootMs: number; overheadMs: number; requests: number; apiServerMs: number; destroyMs: number; loginMs: number }[] = [];
+  const rounds: {
+    startMs: number;
+    bootMs: number;
+    overheadMs: number;
+    requests: number;
+    apiServerMs: number;
+    destroyMs: number;
+    loginMs: number;
+  }[] = [];
   for (let round = 0; round < opts.rounds; round++) {
     const sessionId = `bench${round}`;
     const firstRequest = fake.requests.length;
@@ -82,8 +109,17 @@ try {
     await provider.destroy(sessionId, machines);
     const destroyMs = performance.now() - t;
     // The fake tears hosts down after answering the deletes: wait for it before the next round.
-    while (fake.objects("virtualmachineinstances").length > 0 || fake.objects("virtualmachines").length > 0) await new Promise((r) => setTimeout(r, 50));
-    rounds.push({ startMs, bootMs, overheadMs: startMs - bootMs, requests: requests.filter((r) => !r.path.includes("watch")).length, apiServerMs: requests.reduce((s, r) => s + r.ms, 0), destroyMs, loginMs });
+    while (fake.objects("virtualmachineinstances").length > 0 || fake.objects("virtualmachines").length > 0)
+      await new Promise((r) => setTimeout(r, 50));
+    rounds.push({
+      startMs,
+      bootMs,
+      overheadMs: startMs - bootMs,
+      requests: requests.filter((r) => !r.path.includes("watch")).length,
+      apiServerMs: requests.reduce((s, r) => s + r.ms, 0),
+      destroyMs,
+      loginMs,
+    });
     console.error(`round ${round + 1}/${opts.rounds}: start ${ms(startMs)}, fake boot ${ms(bootMs)}, overhead ${ms(startMs - bootMs)}`);
   }
 

@@ -31,7 +31,10 @@ import { WarmPool } from "../server/machines/warm-pool";
 import { benchFlags } from "./lib/flags";
 
 const Flags = z.strictObject({
-  lab: z.string().regex(/^[a-z0-9-]+$/).default("preinstall-checks"),
+  lab: z
+    .string()
+    .regex(/^[a-z0-9-]+$/)
+    .default("preinstall-checks"),
   "image-dir": z.string().min(1).default(TEST_IMAGE_CACHE_DIR),
   json: z.string().min(1).optional(),
 });
@@ -99,7 +102,12 @@ try {
   generic.start();
   await generic.settled();
   t = Date.now();
-  const pooled = await generic.create({ sessionId: "pooled", labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image });
+  const pooled = await generic.create({
+    sessionId: "pooled",
+    labSlug: lab.slug,
+    machines: lab.manifest.machines,
+    image: lab.manifest.image,
+  });
   await setUp(pooled);
   await answer(pooled);
   results.poolMs = Date.now() - t;
@@ -125,16 +133,25 @@ try {
   });
   t = Date.now();
   prepared.start();
-  for (const deadline = Date.now() + FILL_TIMEOUT_MS; prepared.status().labs?.[0]?.ready !== 1; ) {
+  for (const deadline = Date.now() + FILL_TIMEOUT_MS; prepared.status().labs?.[0]?.ready !== 1;) {
     if (Date.now() > deadline) throw new Error(`no prepared set in ${FILL_TIMEOUT_MS} ms: ${prepared.status().lastError}`);
     await new Promise((r) => setTimeout(r, 500));
   }
   results.prepareSetMs = Date.now() - t;
-  const preparedDir = path.join(dataDir, "sessions", (await provider.list()).find((s) => s.sessionId.startsWith("pool-") && s.phase === "ready")!.sessionId);
+  const preparedDir = path.join(
+    dataDir,
+    "sessions",
+    (await provider.list()).find((s) => s.sessionId.startsWith("pool-") && s.phase === "ready")!.sessionId,
+  );
   results.preparedSetRssMiB = await residentMiBOf(preparedDir);
   results.preparedSetDiskMiB = await diskMiBOf(preparedDir);
   t = Date.now();
-  const ready = (await prepared.takePrepared({ sessionId: "learner", labSlug: lab.slug, machines: lab.manifest.machines, labVersion: version }))!.machines;
+  const ready = (await prepared.takePrepared({
+    sessionId: "learner",
+    labSlug: lab.slug,
+    machines: lab.manifest.machines,
+    labVersion: version,
+  }))!.machines;
   await answer(ready);
   results.preparedMs = Date.now() - t;
   await prepared.stop(); // no refill behind it: the rest is measured on a quiet host
@@ -143,12 +160,18 @@ try {
   // Reset of the first machine: from the saved lab start, against a fresh disk + setup (cold has no saved state).
   const first = lab.manifest.machines[0]!;
   t = Date.now();
-  const restored = await provider.reset(readyId, ready.find((m) => m.name === first)!);
+  const restored = await provider.reset(
+    readyId,
+    ready.find((m) => m.name === first)!,
+  );
   await answer(ready.filter((m) => m.name === first));
   results.resetSavedMs = Date.now() - t;
   if (!restored.atLabStart) throw new Error("the prepared set's reset did not restore the saved lab start");
   t = Date.now();
-  const fresh = await provider.reset("cold", cold.find((m) => m.name === first)!);
+  const fresh = await provider.reset(
+    "cold",
+    cold.find((m) => m.name === first)!,
+  );
   if (fresh.atLabStart) throw new Error("the cold session had a saved lab start");
   await runLabSetup(exec, lab, async (name) => cold.find((m) => m.name === name) ?? null, [first]);
   await answer(cold.filter((m) => m.name === first));
@@ -167,13 +190,22 @@ try {
   const rows: [string, string][] = [
     [`cold: boot 3 VMs + ${lab.slug} setup, to 3 SSH-ready`, `${seconds(results.coldMs)} s (boot alone ${seconds(results.coldBootMs)} s)`],
     ["pool: booted set + setup (before this change)", `${seconds(results.poolMs)} s`],
-    ["prepared: hand-out to 3 SSH-ready (setup done)", `${seconds(results.preparedMs)} s  (${((results.preparedMs / results.poolMs) * 100).toFixed(1)}% of pool, ${((results.preparedMs / results.coldMs) * 100).toFixed(1)}% of cold)`],
+    [
+      "prepared: hand-out to 3 SSH-ready (setup done)",
+      `${seconds(results.preparedMs)} s  (${((results.preparedMs / results.poolMs) * 100).toFixed(1)}% of pool, ${((results.preparedMs / results.coldMs) * 100).toFixed(1)}% of cold)`,
+    ],
     ["making one prepared set (background)", `${seconds(results.prepareSetMs)} s`],
     [`reset ${first}: saved lab start`, `${seconds(results.resetSavedMs)} s`],
-    [`reset ${first}: fresh disk + setup (before)`, `${seconds(results.resetFreshMs)} s  (saved: ${(results.resetFreshMs / results.resetSavedMs).toFixed(1)}x faster)`],
+    [
+      `reset ${first}: fresh disk + setup (before)`,
+      `${seconds(results.resetFreshMs)} s  (saved: ${(results.resetFreshMs / results.resetSavedMs).toFixed(1)}x faster)`,
+    ],
     ["suspend (3 VMs: state saved, QEMU ended)", `${seconds(results.suspendMs)} s`],
     ["resume from the saved state to 3 SSH-ready", `${seconds(results.resumeMs)} s  (a boot of 3 VMs: ${seconds(results.coldBootMs)} s)`],
-    ["a prepared set holds", `${results.preparedSetRssMiB} MiB resident, ${results.preparedSetDiskMiB} MiB of overlays (with its saved state)`],
+    [
+      "a prepared set holds",
+      `${results.preparedSetRssMiB} MiB resident, ${results.preparedSetDiskMiB} MiB of overlays (with its saved state)`,
+    ],
     [`prepared sets that fit in ${(memTotalMiB / 1024).toFixed(0)} GiB (less ${HOST_RESERVE_MIB} MiB reserve)`, `${fit}`],
     ["MemAvailable now", `${await memAvailableMiB()} MiB; load ${os.loadavg()[0]!.toFixed(2)}`],
   ];

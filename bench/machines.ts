@@ -163,7 +163,10 @@ try {
     ["3-VM session, cold start to all SSH", `${seconds(sessionStartMs)} s  (${(sessionStartMs / singleBootMs).toFixed(2)}x the single VM)`],
     ["reboot from inside to SSH (node02)", `${seconds(rebootMs)} s`],
     ["warm pool fill (3 VMs, background)", `${seconds(poolFillMs)} s`],
-    ["warm start: hand-out to 3 SSH-ready machines", `${seconds(warmStartMs)} s  (${(warmStartMs / sessionStartMs * 100).toFixed(1)}% of the cold start)`],
+    [
+      "warm start: hand-out to 3 SSH-ready machines",
+      `${seconds(warmStartMs)} s  (${((warmStartMs / sessionStartMs) * 100).toFixed(1)}% of the cold start)`,
+    ],
     ["idle suspend (ACPI shutdown of 3 VMs)", `${seconds(suspendMs)} s`],
     ["resume of 3 VMs to SSH (pool refilling beside)", `${seconds(resumeMs)} s`],
     [`RSS per VM after boot (-m ${opts.memory})`, `${rssMiB.join(", ")} MiB; node02 after its reboot ${rssAfterRebootMiB} MiB`],
@@ -179,7 +182,26 @@ try {
   if (opts.json) {
     await fs.writeFile(
       opts.json,
-      JSON.stringify({ singleBootMs, sessionStartMs, rebootMs, poolFillMs, warmStartMs, suspendMs, resumeMs, rssMiB, rssAfterRebootMiB, idleCpu, availableAtStart, bySessionMemory, bySessionCpu, load }, null, 2) + "\n",
+      JSON.stringify(
+        {
+          singleBootMs,
+          sessionStartMs,
+          rebootMs,
+          poolFillMs,
+          warmStartMs,
+          suspendMs,
+          resumeMs,
+          rssMiB,
+          rssAfterRebootMiB,
+          idleCpu,
+          availableAtStart,
+          bySessionMemory,
+          bySessionCpu,
+          load,
+        },
+        null,
+        2,
+      ) + "\n",
     );
   }
 } finally {

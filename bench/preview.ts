@@ -45,7 +45,11 @@ const exec = promisify(execFile);
 
 /** One curl: seconds to the first byte and in all, bytes received. */
 async function curl(url: string, extra: string[] = []): Promise<{ firstByte: number; total: number; bytes: number; status: number }> {
-  const { stdout } = await exec("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_starttransfer} %{time_total} %{size_download}", ...extra, url], { maxBuffer: 1024 * 1024 });
+  const { stdout } = await exec(
+    "curl",
+    ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_starttransfer} %{time_total} %{size_download}", ...extra, url],
+    { maxBuffer: 1024 * 1024 },
+  );
   const [status, firstByte, total, bytes] = stdout.trim().split(" ").map(Number);
   return { status: status!, firstByte: firstByte!, total: total!, bytes: bytes! };
 }
@@ -70,7 +74,12 @@ let stopWeb: (() => Promise<void>) | null = null;
 let server: http.Server | null = null;
 let proxy: InstanceType<typeof PreviewProxy> | null = null;
 try {
-  const user = await createUserWithPassword(stack.db, stack.auth, { email: "bench@preview.test", name: "bench", role: "learner", password: "bench password 123" });
+  const user = await createUserWithPassword(stack.db, stack.auth, {
+    email: "bench@preview.test",
+    name: "bench",
+    role: "learner",
+    password: "bench password 123",
+  });
   // A real sign-in: the preview's access check reads its Session row.
   await stack.auth.api.signInEmail({ body: { email: user.email, password: "bench password 123" } });
   const signInRow = await stack.db.session.findFirstOrThrow({ where: { userId: user.id }, select: { id: true } });
@@ -81,15 +90,30 @@ try {
   // The preview, as server.ts runs it (its own HTTP server here: no Next.js in the way).
   const port = await freePort();
   const base = { scheme: "http" as const, host: "preview.localhost", port: String(port) };
-  proxy = new PreviewProxy({ secret: stack.secret, base: () => base, access: previewAccess(stack.db), endpoint: (sid, m) => machineEndpoint(stack.db, sid, m), log });
+  proxy = new PreviewProxy({
+    secret: stack.secret,
+    base: () => base,
+    access: previewAccess(stack.db),
+    endpoint: (sid, m) => machineEndpoint(stack.db, sid, m),
+    log,
+  });
   const p = proxy;
   server = http.createServer((req, res) => void (p.handleRequest(req, res) || res.writeHead(404).end()));
   await new Promise<void>((resolve) => server!.listen(port, "127.0.0.1", resolve));
   const target = { sessionId, machine: "node01", port: WEB_PORT };
   const origin = previewOrigin(base, target)!;
-  const grant = signPreview(stack.secret, { k: "grant", sid: sessionId, m: "node01", p: WEB_PORT, sub: user.id, si: signInRow.id, access: "owner" });
+  const grant = signPreview(stack.secret, {
+    k: "grant",
+    sid: sessionId,
+    m: "node01",
+    p: WEB_PORT,
+    sub: user.id,
+    si: signInRow.id,
+    access: "owner",
+  });
   const host = new URL(origin).hostname;
-  const viaPreview = (pathname: string) => curl(`${origin}${pathname}`, ["--resolve", `${host}:${port}:127.0.0.1`, "-H", `Cookie: ${grantCookieName("http")}=${grant}`]);
+  const viaPreview = (pathname: string) =>
+    curl(`${origin}${pathname}`, ["--resolve", `${host}:${port}:127.0.0.1`, "-H", `Cookie: ${grantCookieName("http")}=${grant}`]);
 
   // OpenSSH's own forward of the same port, with the machine's key and pinned host key.
   const keyFile = path.join(dir, "key");
@@ -98,18 +122,43 @@ try {
   // OpenSSH names a host on port 22 without brackets.
   await fs.writeFile(knownHosts, `${endpoint.port === 22 ? endpoint.host : `[${endpoint.host}]:${endpoint.port}`} ${endpoint.hostKey}\n`);
   const localPort = await freePort();
-  sshForward = spawn("ssh", ["-N", "-i", keyFile, "-o", `UserKnownHostsFile=${knownHosts}`, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-p", String(endpoint.port), "-L", `127.0.0.1:${localPort}:127.0.0.1:${WEB_PORT}`, `${endpoint.user}@${endpoint.host}`], { stdio: ["ignore", "ignore", "inherit"] });
+  sshForward = spawn(
+    "ssh",
+    [
+      "-N",
+      "-i",
+      keyFile,
+      "-o",
+      `UserKnownHostsFile=${knownHosts}`,
+      "-o",
+      "StrictHostKeyChecking=yes",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "ExitOnForwardFailure=yes",
+      "-p",
+      String(endpoint.port),
+      "-L",
+      `127.0.0.1:${localPort}:127.0.0.1:${WEB_PORT}`,
+      `${endpoint.user}@${endpoint.host}`,
+    ],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
   await waitListening(localPort, SSH_FORWARD_WAIT_MS);
   const viaSsh = (pathname: string) => curl(`http://127.0.0.1:${localPort}${pathname}`);
 
   // Warm both paths (the preview's SSH connection and access decision, ssh's connection).
   const coldPreview = await viaPreview("/");
   const coldSsh = await viaSsh("/");
-  if (coldPreview.status !== 200 || coldSsh.status !== 200) throw new Error(`warm-up failed: preview ${coldPreview.status}, ssh -L ${coldSsh.status}`);
+  if (coldPreview.status !== 200 || coldSsh.status !== 200)
+    throw new Error(`warm-up failed: preview ${coldPreview.status}, ssh -L ${coldSsh.status}`);
 
   const first = { preview: [] as number[], ssh: [] as number[] };
   for (let i = 0; i < opts.requests; i++) {
-    for (const [name, fn] of [["preview", viaPreview], ["ssh", viaSsh]] as const) {
+    for (const [name, fn] of [
+      ["preview", viaPreview],
+      ["ssh", viaSsh],
+    ] as const) {
       const r = await fn("/");
       if (r.status !== 200) throw new Error(`${name}: HTTP ${r.status}`);
       first[name].push(r.firstByte * 1000);
@@ -118,7 +167,10 @@ try {
   const bytes = opts.mib * MIB;
   const rate = { preview: [] as number[], ssh: [] as number[] };
   for (let round = 0; round < opts.rounds; round++) {
-    for (const [name, fn] of [["preview", viaPreview], ["ssh", viaSsh]] as const) {
+    for (const [name, fn] of [
+      ["preview", viaPreview],
+      ["ssh", viaSsh],
+    ] as const) {
       const r = await fn(`/bytes?n=${bytes}`);
       if (r.status !== 200 || r.bytes !== bytes) throw new Error(`${name}: HTTP ${r.status}, ${r.bytes} of ${bytes} bytes`);
       rate[name].push(bytes / MIB / r.total);
@@ -127,9 +179,13 @@ try {
   const median = (xs: number[]) => stats(xs).p50;
   const fb = { preview: stats(first.preview), ssh: stats(first.ssh) };
   const mibs = { preview: median(rate.preview), ssh: median(rate.ssh) };
-  console.log(`web preview vs ssh -L, node01:${WEB_PORT} on a netns sshd host, curl for both (${os.cpus().length} cores, ${new Date().toISOString()})`);
+  console.log(
+    `web preview vs ssh -L, node01:${WEB_PORT} on a netns sshd host, curl for both (${os.cpus().length} cores, ${new Date().toISOString()})`,
+  );
   console.log(`first byte (GET /, ${opts.requests} requests each, interleaved, new TCP connection each):`);
-  console.log(`  preview  p50 ${fb.preview.p50.toFixed(2)} ms  p90 ${fb.preview.p90.toFixed(2)} ms  max ${fb.preview.max.toFixed(2)} ms  (cold, with SSH login: ${(coldPreview.firstByte * 1000).toFixed(1)} ms)`);
+  console.log(
+    `  preview  p50 ${fb.preview.p50.toFixed(2)} ms  p90 ${fb.preview.p90.toFixed(2)} ms  max ${fb.preview.max.toFixed(2)} ms  (cold, with SSH login: ${(coldPreview.firstByte * 1000).toFixed(1)} ms)`,
+  );
   console.log(`  ssh -L   p50 ${fb.ssh.p50.toFixed(2)} ms  p90 ${fb.ssh.p90.toFixed(2)} ms  max ${fb.ssh.max.toFixed(2)} ms`);
   console.log(`  ratio preview/ssh -L p50 ${(fb.preview.p50 / fb.ssh.p50).toFixed(2)}x`);
   console.log(`throughput (${opts.mib} MiB download, median of ${opts.rounds} interleaved rounds):`);

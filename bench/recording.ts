@@ -31,7 +31,15 @@ const SUBNET = 72; // third octet of the hosts' 10.213.S.0/24 (unused elsewhere)
 const LAB_DIR = path.resolve("labs/preinstall-checks");
 const STEPS = ["record-before", "swap-off", "kernel-modules", "sysctl", "port-10250", "memory-facts", "who-fixes"];
 const LINE_TIMEOUT_MS = 20_000; // longest wait for one line's prompt, ms
-const INSPECT = ["swapon --show", "grep -v '^#' /etc/fstab", "lsmod | grep -E '^(overlay|br_netfilter) '", "sysctl net.ipv4.ip_forward", "ss -ltn", "free -m", "cat /proc/meminfo | head -5"];
+const INSPECT = [
+  "swapon --show",
+  "grep -v '^#' /etc/fstab",
+  "lsmod | grep -E '^(overlay|br_netfilter) '",
+  "sysctl net.ipv4.ip_forward",
+  "ss -ltn",
+  "free -m",
+  "cat /proc/meminfo | head -5",
+];
 
 const Flags = z.object({ "char-ms": z.coerce.number().int().min(0).max(1000).default(40) });
 
@@ -53,10 +61,14 @@ async function main(): Promise<void> {
         if (flags["char-ms"] > 0) await new Promise((r) => setTimeout(r, flags["char-ms"]));
       }
       // The line's echo comes first; after Enter a newline, then the (coloured) prompt.
-      await client.waitFor((c) => {
-        const after = c.bytes().subarray(before).toString("utf8");
-        return after.includes("\n") && prompt.test(after);
-      }, LINE_TIMEOUT_MS, `prompt after ${line}`);
+      await client.waitFor(
+        (c) => {
+          const after = c.bytes().subarray(before).toString("utf8");
+          return after.includes("\n") && prompt.test(after);
+        },
+        LINE_TIMEOUT_MS,
+        `prompt after ${line}`,
+      );
     };
     for (const command of INSPECT) await type(command, /[#$] $/);
     for (const step of STEPS) {
@@ -70,7 +82,9 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 500));
     await stack.recorder.flushAll();
     const received = client.bytes().length;
-    const row = await stack.db.terminalRecording.findUniqueOrThrow({ where: { sessionId_machine: { sessionId, machine: "controlplane" } } });
+    const row = await stack.db.terminalRecording.findUniqueOrThrow({
+      where: { sessionId_machine: { sessionId, machine: "controlplane" } },
+    });
     const chunks = await stack.db.recordingChunk.findMany({ where: { recordingId: row.id }, orderBy: { offset: "asc" } });
     const raw = Buffer.concat(chunks.map((c) => Buffer.from(c.data)));
     const cast = castText((await loadCast(stack.db, sessionId, "controlplane", []))!);
@@ -81,9 +95,13 @@ async function main(): Promise<void> {
     console.log(`typed ${typed} keystrokes in ${seconds.toFixed(1)} s (${flags["char-ms"]} ms per key), ${chunks.length} chunk rows`);
     console.log(`browser received (baseline)     ${kib(received)}`);
     console.log(`recording raw bytes             ${kib(raw.length)}   gzip ${kib(gzRaw)} (${((gzRaw / raw.length) * 100).toFixed(0)} %)`);
-    console.log(`asciicast v2 file               ${kib(cast.length)}   gzip ${kib(gzCast)} (${((gzCast / cast.length) * 100).toFixed(0)} %)`);
+    console.log(
+      `asciicast v2 file               ${kib(cast.length)}   gzip ${kib(gzCast)} (${((gzCast / cast.length) * 100).toFixed(0)} %)`,
+    );
     console.log(`per hour, one lab pass = 60 min: raw ${kib(raw.length)}/h, asciicast ${kib(cast.length)}/h, gzip ${kib(gzCast)}/h`);
-    console.log(`per hour at this typing pace:    raw ${kib(raw.length * perHour)}/h, asciicast ${kib(cast.length * perHour)}/h, gzip ${kib(gzCast * perHour)}/h`);
+    console.log(
+      `per hour at this typing pace:    raw ${kib(raw.length * perHour)}/h, asciicast ${kib(cast.length * perHour)}/h, gzip ${kib(gzCast * perHour)}/h`,
+    );
     await client.close();
   } finally {
     await stack.stop();

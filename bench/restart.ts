@@ -68,13 +68,17 @@ async function run(stack: TestStack, sessionIds: string[], count: number, outage
   const clients = Array.from({ length: count }, (_, i) => {
     const n = Math.floor(i / MACHINES.length);
     // One learner per session, as in a class (the gateway caps sockets per user).
-    return new ResumingTestClient(url, stack.token(sessionIds[n]!, MACHINES[i % MACHINES.length]!, "write", `bench-restart-${n}`), { browserBackoff: true });
+    return new ResumingTestClient(url, stack.token(sessionIds[n]!, MACHINES[i % MACHINES.length]!, "write", `bench-restart-${n}`), {
+      browserBackoff: true,
+    });
   });
   try {
     for (const c of clients) c.start();
     await Promise.all(clients.map((c) => c.waitFor((x) => PROMPT.test(x.tail(256)), OPEN_TIMEOUT_MS, "first prompt")));
     clients.forEach((c, i) => c.input(`export RV=${tag}x${i * 7}\r`));
-    await Promise.all(clients.map((c) => c.waitFor((x) => x.pendingInputs === 0 && PROMPT.test(x.tail(64)), OPEN_TIMEOUT_MS, "variable set")));
+    await Promise.all(
+      clients.map((c) => c.waitFor((x) => x.pendingInputs === 0 && PROMPT.test(x.tail(64)), OPEN_TIMEOUT_MS, "variable set")),
+    );
 
     await kill9(gateway);
     const connectsBefore = clients.map((c) => c.connects);
@@ -123,7 +127,9 @@ async function main(): Promise<void> {
     console.log("|---|---|---|---|---|---|---|---|");
     console.log(row(one));
     console.log(row(all));
-    console.log(`\nall ${all.terminals} back ${all.maxMs.toFixed(0)} ms after listening (target ≤ ${TARGET_MS} ms: ${all.maxMs <= TARGET_MS ? "met" : "missed"}); ${(all.maxMs / Math.max(1, one.maxMs)).toFixed(1)}× one terminal's`);
+    console.log(
+      `\nall ${all.terminals} back ${all.maxMs.toFixed(0)} ms after listening (target ≤ ${TARGET_MS} ms: ${all.maxMs <= TARGET_MS ? "met" : "missed"}); ${(all.maxMs / Math.max(1, one.maxMs)).toFixed(1)}× one terminal's`,
+    );
     if (f.json) await fs.writeFile(f.json, JSON.stringify({ outageMs: f["outage-ms"], one, all }, null, 2));
   } finally {
     await stack.stop();

@@ -51,11 +51,15 @@ try {
     await b.role.stop();
 
     // kill -9 of a real child process holding the role.
-    const child = spawn(process.execPath, ["--import", "tsx", "server/testing/sweeper-child.ts", String(ROLE_LEASE_MS), String(ROLE_RENEW_MS), String(SWEEP_MS)], {
-      env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: "warn" },
-      stdio: ["ignore", "pipe", "inherit"],
-      detached: true,
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "server/testing/sweeper-child.ts", String(ROLE_LEASE_MS), String(ROLE_RENEW_MS), String(SWEEP_MS)],
+      {
+        env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: "warn" },
+        stdio: ["ignore", "pipe", "inherit"],
+        detached: true,
+      },
+    );
     await new Promise<void>((resolve) => child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("held") && resolve()));
     const other = contender(`c${round}`);
     other.role.start();
@@ -70,7 +74,8 @@ try {
 } finally {
   await stop();
 }
-const summary = (xs: number[]) => `min ${Math.min(...xs)} ms, median ${[...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]} ms, max ${Math.max(...xs)} ms`;
+const summary = (xs: number[]) =>
+  `min ${Math.min(...xs)} ms, median ${[...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]} ms, max ${Math.max(...xs)} ms`;
 console.log(`lease ${ROLE_LEASE_MS} ms, renewal ${ROLE_RENEW_MS} ms, ${flags.rounds} rounds`);
 console.log(`baseline, clean stop (row deleted): ${summary(clean)}`);
 console.log(`holder killed -9 (lease runs out):  ${summary(killed)}`);

@@ -8,7 +8,10 @@ import { z } from "zod";
 import { Screen, SCREEN_SCROLLBACK_LINES } from "../server/terminal/screen";
 import { benchFlags } from "./lib/flags";
 
-const flags = benchFlags(z.object({ terminals: z.coerce.number().int().min(1).max(1000).default(50) }), "usage: npx tsx --expose-gc bench/screen.ts [--terminals N]");
+const flags = benchFlags(
+  z.object({ terminals: z.coerce.number().int().min(1).max(1000).default(50) }),
+  "usage: npx tsx --expose-gc bench/screen.ts [--terminals N]",
+);
 const COUNT = flags.terminals; // screens to fill
 const COLS = 120; // characters per line
 const ROWS = 40; // lines on screen
@@ -39,7 +42,13 @@ for (let k = 0; k < COUNT; k++) {
 gc();
 const after = process.memoryUsage();
 console.log(`headless screens: ${COUNT} × ${COLS}x${ROWS}, scrollback ${SCREEN_SCROLLBACK_LINES} lines (full)`);
-console.log(`  RSS  baseline ${(before.rss / MIB).toFixed(1)} MiB -> ${(after.rss / MIB).toFixed(1)} MiB: ${((after.rss - before.rss) / COUNT / MIB).toFixed(2)} MiB per terminal`);
-console.log(`  heap baseline ${(before.heapUsed / MIB).toFixed(1)} MiB -> ${(after.heapUsed / MIB).toFixed(1)} MiB: ${((after.heapUsed - before.heapUsed) / COUNT / MIB).toFixed(2)} MiB per terminal`);
-console.log(`  snapshot (parse pending + serialize): ${(snapshotMs / COUNT).toFixed(1)} ms, ${(snapshotChars / COUNT / 1024).toFixed(0)} KiB each`);
+console.log(
+  `  RSS  baseline ${(before.rss / MIB).toFixed(1)} MiB -> ${(after.rss / MIB).toFixed(1)} MiB: ${((after.rss - before.rss) / COUNT / MIB).toFixed(2)} MiB per terminal`,
+);
+console.log(
+  `  heap baseline ${(before.heapUsed / MIB).toFixed(1)} MiB -> ${(after.heapUsed / MIB).toFixed(1)} MiB: ${((after.heapUsed - before.heapUsed) / COUNT / MIB).toFixed(2)} MiB per terminal`,
+);
+console.log(
+  `  snapshot (parse pending + serialize): ${(snapshotMs / COUNT).toFixed(1)} ms, ${(snapshotChars / COUNT / 1024).toFixed(0)} KiB each`,
+);
 for (const s of screens) s.dispose();

@@ -44,7 +44,9 @@ async function throughput(term: Term, mib: number) {
   const rssBefore = process.memoryUsage().rss;
   const cpu = process.cpuUsage();
   const command =
-    opts.payload === "x" ? `head -c ${Math.round(mib * MIB)} /dev/zero | tr '\\0' x` : `head -c ${Math.round((mib * MIB * 3) / 4)} /dev/urandom | base64`;
+    opts.payload === "x"
+      ? `head -c ${Math.round(mib * MIB)} /dev/zero | tr '\\0' x`
+      : `head -c ${Math.round((mib * MIB * 3) / 4)} /dev/urandom | base64`;
   const r = await run(term, command, THROUGHPUT_TIMEOUT_MS);
   const used = process.cpuUsage(cpu);
   const rssAfter = process.memoryUsage().rss;
@@ -99,17 +101,29 @@ try {
   const result = {
     machine: MACHINE,
     flags: opts,
-    echoMs: { raw, gateway: gw, p50DiffMs: Math.round((gw.p50 - raw.p50) * 1000) / 1000, p50Ratio: Math.round((gw.p50 / raw.p50) * 100) / 100 },
+    echoMs: {
+      raw,
+      gateway: gw,
+      p50DiffMs: Math.round((gw.p50 - raw.p50) * 1000) / 1000,
+      p50Ratio: Math.round((gw.p50 / raw.p50) * 100) / 100,
+    },
     throughput: { raw: tp.raw!, gateway: tp.gateway!, ratio: Math.round((tp.gateway!.mibPerS / tp.raw!.mibPerS) * 100) / 100 },
     gatewayGaps: client.gaps.length,
   };
 
   const row = (label: string, a: string | number, b: string | number, c = "") =>
     console.log(`${label.padEnd(26)}${String(a).padStart(12)}${String(b).padStart(12)}  ${c}`);
-  console.log(`\nTerminal benchmark, ${MACHINE}: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of ${opts.payload}`);
+  console.log(
+    `\nTerminal benchmark, ${MACHINE}: ${opts.keystrokes} keystrokes ${opts["gap-ms"]} ms apart, ${opts.mib} MiB of ${opts.payload}`,
+  );
   row("", "raw", "gateway", "gateway vs raw");
   for (const k of ["p50", "p90", "p99", "max"] as const) {
-    row(`echo ${k} (ms)`, raw[k].toFixed(3), gw[k].toFixed(3), k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms, ${result.echoMs.p50Ratio}x` : "");
+    row(
+      `echo ${k} (ms)`,
+      raw[k].toFixed(3),
+      gw[k].toFixed(3),
+      k === "p50" ? `${result.echoMs.p50DiffMs >= 0 ? "+" : ""}${result.echoMs.p50DiffMs} ms, ${result.echoMs.p50Ratio}x` : "",
+    );
   }
   const [a, b] = [tp.raw!, tp.gateway!];
   row("throughput (MiB/s)", a.mibPerS, b.mibPerS, `${result.throughput.ratio}x`);

@@ -60,7 +60,10 @@ const Flags = z.object({
 });
 
 function flags(): z.infer<typeof Flags> {
-  return benchFlags(Flags, "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--viewer-parse xterm|none] [--machines-nice N] [--stream-gateway same|separate] [--json FILE]");
+  return benchFlags(
+    Flags,
+    "usage: npx tsx bench/typing-under-load.ts [--keys N] [--gap-ms MS] [--streams N] [--settle-s S] [--phase-s S] [--viewer-nice N] [--viewer-parse xterm|none] [--machines-nice N] [--stream-gateway same|separate] [--json FILE]",
+  );
 }
 
 const opts = flags();
@@ -79,7 +82,13 @@ function startGateway(stack: { databaseUrl: string; secret: Buffer }, port: numb
   // LABDECK_BENCH_GATEWAY_NODE_ARGS: extra node flags for the gateway (e.g. --cpu-prof --cpu-prof-dir=DIR).
   const nodeArgs = process.env.LABDECK_BENCH_GATEWAY_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "server/testing/gateway-process.ts"], {
-    env: { ...process.env, DATABASE_URL: stack.databaseUrl, LABDECK_TEST_SECRET: stack.secret.toString("hex"), PORT: String(port), LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      LABDECK_TEST_SECRET: stack.secret.toString("hex"),
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {
@@ -155,7 +164,8 @@ try {
   const typist = await stack.startSession("typist");
   const wsTypist = await stack.startSession("typist-ws");
   const streamers: { sid: string; machine: string }[] = [];
-  for (let i = 0; i < opts.streams; i++) streamers.push({ sid: await stack.startSession(`streamer-${i}`), machine: STREAM_MACHINES[i % STREAM_MACHINES.length]! });
+  for (let i = 0; i < opts.streams; i++)
+    streamers.push({ sid: await stack.startSession(`streamer-${i}`), machine: STREAM_MACHINES[i % STREAM_MACHINES.length]! });
   const port = await freePort();
   gateway = await startGateway(stack, port);
   const gatewayPid = gateway.pid!;
@@ -172,14 +182,25 @@ try {
   await m.run(raw, "stty -echoctl; hostname");
   raw.write("cat\r");
   wsClient = await TerminalTestClient.connect(wsUrl, { token: stack.token(wsTypist, TYPED_MACHINE), cols: COLS, rows: ROWS });
-  await wsClient.waitFor((c) => c.messages.some((msg) => msg.type === "status" && msg.state === "connected"), 60_000, "ws terminal connected");
+  await wsClient.waitFor(
+    (c) => c.messages.some((msg) => msg.type === "status" && msg.state === "connected"),
+    60_000,
+    "ws terminal connected",
+  );
   const ws = m.gatewayTerm(wsClient, "gateway-ws");
   await m.run(ws, "stty -echoctl; hostname");
   ws.write("cat\r");
 
   viewers = fork(path.resolve("bench/lib/stream-viewers.ts"), [], {
     execArgv: ["--import", "tsx"],
-    env: { ...process.env, LABDECK_BENCH_STREAMS: JSON.stringify({ url: streamUrl, tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)), parse: opts["viewer-parse"] === "xterm" }) },
+    env: {
+      ...process.env,
+      LABDECK_BENCH_STREAMS: JSON.stringify({
+        url: streamUrl,
+        tokens: streamers.map((s) => stack!.token(s.sid, s.machine, "write", s.sid)),
+        parse: opts["viewer-parse"] === "xterm",
+      }),
+    },
   });
   if (opts["viewer-nice"] > 0) os.setPriority(viewers.pid!, opts["viewer-nice"]);
   await new Promise((resolve, reject) => {
@@ -189,7 +210,10 @@ try {
 
   // The page is fulfilled by Playwright rather than loaded from the gateway, so Chromium would take it
   // for a public page and refuse its socket to loopback (Local Network Access): allow it.
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: [...CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks"],
+  });
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   const html = await typingPageHtml();
   page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
@@ -201,7 +225,10 @@ try {
     for (;;) {
       const state = await page.evaluate(() => ({ status: window.__bench?.status ?? "loading", text: window.__bench?.text() ?? "" }));
       if (test(state)) return;
-      if (Date.now() > deadline) throw new Error(`no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no ${what} in the page within ${timeoutMs} ms: ${JSON.stringify({ ...state, text: state.text.trim().slice(-300) })}`,
+        );
       await m.sleep(200);
     }
   };
@@ -262,7 +289,11 @@ try {
     for (let done = 0, i = 0; done < opts.keys && m.msSince(started) < opts["phase-s"] * 1000; done += line, i++) {
       const n = Math.min(line, opts.keys - done);
       // The three paths in turn, each starting a line first as often as the others.
-      const paths = [() => typeInPage(n, b, bLost), () => m.type(raw, n, opts["gap-ms"], r, rLost), () => m.type(ws, n, opts["gap-ms"], w, wLost)];
+      const paths = [
+        () => typeInPage(n, b, bLost),
+        () => m.type(raw, n, opts["gap-ms"], r, rLost),
+        () => m.type(ws, n, opts["gap-ms"], w, wLost),
+      ];
       for (let k = 0; k < paths.length; k++) await paths[(i + k) % paths.length]!();
     }
     const seconds = m.msSince(started) / 1000;
@@ -283,16 +314,21 @@ try {
       gatewayRssMiB: await m.rssMiB(gatewayPid),
       gatewayWaitPerRunMs: Math.round(((sched1.waitMs - sched0.waitMs) / Math.max(1, sched1.runs - sched0.runs)) * 1000) / 1000,
       gatewayRunPct: Math.round(((sched1.runMs - sched0.runMs) / 10 / seconds) * 10) / 10,
-      ...(streamGateway ? { streamGatewayCpuPct: Math.round((((await m.cpuSeconds(streamGateway.pid!)) - streamCpu0) / seconds) * 100) } : {}),
+      ...(streamGateway
+        ? { streamGatewayCpuPct: Math.round((((await m.cpuSeconds(streamGateway.pid!)) - streamCpu0) / seconds) * 100) }
+        : {}),
     };
-    console.error(`${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway from Node p50 ${result.ws.p50} ms (lost ${result.wsLost}), gateway CPU ${result.gatewayCpuPct} %, its main thread waited ${result.gatewayWaitPerRunMs} ms for a CPU per wake-up`);
+    console.error(
+      `${name}: browser p50 ${result.browser.p50} ms (lost ${result.browserLost}), raw p50 ${result.raw.p50} ms, gateway from Node p50 ${result.ws.p50} ms (lost ${result.wsLost}), gateway CPU ${result.gatewayCpuPct} %, its main thread waited ${result.gatewayWaitPerRunMs} ms for a CPU per wake-up`,
+    );
     return result;
   }
 
   const phases: Record<string, Phase> = {};
   phases.idle = await phase("idle");
   await ask(viewers, "open", "opened");
-  if (opts["machines-nice"] > 0) console.error(`reniced ${await reniceMachines(STREAM_MACHINES, opts["machines-nice"])} processes of ${STREAM_MACHINES.join(", ")}`);
+  if (opts["machines-nice"] > 0)
+    console.error(`reniced ${await reniceMachines(STREAM_MACHINES, opts["machines-nice"])} processes of ${STREAM_MACHINES.join(", ")}`);
   await m.sleep(opts["settle-s"] * 1000);
   phases.streaming = await phase("streaming");
   await ask(viewers, "close", "closed");
@@ -300,26 +336,81 @@ try {
   phases.unwatched = await phase("unwatched");
 
   const names = ["idle", "streaming", "unwatched"] as const;
-  const row = (label: string, values: (string | number)[]) => console.log(`${label.padEnd(34)}${values.map((v) => String(v).padStart(12)).join("")}`);
-  console.log(`\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients ${opts["viewer-parse"] === "xterm" ? "feeding headless xterm.js" : "acknowledging without parsing"}, nice ${opts["viewer-nice"]}; streaming machines nice ${opts["machines-nice"]}; streams through ${opts["stream-gateway"] === "same" ? "the typed gateway" : "a second gateway process"})`);
+  const row = (label: string, values: (string | number)[]) =>
+    console.log(`${label.padEnd(34)}${values.map((v) => String(v).padStart(12)).join("")}`);
+  console.log(
+    `\nTyping under load: ${opts.keys} keys per phase ${opts["gap-ms"]} ms apart; ${opts.streams} other terminals running yes (viewers: WebSocket clients ${opts["viewer-parse"] === "xterm" ? "feeding headless xterm.js" : "acknowledging without parsing"}, nice ${opts["viewer-nice"]}; streaming machines nice ${opts["machines-nice"]}; streams through ${opts["stream-gateway"] === "same" ? "the typed gateway" : "a second gateway process"})`,
+  );
   row("", [...names]);
-  row("browser keydown→glyph p50 (ms)", names.map((n) => phases[n]!.browser.p50.toFixed(1)));
-  row("browser keydown→glyph p99 (ms)", names.map((n) => phases[n]!.browser.p99.toFixed(1)));
-  row("browser keys lost (>5 s)", names.map((n) => phases[n]!.browserLost));
-  row("raw ssh echo p50 (ms)", names.map((n) => phases[n]!.raw.p50.toFixed(2)));
-  row("raw ssh echo p99 (ms)", names.map((n) => phases[n]!.raw.p99.toFixed(2)));
-  row("raw ssh keys lost", names.map((n) => phases[n]!.rawLost));
-  row("gateway from Node echo p50 (ms)", names.map((n) => phases[n]!.ws.p50.toFixed(2)));
-  row("gateway from Node echo p99 (ms)", names.map((n) => phases[n]!.ws.p99.toFixed(2)));
-  row("gateway from Node keys lost", names.map((n) => phases[n]!.wsLost));
-  row("gateway CPU (% of one core)", names.map((n) => phases[n]!.gatewayCpuPct));
-  row("gateway wrote (MiB/s)", names.map((n) => phases[n]!.gatewayWrittenMiBps));
-  row("gateway read (MiB/s)", names.map((n) => phases[n]!.gatewayReadMiBps));
-  row("stream viewers received (MiB/s)", names.map((n) => phases[n]!.viewersMiBps));
-  row("gateway RSS (MiB)", names.map((n) => phases[n]!.gatewayRssMiB));
-  row("gateway main thread on a CPU (%)", names.map((n) => phases[n]!.gatewayRunPct));
-  row("  waited for a CPU per wake-up (ms)", names.map((n) => phases[n]!.gatewayWaitPerRunMs.toFixed(3)));
-  if (streamGateway) row("streams' gateway CPU (% of one core)", names.map((n) => phases[n]!.streamGatewayCpuPct ?? ""));
+  row(
+    "browser keydown→glyph p50 (ms)",
+    names.map((n) => phases[n]!.browser.p50.toFixed(1)),
+  );
+  row(
+    "browser keydown→glyph p99 (ms)",
+    names.map((n) => phases[n]!.browser.p99.toFixed(1)),
+  );
+  row(
+    "browser keys lost (>5 s)",
+    names.map((n) => phases[n]!.browserLost),
+  );
+  row(
+    "raw ssh echo p50 (ms)",
+    names.map((n) => phases[n]!.raw.p50.toFixed(2)),
+  );
+  row(
+    "raw ssh echo p99 (ms)",
+    names.map((n) => phases[n]!.raw.p99.toFixed(2)),
+  );
+  row(
+    "raw ssh keys lost",
+    names.map((n) => phases[n]!.rawLost),
+  );
+  row(
+    "gateway from Node echo p50 (ms)",
+    names.map((n) => phases[n]!.ws.p50.toFixed(2)),
+  );
+  row(
+    "gateway from Node echo p99 (ms)",
+    names.map((n) => phases[n]!.ws.p99.toFixed(2)),
+  );
+  row(
+    "gateway from Node keys lost",
+    names.map((n) => phases[n]!.wsLost),
+  );
+  row(
+    "gateway CPU (% of one core)",
+    names.map((n) => phases[n]!.gatewayCpuPct),
+  );
+  row(
+    "gateway wrote (MiB/s)",
+    names.map((n) => phases[n]!.gatewayWrittenMiBps),
+  );
+  row(
+    "gateway read (MiB/s)",
+    names.map((n) => phases[n]!.gatewayReadMiBps),
+  );
+  row(
+    "stream viewers received (MiB/s)",
+    names.map((n) => phases[n]!.viewersMiBps),
+  );
+  row(
+    "gateway RSS (MiB)",
+    names.map((n) => phases[n]!.gatewayRssMiB),
+  );
+  row(
+    "gateway main thread on a CPU (%)",
+    names.map((n) => phases[n]!.gatewayRunPct),
+  );
+  row(
+    "  waited for a CPU per wake-up (ms)",
+    names.map((n) => phases[n]!.gatewayWaitPerRunMs.toFixed(3)),
+  );
+  if (streamGateway)
+    row(
+      "streams' gateway CPU (% of one core)",
+      names.map((n) => phases[n]!.streamGatewayCpuPct ?? ""),
+    );
   const result = { flags: opts, phases };
   console.log(JSON.stringify(result));
   if (opts.json) await fs.writeFile(opts.json, JSON.stringify(result, null, 2) + "\n");

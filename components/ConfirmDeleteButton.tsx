@@ -8,7 +8,17 @@ import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { callApi } from "@/components/cohorts/api";
 
-export function ConfirmDeleteButton({ url, confirmText, label, failedText }: { url: string; confirmText: string; label: string; failedText: string }) {
+export function ConfirmDeleteButton({
+  url,
+  confirmText,
+  label,
+  failedText,
+}: {
+  url: string;
+  confirmText: string;
+  label: string;
+  failedText: string;
+}) {
   const router = useRouter();
   const [error, setError] = useState<string | null>(null);
   return (

@@ -17,7 +17,9 @@ test("admin invites a learner by link; the learner signs up and starts a lab", a
     if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
   });
   const loginPage = await adminContext.request.get(`${baseURL}/login`);
-  expect(loginPage.headers()["content-security-policy"]).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]+' 'strict-dynamic'.*frame-ancestors 'none'/);
+  expect(loginPage.headers()["content-security-policy"]).toMatch(
+    /script-src 'self' 'nonce-[A-Za-z0-9+/=]+' 'strict-dynamic'.*frame-ancestors 'none'/,
+  );
   expect(loginPage.headers()["x-content-type-options"]).toBe("nosniff");
   expect(loginPage.headers()["referrer-policy"]).toBe("same-origin");
   await admin.goto("/admin/invitations");

@@ -38,7 +38,7 @@ const ADMIN_LOGIN_WAIT_MS = 30_000;
 
 export async function adminLogin(port: number): Promise<{ email: string; password: string }> {
   // serve.ts writes the file once the link is followed, just after the server starts listening.
-  for (const deadline = Date.now() + ADMIN_LOGIN_WAIT_MS; ; ) {
+  for (const deadline = Date.now() + ADMIN_LOGIN_WAIT_MS; ;) {
     try {
       return JSON.parse(await fs.readFile(adminLoginFile(port), "utf8")) as { email: string; password: string };
     } catch (error) {
@@ -78,7 +78,11 @@ async function inviteNewUser(baseURL: string, role: "learner" | "instructor" | "
 }
 
 /** A new user with `role`, signed in in `context` (its cookies). Returns the email. */
-export async function signInNewUser(context: BrowserContext, baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<string> {
+export async function signInNewUser(
+  context: BrowserContext,
+  baseURL: string,
+  role: "learner" | "instructor" | "admin" = "learner",
+): Promise<string> {
   const { email, token } = await inviteNewUser(baseURL, role);
   const accepted = await context.request.post(`${baseURL}/api/invitations/accept`, {
     data: { token, name: `E2E ${role}`, password: E2E_PASSWORD },
@@ -92,7 +96,10 @@ export async function signInNewUser(context: BrowserContext, baseURL: string, ro
  * A new user signed in over HTTP alone, for a browser Playwright does not drive (Firefox over
  * WebDriver BiDi): the email and the session cookies the server set, to put into that browser.
  */
-export async function newUserCookies(baseURL: string, role: "learner" | "instructor" | "admin" = "learner"): Promise<{ email: string; cookies: { name: string; value: string }[] }> {
+export async function newUserCookies(
+  baseURL: string,
+  role: "learner" | "instructor" | "admin" = "learner",
+): Promise<{ email: string; cookies: { name: string; value: string }[] }> {
   const { email, token } = await inviteNewUser(baseURL, role);
   const accepted = await fetch(`${baseURL}/api/invitations/accept`, {
     method: "POST",

@@ -94,7 +94,10 @@ test("admin adds existing learners by email and by CSV; they see the cohort's la
   await Promise.all([learnerA.close(), learnerB.close(), instructorContext.close(), admin.page.context().close()]);
 });
 
-test("an existing account opens a cohort invitation link, signs in and joins; another account cannot use it", async ({ browser, baseURL }) => {
+test("an existing account opens a cohort invitation link, signs in and joins; another account cannot use it", async ({
+  browser,
+  baseURL,
+}) => {
   test.setTimeout(120_000);
   const cohortName = `Join ${Date.now()}`;
   const cohortId = await newCohort(baseURL!, cohortName);
@@ -140,7 +143,10 @@ test("an existing account opens a cohort invitation link, signs in and joins; an
   await context.close();
 });
 
-test("/admin/invitations: the form clears after sending; open invitations listed with link, copy and revoke", async ({ browser, baseURL }) => {
+test("/admin/invitations: the form clears after sending; open invitations listed with link, copy and revoke", async ({
+  browser,
+  baseURL,
+}) => {
   const context = await adminContext(browser, baseURL!);
   const page = await context.newPage();
   await page.goto("/admin/invitations");

@@ -16,7 +16,10 @@ const SCREENSHOT = "docs/screenshots/dashboard.png";
 /** A pass is seen by the grader's polling (or the Enter nudge) within seconds. */
 const LIVE_PASS_TIMEOUT_MS = 30_000;
 
-test("admin → cohort + invitation; learner signs up and works; instructor sees it live and watches read-only", async ({ browser, baseURL }) => {
+test("admin → cohort + invitation; learner signs up and works; instructor sees it live and watches read-only", async ({
+  browser,
+  baseURL,
+}) => {
   test.setTimeout(240_000);
   // --- Admin: create a cohort, invite a learner by link, import a CSV, assign an instructor.
   const adminContext = await browser.newContext();
@@ -46,11 +49,14 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   expect(url).toMatch(/\/invite\/[A-Za-z0-9_-]{43}$/);
   await expect(admin.getByTestId("pending")).toContainText(learnerEmail);
 
-  await admin.getByTestId("csv-form").locator('input[type="file"]').setInputFiles({
-    name: "class.csv",
-    mimeType: "text/csv",
-    buffer: Buffer.from(`email,name\ncsv-${Date.now()}@e2e.test,CSV 受講者\nnot-an-email,Bad\n${learnerEmail},Dup\n`),
-  });
+  await admin
+    .getByTestId("csv-form")
+    .locator('input[type="file"]')
+    .setInputFiles({
+      name: "class.csv",
+      mimeType: "text/csv",
+      buffer: Buffer.from(`email,name\ncsv-${Date.now()}@e2e.test,CSV 受講者\nnot-an-email,Bad\n${learnerEmail},Dup\n`),
+    });
   await admin.getByTestId("csv-form").getByRole("button", { name: "取り込む" }).click();
   const report = admin.getByTestId("csv-report");
   await expect(report).toContainText("1 人を招待しました");
@@ -88,7 +94,9 @@ test("admin → cohort + invitation; learner signs up and works; instructor sees
   await dashboard.expectProgress(learnerEmail, 1, "node02-hostname", LIVE_PASS_TIMEOUT_MS);
   // A failing check's feedback reaches the dashboard too.
   await lab.check();
-  await expect(dashboard.row(learnerEmail).getByTestId("last-failure")).toContainText("/root/whoami.txt", { timeout: LIVE_PASS_TIMEOUT_MS });
+  await expect(dashboard.row(learnerEmail).getByTestId("last-failure")).toContainText("/root/whoami.txt", {
+    timeout: LIVE_PASS_TIMEOUT_MS,
+  });
   await expect(instructor.locator('[data-testid="funnel"] g[data-step="hello-file"]')).toHaveAttribute("data-count", "1");
   await dashboard.row(learnerEmail).getByRole("button", { name: "タイムライン" }).click();
   await expect(instructor.getByTestId("timeline").locator('li[data-outcome="pass"]')).toHaveCount(1);

@@ -11,12 +11,19 @@ import { LabPage } from "./pom/LabPage";
 
 const PORT = 8000;
 
-test("a learner opens node01's and node02's web pages through the platform; another learner cannot; the page cannot read Labdeck's cookie", async ({ page, context, baseURL, browser }) => {
+test("a learner opens node01's and node02's web pages through the platform; another learner cannot; the page cannot read Labdeck's cookie", async ({
+  page,
+  context,
+  baseURL,
+  browser,
+}) => {
   const lab = new LabPage(page);
   await lab.goto("hello-terminal");
   for (const machine of ["node01", "node02"]) {
     await lab.open(machine);
-    await lab.run(`cd "$(mktemp -d)" && echo '<title>${machine}</title><p id=who>served by ${machine}</p>' > index.html; python3 -m http.server ${PORT} --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1; echo started-${machine}`);
+    await lab.run(
+      `cd "$(mktemp -d)" && echo '<title>${machine}</title><p id=who>served by ${machine}</p>' > index.html; python3 -m http.server ${PORT} --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1; echo started-${machine}`,
+    );
     await lab.expectLine(machine, new RegExp(`^started-${machine}$`));
   }
   try {
@@ -46,7 +53,9 @@ test("a learner opens node01's and node02's web pages through the platform; anot
     expect((await context.cookies(baseURL!)).map((c) => c.name)).toContain("labdeck.session_token");
     const apiRead = await preview.evaluate(async (api) => {
       try {
-        const res = await fetch(`${api}/api/sessions/${location.hostname.split(".")[0]!.split("-").at(-1)}/progress`, { credentials: "include" });
+        const res = await fetch(`${api}/api/sessions/${location.hostname.split(".")[0]!.split("-").at(-1)}/progress`, {
+          credentials: "include",
+        });
         return `read ${res.status}`;
       } catch {
         return "blocked";

@@ -11,11 +11,18 @@ import { ReplayPage } from "./pom/ReplayPage";
 
 const STEP_TITLE = "node01 にファイルを作る";
 
-test("an instructor opens a learner's replay from the dashboard and jumps to a step marker", async ({ page, learnerEmail, browser, baseURL }) => {
+test("an instructor opens a learner's replay from the dashboard and jumps to a step marker", async ({
+  page,
+  learnerEmail,
+  browser,
+  baseURL,
+}) => {
   const cohortId = await joinNewCohort(baseURL!, learnerEmail, ["hello-terminal"]);
   const instructorContext = await browser.newContext();
   const instructorEmail = await signInNewUser(instructorContext, baseURL!, "instructor");
-  const added = await (await adminApi(baseURL!)).post(`/api/cohorts/${cohortId}/members`, { data: { email: instructorEmail, role: "instructor" } });
+  const added = await (
+    await adminApi(baseURL!)
+  ).post(`/api/cohorts/${cohortId}/members`, { data: { email: instructorEmail, role: "instructor" } });
   expect(added.ok()).toBe(true);
 
   const lab = new LabPage(page);

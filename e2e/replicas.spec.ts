@@ -64,7 +64,10 @@ async function signedIn(browser: Browser, login: { email: string; password: stri
 /** Which server process holds the learner's terminal socket (its metrics count write sockets). */
 async function serverWithWriter(): Promise<Replicas["servers"][number] | undefined> {
   for (const server of info.servers) {
-    const text = await fetch(server.metrics).then((r) => r.text(), () => "");
+    const text = await fetch(server.metrics).then(
+      (r) => r.text(),
+      () => "",
+    );
     const m = /labdeck_terminal_sockets\{mode="write"\} (\d+)/.exec(text);
     if (m && Number(m[1]) > 0) return server;
   }
@@ -83,7 +86,10 @@ test("signing out through one process closes the terminal socket the other proce
 
   // Straight to the process that does not hold the socket (not through nginx): only the access
   // notice over PostgreSQL can tell the holder.
-  const res = await learnerContext.request.post(`http://127.0.0.1:${other.port}/api/auth/sign-out`, { data: {}, headers: { origin: info.publicUrl } });
+  const res = await learnerContext.request.post(`http://127.0.0.1:${other.port}/api/auth/sign-out`, {
+    data: {},
+    headers: { origin: info.publicUrl },
+  });
   expect(res.ok(), `sign-out through the other process: HTTP ${res.status()}`).toBe(true);
   const signedOutAt = Date.now();
   await expect(lab.terminal("node01")).toHaveAttribute("data-status", "failed", { timeout: 10_000 });

@@ -26,7 +26,7 @@ export async function serveChild(options: { subnet?: number; env?: Record<string
     await new Promise((r) => serve.once("exit", r));
   };
   try {
-    for (const deadline = Date.now() + SERVE_START_MS; ; ) {
+    for (const deadline = Date.now() + SERVE_START_MS; ;) {
       if (await fs.stat(adminLoginFile(port)).catch(() => null)) break;
       if (serve.exitCode !== null) throw new Error(`e2e/serve.ts exited with ${serve.exitCode}`);
       if (Date.now() > deadline) throw new Error(`the app did not start within ${SERVE_START_MS / 1000} s`);

@@ -26,7 +26,12 @@ const args = Args.parse(parseArgs({ options: { port: { type: "string" }, subnet:
 
 const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-e2e-"));
 await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
-const hosts = await createNetnsHosts({ id: args.subnet === E2E_SUBNET ? "e2e" : `e2e${args.subnet}`, names: ["controlplane", "node01", "node02"], subnet: args.subnet, dir: path.join(dir, "hosts") });
+const hosts = await createNetnsHosts({
+  id: args.subnet === E2E_SUBNET ? "e2e" : `e2e${args.subnet}`,
+  names: ["controlplane", "node01", "node02"],
+  subnet: args.subnet,
+  dir: path.join(dir, "hosts"),
+});
 const hostsFile = path.join(dir, "hosts.json");
 await writeStaticHostsFile(hosts, hostsFile, "shared");
 

@@ -11,7 +11,10 @@ import { LabPage } from "./pom/LabPage";
 const LAB = "hello-terminal";
 const MACHINES = ["controlplane", "node01", "node02"];
 
-test("a start beyond the lab's cap waits in the queue with its place shown, then begins by itself when room frees", async ({ browser, baseURL }) => {
+test("a start beyond the lab's cap waits in the queue with its place shown, then begins by itself when room frees", async ({
+  browser,
+  baseURL,
+}) => {
   test.setTimeout(180_000);
   const adminContext = await browser.newContext();
   const admin = await adminContext.newPage();
@@ -48,7 +51,12 @@ test("a start beyond the lab's cap waits in the queue with its place shown, then
     await expect(progress).toHaveAttribute("data-stage", "queued", { timeout: 30_000 });
     await expect(bPage.getByTestId("queue-position")).toContainText("1 番目");
     await expect(bPage.getByRole("article").first()).toBeVisible();
-    await expect(row.page().reload().then(() => row.getByTestId("queued").textContent())).resolves.toMatch(/^\s*1\s*$/);
+    await expect(
+      row
+        .page()
+        .reload()
+        .then(() => row.getByTestId("queued").textContent()),
+    ).resolves.toMatch(/^\s*1\s*$/);
 
     // Room frees: A's cohort ends, and with it A's session. B's page carries on by itself.
     const api = await adminApi(baseURL!);

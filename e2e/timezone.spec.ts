@@ -38,7 +38,8 @@ async function expectPlatformTimes(where: Locator, from: number, to: number): Pr
   const shown = times((await where.textContent()) ?? "");
   expect(shown.length, `a time in ${await where.innerHTML()}`).toBeGreaterThan(0);
   const platform = clocksBetween(from, to, PLATFORM_ZONE);
-  for (const t of shown) expect(platform, `${t} is Tokyo time (New York showed ${clocksBetween(from, to, BROWSER_ZONE).join(", ")})`).toContain(t);
+  for (const t of shown)
+    expect(platform, `${t} is Tokyo time (New York showed ${clocksBetween(from, to, BROWSER_ZONE).join(", ")})`).toContain(t);
 }
 
 function terminalSize(page: Page, machine: string): Promise<{ cols: number; rows: number } | null> {
@@ -49,7 +50,10 @@ function terminalText(page: Page, machine: string): Promise<string> {
   return page.evaluate((m) => window.__labdeck?.terminals[m]?.text() ?? "", machine);
 }
 
-test("every time is the platform's zone, 24-hour; cohort inputs are read in it; the watch pane renders at the learner's size", async ({ browser, baseURL }) => {
+test("every time is the platform's zone, 24-hour; cohort inputs are read in it; the watch pane renders at the learner's size", async ({
+  browser,
+  baseURL,
+}) => {
   test.setTimeout(180_000);
   // The page reports the browser's zone as New York (the premise of the test).
   const adminContext = await browser.newContext({ timezoneId: BROWSER_ZONE, viewport: { width: 1400, height: 900 } });
@@ -148,7 +152,9 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   await lab.terminal("node01").locator(".xterm").click();
   await lab.run(`printf 'W%.0s' $(seq 1 ${width}); echo`);
   const line = "W".repeat(width);
-  await expect.poll(async () => (await terminalText(admin, "node01")).split("\n").some((l) => l.trimEnd() === line), { timeout: 20_000 }).toBe(true);
+  await expect
+    .poll(async () => (await terminalText(admin, "node01")).split("\n").some((l) => l.trimEnd() === line), { timeout: 20_000 })
+    .toBe(true);
 
   // The learner makes their window narrower: the watch pane follows.
   await learner.setViewportSize({ width: 1100, height: 700 });
@@ -157,7 +163,9 @@ test("every time is the platform's zone, 24-hour; cohort inputs are read in it; 
   await expect(watched).toHaveAttribute("data-writer-size", `${resized.cols}x${resized.rows}`, { timeout: 10_000 });
   expect(await terminalSize(admin, "node01")).toEqual(resized);
   // Fewer columns: a larger scale, still inside the pane.
-  await expect.poll(async () => Number(await watched.locator(".xterm").getAttribute("data-scale")), { timeout: 10_000 }).toBeGreaterThan(scale);
+  await expect
+    .poll(async () => Number(await watched.locator(".xterm").getAttribute("data-scale")), { timeout: 10_000 })
+    .toBeGreaterThan(scale);
   expect((await watched.locator(".xterm-screen").boundingBox())!.width).toBeLessThanOrEqual(pane.width + 1);
   // The watcher never resized the learner's PTY.
   await lab.run("stty size");

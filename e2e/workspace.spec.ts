@@ -28,7 +28,10 @@ test("Ctrl+Shift+C copies the selected output; Ctrl+Shift+V and a right click pa
   await lab.run("echo COPY-ME-$((6*7))");
   await lab.expectLine("controlplane", /^COPY-ME-42$/);
   // Select the output word as a learner would (a double click), then the exam's copy key.
-  const row = await lab.terminal("controlplane").locator(".xterm-rows > div", { hasText: /^COPY-ME-42\s*$/ }).boundingBox();
+  const row = await lab
+    .terminal("controlplane")
+    .locator(".xterm-rows > div", { hasText: /^COPY-ME-42\s*$/ })
+    .boundingBox();
   if (!row) throw new Error("the output row is not on screen");
   // The click goes to xterm's screen layer above the rows, as a learner's does.
   await page.mouse.dblclick(row.x + 20, row.y + row.height / 2);
@@ -49,7 +52,9 @@ test("Ctrl+Shift+C copies the selected output; Ctrl+Shift+V and a right click pa
   expect(await lab.text("node01")).not.toMatch(/\^C|\^V/);
 });
 
-test("a pasted multi-line script waits for Enter (bracketed paste) and runs once; a long paste asks first and types nothing when refused", async ({ page }) => {
+test("a pasted multi-line script waits for Enter (bracketed paste) and runs once; a long paste asks first and types nothing when refused", async ({
+  page,
+}) => {
   const lab = new LabPage(page);
   await lab.goto("hello-terminal");
   await lab.open("node02");
@@ -91,7 +96,8 @@ test("Japanese typed through an IME (composition, then commit) arrives once", as
   await page.keyboard.type("echo ime:");
   // What an IME does: composition updates (kana), then the committed text (CDP, as Chromium's IME path).
   const cdp = await page.context().newCDPSession(page);
-  for (const kana of ["に", "にほ", "にほん", "にほんご"]) await cdp.send("Input.imeSetComposition", { text: kana, selectionStart: kana.length, selectionEnd: kana.length });
+  for (const kana of ["に", "にほ", "にほん", "にほんご"])
+    await cdp.send("Input.imeSetComposition", { text: kana, selectionStart: kana.length, selectionEnd: kana.length });
   await cdp.send("Input.insertText", { text: "日本語" });
   await page.keyboard.type("-end");
   await page.keyboard.press("Enter");

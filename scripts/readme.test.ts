@@ -36,9 +36,14 @@ describe("README commands", () => {
       const code = readFileSync(path.join(root, "scripts", file), "utf8")
         .split("\n")
         .filter((l) => !/^\s*#/.test(l) && !/\becho\b/.test(l));
-      expect(code.filter((l) => /(^|[;&|]\s*)sudo\s/.test(l.trim())), file).toEqual([]);
+      expect(
+        code.filter((l) => /(^|[;&|]\s*)sudo\s/.test(l.trim())),
+        file,
+      ).toEqual([]);
     }
-    const ci = readFileSync(path.join(root, ".ci", "run"), "utf8").split("\n").map((l) => l.trim());
+    const ci = readFileSync(path.join(root, ".ci", "run"), "utf8")
+      .split("\n")
+      .map((l) => l.trim());
     const testCommand = commands.find((c) => /Test it/.test(c.heading) && c.block)!.command;
     expect(ci).toContain(testCommand);
     expect(ci.filter((l) => /^sudo\b/.test(l))).toEqual([]);

@@ -70,7 +70,12 @@ interface Start {
 /** Runs the README command in its own process group; resolves when it says Labdeck is running. */
 async function start(limitS: number): Promise<Start> {
   const began = Date.now();
-  const up = spawn("bash", ["-c", command], { cwd: root, env: env as NodeJS.ProcessEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const up = spawn("bash", ["-c", command], {
+    cwd: root,
+    env: env as NodeJS.ProcessEnv,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   running.push(up);
   let out = "";
   up.stdout!.on("data", (b: Buffer) => (out += b.toString("utf8")));
@@ -146,58 +151,64 @@ async function sql<T>(text: string): Promise<T[]> {
 }
 
 describe(`README: ${command}`, () => {
-  it("starts again within 30 s after a clean stop and after kill -9 of the server, database kept, no manual step", async () => {
-    const first = await start(FIRST_START_LIMIT_S);
-    expect(first.output()).toMatch(/First admin account[\s\S]*link: +http\S+\/invite\/[A-Za-z0-9_-]{43}\n/);
-    expect(first.output()).not.toMatch(/password: /);
-    // The admin opens the one-time link and sets a password (as a person would, through the API
-    // the link's page calls); from then on no start prints a link again.
-    const link = /link: +(http\S+)\/invite\/([A-Za-z0-9_-]{43})\n/.exec(first.output())!;
-    const accepted = await fetch(`${link[1]}/api/invitations/accept`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin: link[1]! },
-      body: JSON.stringify({ token: link[2], name: "Admin", password: "up test password 12345" }),
-    });
-    expect(accepted.status).toBe(201);
-    await sql("CREATE TABLE up_test_marker (v text)");
-    await sql("INSERT INTO up_test_marker VALUES ('written before the stops')");
-    console.log(`first start: ${first.seconds.toFixed(1)} s to listening`);
+  it(
+    "starts again within 30 s after a clean stop and after kill -9 of the server, database kept, no manual step",
+    async () => {
+      const first = await start(FIRST_START_LIMIT_S);
+      expect(first.output()).toMatch(/First admin account[\s\S]*link: +http\S+\/invite\/[A-Za-z0-9_-]{43}\n/);
+      expect(first.output()).not.toMatch(/password: /);
+      // The admin opens the one-time link and sets a password (as a person would, through the API
+      // the link's page calls); from then on no start prints a link again.
+      const link = /link: +(http\S+)\/invite\/([A-Za-z0-9_-]{43})\n/.exec(first.output())!;
+      const accepted = await fetch(`${link[1]}/api/invitations/accept`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: link[1]! },
+        body: JSON.stringify({ token: link[2], name: "Admin", password: "up test password 12345" }),
+      });
+      expect(accepted.status).toBe(201);
+      await sql("CREATE TABLE up_test_marker (v text)");
+      await sql("INSERT INTO up_test_marker VALUES ('written before the stops')");
+      console.log(`first start: ${first.seconds.toFixed(1)} s to listening`);
 
-    // Clean stop: Ctrl-C.
-    await stop(first.up, "SIGINT");
-    const afterStop = await start(RESTART_LIMIT_S);
-    console.log(`second start after a clean stop (Ctrl-C): ${afterStop.seconds.toFixed(1)} s to listening`);
-    expect(afterStop.output()).toContain("npm packages: up to date");
-    expect(afterStop.output()).toContain("next build: up to date");
-    expect(afterStop.output()).not.toContain("First admin account");
+      // Clean stop: Ctrl-C.
+      await stop(first.up, "SIGINT");
+      const afterStop = await start(RESTART_LIMIT_S);
+      console.log(`second start after a clean stop (Ctrl-C): ${afterStop.seconds.toFixed(1)} s to listening`);
+      expect(afterStop.output()).toContain("npm packages: up to date");
+      expect(afterStop.output()).toContain("next build: up to date");
+      expect(afterStop.output()).not.toContain("First admin account");
 
-    // Crash: kill -9 of the node server alone; up.sh must end with it.
-    process.kill(serverPid(afterStop.up), "SIGKILL");
-    await exitOf(afterStop.up, 15);
-    const afterCrash = await start(RESTART_LIMIT_S);
-    console.log(`start after kill -9 of the server: ${afterCrash.seconds.toFixed(1)} s to listening`);
-    expect(afterCrash.output()).not.toContain("First admin account");
-    expect(afterCrash.output()).not.toMatch(/TypeError|could not start/);
-    expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toEqual([{ v: "written before the stops" }]);
+      // Crash: kill -9 of the node server alone; up.sh must end with it.
+      process.kill(serverPid(afterStop.up), "SIGKILL");
+      await exitOf(afterStop.up, 15);
+      const afterCrash = await start(RESTART_LIMIT_S);
+      console.log(`start after kill -9 of the server: ${afterCrash.seconds.toFixed(1)} s to listening`);
+      expect(afterCrash.output()).not.toContain("First admin account");
+      expect(afterCrash.output()).not.toMatch(/TypeError|could not start/);
+      expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toEqual([{ v: "written before the stops" }]);
 
-    // A second server on the same data directory is refused in one sentence; the first keeps running.
-    const second = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
-      cwd: root,
-      env: { ...env, NODE_ENV: "production", PORT: String(await freePort()), LOG_LEVEL: "silent" } as NodeJS.ProcessEnv,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let secondErr = "";
-    second.stderr!.on("data", (b: Buffer) => (secondErr += b.toString("utf8")));
-    expect(await exitOf(second, 30)).toBe(1);
-    const owner = serverPid(afterCrash.up);
-    expect(secondErr).toMatch(
-      new RegExp(`^Labdeck could not start: another Labdeck process \\(pid ${owner}: [^\\n]*server\\.ts\\) is running the embedded database in ${env.LABDECK_DATA_DIR}; stop it first [^\\n]* or set LABDECK_DATA_DIR to another directory\\n$`),
-    );
-    expect((await fetch(`http://127.0.0.1:${env.PORT}/login`)).status).toBe(200);
-    expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toHaveLength(1);
+      // A second server on the same data directory is refused in one sentence; the first keeps running.
+      const second = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+        cwd: root,
+        env: { ...env, NODE_ENV: "production", PORT: String(await freePort()), LOG_LEVEL: "silent" } as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let secondErr = "";
+      second.stderr!.on("data", (b: Buffer) => (secondErr += b.toString("utf8")));
+      expect(await exitOf(second, 30)).toBe(1);
+      const owner = serverPid(afterCrash.up);
+      expect(secondErr).toMatch(
+        new RegExp(
+          `^Labdeck could not start: another Labdeck process \\(pid ${owner}: [^\\n]*server\\.ts\\) is running the embedded database in ${env.LABDECK_DATA_DIR}; stop it first [^\\n]* or set LABDECK_DATA_DIR to another directory\\n$`,
+        ),
+      );
+      expect((await fetch(`http://127.0.0.1:${env.PORT}/login`)).status).toBe(200);
+      expect(await sql<{ v: string }>("SELECT v FROM up_test_marker")).toHaveLength(1);
 
-    await stop(afterCrash.up, "SIGINT");
-    // A clean stop leaves no PostgreSQL behind.
-    await expect(fs.access(path.join(env.LABDECK_DATA_DIR!, "postgres", "postmaster.pid"))).rejects.toThrow();
-  }, (FIRST_START_LIMIT_S + 5 * 60) * 1000);
+      await stop(afterCrash.up, "SIGINT");
+      // A clean stop leaves no PostgreSQL behind.
+      await expect(fs.access(path.join(env.LABDECK_DATA_DIR!, "postgres", "postmaster.pid"))).rejects.toThrow();
+    },
+    (FIRST_START_LIMIT_S + 5 * 60) * 1000,
+  );
 });

@@ -9,7 +9,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-cli-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function labdeck(...args: string[]) {
-  const r = spawnSync(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], { encoding: "utf8", env: { ...process.env, LOG_LEVEL: "warn" }, timeout: 120_000 });
+  const r = spawnSync(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], {
+    encoding: "utf8",
+    env: { ...process.env, LOG_LEVEL: "warn" },
+    timeout: 120_000,
+  });
   return { code: r.status, out: r.stdout + r.stderr };
 }
 
@@ -20,7 +24,10 @@ function writeLazyLab() {
     fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
     fs.writeFileSync(path.join(dir, f), c, { mode });
   };
-  put("lab.yaml", "title: lazy\nsummary: a check that always passes\ndurationMinutes: 1\nsteps:\n  - { id: always, title: always, machine: node01 }\n");
+  put(
+    "lab.yaml",
+    "title: lazy\nsummary: a check that always passes\ndurationMinutes: 1\nsteps:\n  - { id: always, title: always, machine: node01 }\n",
+  );
   put("lesson.md", "#\n");
   put("steps/always/step.md", "x\n");
   put("steps/always/hint.md", "x\n");

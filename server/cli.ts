@@ -47,7 +47,10 @@ class UsageError extends Error {}
 const LAB_TEST_BOOT_TIMEOUT_MS = 600_000;
 
 const Options = z.object({
-  "labs-dir": z.string().min(1).default(process.env.LABDECK_LABS_DIR ?? path.resolve("labs")),
+  "labs-dir": z
+    .string()
+    .min(1)
+    .default(process.env.LABDECK_LABS_DIR ?? path.resolve("labs")),
   machines: z
     .string()
     .regex(/^(qemu|netns|hosts:.+)$/, "must be qemu, netns or hosts:<file>")
@@ -116,7 +119,8 @@ async function main(argv: string[]): Promise<number> {
         machines,
         pool,
         (r) => process.stdout.write(`  ${r.ok ? "ok  " : "FAIL"} ${r.stepId}${r.problem ? `: ${r.problem}` : ""}\n`),
-        (step, f) => process.stdout.write(`    ${f.ok ? "ok  " : "FAIL"} ${step.id} ${f.kind} ${f.name}${f.problem ? `: ${f.problem}` : ""}\n`),
+        (step, f) =>
+          process.stdout.write(`    ${f.ok ? "ok  " : "FAIL"} ${step.id} ${f.kind} ${f.name}${f.problem ? `: ${f.problem}` : ""}\n`),
         { only },
       );
       process.stdout.write(`\n${formatResults(lab, results)}\n`);
@@ -164,7 +168,8 @@ async function moveSessionsCli(labsDir: string, slug: string, sessionId: string 
 `);
       }
     }
-    if (ids.length === 0) process.stdout.write(`no live session of ${slug} runs another version
+    if (ids.length === 0)
+      process.stdout.write(`no live session of ${slug} runs another version
 `);
     return failed > 0 ? 1 : 0;
   } finally {
@@ -183,12 +188,22 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
     if (!image) throw new Error((await labImageStatus(env.LABDECK_DATA_DIR, lab)).message.en);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
     // An offline tool on a possibly busy host: boots may take long; a real failure still ends it.
-    const provider = qemuProvider({ dataDir: env.LABDECK_DATA_DIR, image, memoryMiB: env.LABDECK_VM_MEMORY_MIB, accel: "tcg", log, bootTimeoutMs: LAB_TEST_BOOT_TIMEOUT_MS });
+    const provider = qemuProvider({
+      dataDir: env.LABDECK_DATA_DIR,
+      image,
+      memoryMiB: env.LABDECK_VM_MEMORY_MIB,
+      accel: "tcg",
+      log,
+      bootTimeoutMs: LAB_TEST_BOOT_TIMEOUT_MS,
+    });
     return qemuLabMachines(provider, names, (line) => process.stdout.write(`${line}\n`), lab.manifest.network.internet);
   }
   if (spec === "netns") {
     // netns hosts are this machine: its kernel, swap, sysctl, systemd and /etc.
-    if (lab.manifest.changesMachine) throw new Error(`${lab.slug} changes its machines (changesMachine: true): netns hosts would change this machine; use --machines qemu`);
+    if (lab.manifest.changesMachine)
+      throw new Error(
+        `${lab.slug} changes its machines (changesMachine: true): netns hosts would change this machine; use --machines qemu`,
+      );
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-labtest-"));
     const set = await createNetnsHosts({ id: "lt", names: [...names], subnet: 90, dir });
     return {

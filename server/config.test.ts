@@ -15,8 +15,13 @@ describe("environment", () => {
   it("the web preview's base: preview.localhost on Labdeck's port by default, else LABDECK_PREVIEW_URL (http(s), no path)", () => {
     expect(previewBase(parseEnv({ PORT: "3217" }))).toEqual({ scheme: "http", host: "preview.localhost", port: "3217" });
     expect(previewBase(parseEnv({ PORT: "0" }), 41234)).toEqual({ scheme: "http", host: "preview.localhost", port: "41234" });
-    expect(previewBase(parseEnv({ LABDECK_PREVIEW_URL: "https://Preview.Labs-Content.example" }))).toEqual({ scheme: "https", host: "preview.labs-content.example", port: "" });
-    for (const bad of ["ftp://preview.example", "https://preview.example/sub", "preview.example"]) expect(() => parseEnv({ LABDECK_PREVIEW_URL: bad }), bad).toThrow(/LABDECK_PREVIEW_URL/);
+    expect(previewBase(parseEnv({ LABDECK_PREVIEW_URL: "https://Preview.Labs-Content.example" }))).toEqual({
+      scheme: "https",
+      host: "preview.labs-content.example",
+      port: "",
+    });
+    for (const bad of ["ftp://preview.example", "https://preview.example/sub", "preview.example"])
+      expect(() => parseEnv({ LABDECK_PREVIEW_URL: bad }), bad).toThrow(/LABDECK_PREVIEW_URL/);
   });
 
   it("takes an IANA time zone in its canonical spelling", () => {
@@ -53,7 +58,10 @@ describe("environment", () => {
 
 describe("docker-compose.yml", () => {
   const compose = parse(fs.readFileSync("docker-compose.yml", "utf8")) as {
-    services: Record<string, { environment?: Record<string, string>; depends_on?: Record<string, unknown>; build?: string; image?: string }>;
+    services: Record<
+      string,
+      { environment?: Record<string, string>; depends_on?: Record<string, unknown>; build?: string; image?: string }
+    >;
   };
 
   it("runs PostgreSQL, two app replicas after the database is healthy, and nginx in front of them", () => {

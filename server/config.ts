@@ -74,7 +74,11 @@ export const Env = z.object({
     .string()
     .default("app.kubernetes.io/name=labdeck")
     .transform((v, ctx) => {
-      const pairs = v.split(",").map((p) => p.trim()).filter(Boolean).map((p) => p.split("="));
+      const pairs = v
+        .split(",")
+        .map((p) => p.trim())
+        .filter(Boolean)
+        .map((p) => p.split("="));
       if (pairs.length === 0 || pairs.some((p) => p.length !== 2 || !p[0] || !p[1])) {
         ctx.addIssue({ code: "custom", message: "must be comma-separated key=value labels" });
         return z.NEVER;
@@ -87,7 +91,12 @@ export const Env = z.object({
   LABDECK_KUBEVIRT_INTERNET_EXCEPT: z
     .string()
     .default("")
-    .transform((v) => v.split(",").map((c) => c.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(",")
+        .map((c) => c.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.cidrv4({ message: "must be comma-separated IPv4 CIDRs" }))),
   /** kubevirt: longest a VM may take from create to answering SSH (disk clone, image pull, boot), seconds. */
   LABDECK_KUBEVIRT_BOOT_TIMEOUT_S: z.coerce.number().int().min(30).max(3600).default(600),
@@ -103,23 +112,41 @@ export const Env = z.object({
     .default("")
     .transform((value, ctx) => {
       const targets: { labSlug: string; reserve: number; initial: number; cap: number | null }[] = [];
-      for (const part of value.split(",").map((p) => p.trim()).filter(Boolean)) {
+      for (const part of value
+        .split(",")
+        .map((p) => p.trim())
+        .filter(Boolean)) {
         const match = /^([a-z0-9][a-z0-9-]{0,62}):(\d{1,2})(?::(\d{1,3}))?(?::(\d{1,4}))?$/.exec(part);
         if (!match) {
           ctx.addIssue({ code: "custom", message: `"${part}" is not slug:reserve[:initial[:cap]] (e.g. preinstall-checks:2)` });
           return z.NEVER;
         }
         const reserve = Number(match[2]);
-        targets.push({ labSlug: match[1]!, reserve, initial: match[3] ? Number(match[3]) : reserve, cap: match[4] ? Number(match[4]) : null });
+        targets.push({
+          labSlug: match[1]!,
+          reserve,
+          initial: match[3] ? Number(match[3]) : reserve,
+          cap: match[4] ? Number(match[4]) : null,
+        });
       }
       return targets;
     }),
   /** Guest RAM per lab VM, MiB, for every image variant; unset: each variant's own size (recipe.ts `machine`). */
   LABDECK_VM_MEMORY_MIB: z.coerce.number().int().min(256).max(16384).optional(),
   /** A lab session's time limit, minutes from when its machines are ready; then they are released. */
-  LABDECK_SESSION_MINUTES: z.coerce.number().int().min(5).max(7 * 24 * 60).default(240),
+  LABDECK_SESSION_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(5)
+    .max(7 * 24 * 60)
+    .default(240),
   /** Minutes without terminal input or checks after which a session's machines are powered off (resumed on the next visit); 0: never. */
-  LABDECK_IDLE_MINUTES: z.coerce.number().int().min(0).max(24 * 60).default(30),
+  LABDECK_IDLE_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 60)
+    .default(30),
   /** Debian mirror for image builds; unset: the host's own apt source, else deb.debian.org. */
   LABDECK_DEBIAN_MIRROR: z.string().url().optional(),
   /** QEMU accelerator: auto decides by a real timed KVM boot at start (never by /dev/kvm alone). */
@@ -137,7 +164,12 @@ export const Env = z.object({
   LABDECK_TRUSTED_PROXIES: z
     .string()
     .default("")
-    .transform((v) => v.split(",").map((a) => a.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(",")
+        .map((a) => a.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.union([z.ipv4(), z.ipv6()], { message: "must be a comma-separated list of IP addresses" }))),
   /** Email of the admin created on a first start (database without any admin). */
   LABDECK_ADMIN_EMAIL: z.string().trim().toLowerCase().email().default("admin@labdeck.local"),
@@ -166,7 +198,12 @@ export const Env = z.object({
   /** Days a terminal recording is kept after it started; older ones are deleted (hourly). */
   LABDECK_RECORDING_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Terminal output recorded per lab session over all its machines, bytes; beyond it the recording stops (marked truncated). */
-  LABDECK_RECORDING_MAX_BYTES: z.coerce.number().int().min(64 * 1024).max(2 ** 31 - 1).default(64 * 1024 * 1024),
+  LABDECK_RECORDING_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(2 ** 31 - 1)
+    .default(64 * 1024 * 1024),
   /**
    * Web preview (server/preview/): where a lab machine's web service is shown, as
    * `<scheme>://<label>.<host>[:port]` — one origin per (lab session, machine, port), so a lab's
@@ -179,7 +216,10 @@ export const Env = z.object({
   LABDECK_PREVIEW_URL: z
     .string()
     .url()
-    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol) && new URL(v).pathname === "/", "must be http(s)://host[:port] without a path")
+    .refine(
+      (v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol) && new URL(v).pathname === "/",
+      "must be http(s)://host[:port] without a path",
+    )
     .optional(),
   /** pino's level for the process log (server/log.ts). */
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -19,7 +19,10 @@ export function startupFailureMessage(error: unknown): string {
   if (e.code === "EADDRNOTAVAIL" && e.syscall === "listen") {
     return `HOST ${e.address ?? ""} is not an address of this machine; set HOST to one of its addresses (e.g. 127.0.0.1 or 0.0.0.0)`;
   }
-  const lines = e.message.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = e.message
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) return `${e.name || "an error"} without a message; see the log above`;
   if (lines.length === 1) return lines[0]!;
   return `${lines[0]!.replace(/:$/, "")} (see the log above for the rest)`;

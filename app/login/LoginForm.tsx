@@ -27,18 +27,34 @@ export function LoginForm({ next }: { next: string }) {
     >
       <label className="block text-sm">
         {t("email")}
-        <input name="email" type="email" required autoComplete="username" className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="email"
+          type="email"
+          required
+          autoComplete="username"
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="block text-sm">
         {t("password")}
-        <input name="password" type="password" required autoComplete="current-password" className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="password"
+          type="password"
+          required
+          autoComplete="current-password"
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       {failed && (
         <p role="alert" className="text-sm text-red-700">
           {t("failed")}
         </p>
       )}
-      <button type="submit" disabled={busy} className="w-full rounded bg-sky-600 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60">
+      <button
+        type="submit"
+        disabled={busy}
+        className="w-full rounded bg-sky-600 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60"
+      >
         {busy ? t("submitting") : t("submit")}
       </button>
     </form>

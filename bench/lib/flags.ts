@@ -6,7 +6,11 @@
 import { parseArgs } from "node:util";
 import type { z } from "zod";
 
-export function benchFlags<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>, usage: string, args = process.argv.slice(2)): z.infer<z.ZodObject<Shape>> {
+export function benchFlags<Shape extends z.ZodRawShape>(
+  schema: z.ZodObject<Shape>,
+  usage: string,
+  args = process.argv.slice(2),
+): z.infer<z.ZodObject<Shape>> {
   const options = Object.fromEntries(Object.keys(schema.shape).map((name) => [name, { type: "string" as const }]));
   try {
     const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });

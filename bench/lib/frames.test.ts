@@ -2,8 +2,24 @@ import { describe, expect, it } from "vitest";
 import { frameStats } from "./frames";
 
 const meta = (pid: number, tid: number, name: string) => ({ ph: "M", name: "thread_name", pid, tid, args: { name } });
-const task = (pid: number, tid: number, ms: number, wallMs: number, cpuMs: number) => ({ ph: "X", name: "ThreadControllerImpl::RunTask", pid, tid, ts: ms * 1000, dur: wallMs * 1000, tdur: cpuMs * 1000 });
-const frame = (pid: number, tid: number, endMs: number) => ({ ph: "X", name: "ProxyMain::BeginMainFrame", pid, tid, ts: (endMs - 2) * 1000, dur: 2000, tdur: 2000 });
+const task = (pid: number, tid: number, ms: number, wallMs: number, cpuMs: number) => ({
+  ph: "X",
+  name: "ThreadControllerImpl::RunTask",
+  pid,
+  tid,
+  ts: ms * 1000,
+  dur: wallMs * 1000,
+  tdur: cpuMs * 1000,
+});
+const frame = (pid: number, tid: number, endMs: number) => ({
+  ph: "X",
+  name: "ProxyMain::BeginMainFrame",
+  pid,
+  tid,
+  ts: (endMs - 2) * 1000,
+  dur: 2000,
+  tdur: 2000,
+});
 
 describe("frameStats", () => {
   it("splits each interval between two frames into wall time and the main thread's CPU", () => {

@@ -61,7 +61,16 @@ export function frameStats(trace: unknown): FrameStats {
   const frames = ((main && framesOf.get(main)) || []).map((f) => f.ts! + f.dur!).sort((a, b) => a - b);
   tasks.sort((a, b) => a.ts! - b.ts!);
 
-  const stats: FrameStats = { frames: frames.length, longestWallMs: 0, longestWallCpuMs: 0, longestCpuMs: 0, overWall50: 0, overCpu50: 0, mainCpuMs: 0, mainWaitMs: 0 };
+  const stats: FrameStats = {
+    frames: frames.length,
+    longestWallMs: 0,
+    longestWallCpuMs: 0,
+    longestCpuMs: 0,
+    overWall50: 0,
+    overCpu50: 0,
+    mainCpuMs: 0,
+    mainWaitMs: 0,
+  };
   for (const t of tasks) {
     const cpu = t.tdur ?? t.dur!;
     stats.mainCpuMs += cpu / 1000;

@@ -38,7 +38,19 @@ class StreamViewer {
     const ws = new WebSocket(config.url, { headers: { origin } });
     this.ws = ws;
     return new Promise((resolve, reject) => {
-      ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token: this.token, offset: this.offset, writer: this.writer, cols: 120, rows: 40, window: flow?.OUTPUT_WINDOW_BYTES })));
+      ws.on("open", () =>
+        ws.send(
+          JSON.stringify({
+            type: "hello",
+            token: this.token,
+            offset: this.offset,
+            writer: this.writer,
+            cols: 120,
+            rows: 40,
+            window: flow?.OUTPUT_WINDOW_BYTES,
+          }),
+        ),
+      );
       ws.on("error", reject);
       ws.on("message", (data: Buffer, isBinary) => {
         if (!isBinary) {

@@ -9,7 +9,9 @@ export function SignOutButton() {
       type="button"
       className="text-xs text-slate-600 hover:text-sky-700"
       onClick={async () => {
-        await fetch("/api/auth/sign-out", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).catch(() => undefined);
+        await fetch("/api/auth/sign-out", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).catch(
+          () => undefined,
+        );
         window.location.assign("/login");
       }}
     >

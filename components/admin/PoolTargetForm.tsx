@@ -35,15 +35,40 @@ export function PoolTargetForm(props: { slug: string; target: { reserve: number;
     <form onSubmit={(e) => void save(e)} className="flex flex-wrap items-center gap-2 text-xs" data-testid={`pool-target-${props.slug}`}>
       <label className="flex items-center gap-1">
         {t("reserve")}
-        <input type="number" min={0} max={50} value={reserve} onChange={(e) => setReserve(e.target.value)} className={input} name="reserve" />
+        <input
+          type="number"
+          min={0}
+          max={50}
+          value={reserve}
+          onChange={(e) => setReserve(e.target.value)}
+          className={input}
+          name="reserve"
+        />
       </label>
       <label className="flex items-center gap-1">
         {t("initial")}
-        <input type="number" min={0} max={200} value={initial} onChange={(e) => setInitial(e.target.value)} className={input} name="initial" />
+        <input
+          type="number"
+          min={0}
+          max={200}
+          value={initial}
+          onChange={(e) => setInitial(e.target.value)}
+          className={input}
+          name="initial"
+        />
       </label>
       <label className="flex items-center gap-1">
         {t("cap")}
-        <input type="number" min={1} max={10000} value={cap} placeholder={t("noCap")} onChange={(e) => setCap(e.target.value)} className={`${input} w-20`} name="cap" />
+        <input
+          type="number"
+          min={1}
+          max={10000}
+          value={cap}
+          placeholder={t("noCap")}
+          onChange={(e) => setCap(e.target.value)}
+          className={`${input} w-20`}
+          name="cap"
+        />
       </label>
       <button type="submit" className="rounded bg-sky-700 px-2 py-1 text-white hover:bg-sky-800">
         {t("save")}

@@ -43,7 +43,9 @@ export function OpenInvitations({ rows, testId = "open-invitations" }: { rows: O
             <td className="py-1">{r.email}</td>
             <td>{r.roleLabel}</td>
             <td className="whitespace-nowrap">{r.expires}</td>
-            <td className="max-w-xs">{r.url ? <LinkWithCopy url={r.url} /> : <span className="text-xs text-slate-500">{t("linkNotKept")}</span>}</td>
+            <td className="max-w-xs">
+              {r.url ? <LinkWithCopy url={r.url} /> : <span className="text-xs text-slate-500">{t("linkNotKept")}</span>}
+            </td>
             <td className="text-right">
               <RevokeButton id={r.id} email={r.email} />
             </td>
@@ -79,5 +81,12 @@ export function LinkWithCopy({ url, testId = "invitation-link" }: { url: string;
 
 function RevokeButton({ id, email }: { id: string; email: string }) {
   const t = useTranslations("invitations");
-  return <ConfirmDeleteButton url={`/api/invitations/${encodeURIComponent(id)}`} confirmText={t("revokeConfirm", { email })} label={t("revoke")} failedText={t("failed")} />;
+  return (
+    <ConfirmDeleteButton
+      url={`/api/invitations/${encodeURIComponent(id)}`}
+      confirmText={t("revokeConfirm", { email })}
+      label={t("revoke")}
+      failedText={t("failed")}
+    />
+  );
 }

@@ -46,7 +46,7 @@ export function LabGuide(props: { slug: string; version: string; lessonMarkdown:
     <div className="h-full" data-testid="lab-guide">
       <StepPanel sessionId={sessionId} steps={steps} feed={feed} sessionError={sessionError}>
         <section data-testid="lesson-section" data-open={lessonOpen} className="border-b border-slate-200">
-        <button
+          <button
             type="button"
             onClick={toggleLesson}
             aria-expanded={lessonOpen}
@@ -58,7 +58,7 @@ export function LabGuide(props: { slug: string; version: string; lessonMarkdown:
             </span>
             {t("lesson")}
             <span className="ml-auto text-xs font-normal text-slate-400">{lessonOpen ? t("hide") : t("show")}</span>
-        </button>
+          </button>
           <div id={lessonId} hidden={!lessonOpen}>
             <Lesson markdown={lessonMarkdown} />
           </div>

@@ -32,7 +32,11 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
   const { lab, lessonMarkdown, steps } = props;
   const [activeTerminal, setActiveTerminal] = useState(lab.machines[0]);
   const machineSwitch = useMemo<MachineSwitch>(
-    () => ({ machines: lab.machines, select: setActiveTerminal, previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path) }),
+    () => ({
+      machines: lab.machines,
+      select: setActiveTerminal,
+      previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path),
+    }),
     [lab.machines, lab.slug],
   );
   return (

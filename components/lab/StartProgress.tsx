@@ -44,7 +44,11 @@ export function StartProgress({ slug }: { slug: string }) {
               {(["queued", "machines", "setup", "saving"] as const)
                 .filter((s) => s !== "queued" || stage === "queued")
                 .map((s) => (
-                  <li key={s} className={s === stage ? "font-semibold text-sky-300" : "text-slate-400"} data-current={s === stage || undefined}>
+                  <li
+                    key={s}
+                    className={s === stage ? "font-semibold text-sky-300" : "text-slate-400"}
+                    data-current={s === stage || undefined}
+                  >
                     {s === stage ? "▶ " : "・"}
                     {t(`stage.${s}`)}
                   </li>
@@ -55,8 +59,12 @@ export function StartProgress({ slug }: { slug: string }) {
                 {t("position", { position: view.position })}
               </p>
             )}
-            {stage === "queued" && <p className="mt-1 text-xs text-slate-400">{view?.detail === "labCap" ? t("labCap") : t("queuedWhy")}</p>}
-            {stage === "setup" && view?.detail && <p className="mt-2 font-mono text-xs text-slate-300">{t("detail", { detail: view.detail })}</p>}
+            {stage === "queued" && (
+              <p className="mt-1 text-xs text-slate-400">{view?.detail === "labCap" ? t("labCap") : t("queuedWhy")}</p>
+            )}
+            {stage === "setup" && view?.detail && (
+              <p className="mt-2 font-mono text-xs text-slate-300">{t("detail", { detail: view.detail })}</p>
+            )}
             {view?.source && stage !== "queued" && <p className="mt-2 text-xs text-slate-400">{t(`source.${view.source}`)}</p>}
             {view && <p className="mt-2 text-xs text-slate-500">{t("elapsed", { seconds: view.elapsedSeconds })}</p>}
             <p className="mt-3 text-xs text-slate-400">{t("readLesson")}</p>

@@ -153,12 +153,12 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
       <div className="shrink-0 space-y-3 border-t border-slate-200 bg-slate-50 px-6 py-3">
         {/* Always mounted, so screen readers announce each new result. */}
         <div aria-live="polite" className="space-y-2">
-          {progress?.rebootProof && sessionId && <RebootProofNotice key={progress.rebootProof.passedAt} sessionId={sessionId} machine={progress.rebootProof.machine} />}
+          {progress?.rebootProof && sessionId && (
+            <RebootProofNotice key={progress.rebootProof.passedAt} sessionId={sessionId} machine={progress.rebootProof.machine} />
+          )}
           {feedback && <CheckFeedback result={feedback} title={steps.find((s) => s.id === feedback.stepId)?.title} />}
           {checkError && <p className="text-sm text-red-700">{checkError}</p>}
-          {feed.status === "reconnecting" && progress !== undefined && (
-            <p className="text-xs text-amber-800">{t("reconnecting")}</p>
-          )}
+          {feed.status === "reconnecting" && progress !== undefined && <p className="text-xs text-amber-800">{t("reconnecting")}</p>}
         </div>
         {current && (
           <div className="flex items-center gap-3">
@@ -226,9 +226,9 @@ function StepItem(props: {
           ? "border-sky-300 bg-white shadow-sm"
           : state === "proving"
             ? "border-amber-300 bg-white shadow-sm"
-          : state === "done"
-            ? "border-emerald-200 bg-emerald-50/40"
-            : "border-slate-200 bg-slate-50 text-slate-400"
+            : state === "done"
+              ? "border-emerald-200 bg-emerald-50/40"
+              : "border-slate-200 bg-slate-50 text-slate-400"
       }`}
     >
       {state === "done" ? (
@@ -282,7 +282,14 @@ function StateIcon({ state }: { state: StepState | undefined }) {
   if (state === "proving") {
     // A circular arrow: passed, waiting for the machine to come back from a reboot.
     return (
-      <svg aria-hidden="true" viewBox="0 0 20 20" className={`${common} text-amber-600`} fill="none" stroke="currentColor" strokeWidth="1.75">
+      <svg
+        aria-hidden="true"
+        viewBox="0 0 20 20"
+        className={`${common} text-amber-600`}
+        fill="none"
+        stroke="currentColor"
+        strokeWidth="1.75"
+      >
         <path strokeLinecap="round" strokeLinejoin="round" d="M16 10a6 6 0 1 1-1.76-4.24M16 3.5v3.25h-3.25" />
       </svg>
     );
@@ -311,7 +318,12 @@ function CheckFeedback({ result, title }: { result: CheckResult; title: string |
       ? "border-amber-300 bg-amber-50 text-amber-900"
       : "border-red-300 bg-red-50 text-red-900";
   return (
-    <div data-testid="check-feedback" data-outcome={result.outcome} data-step-id={result.stepId} className={`rounded-md border px-3 py-2 ${tone}`}>
+    <div
+      data-testid="check-feedback"
+      data-outcome={result.outcome}
+      data-step-id={result.stepId}
+      className={`rounded-md border px-3 py-2 ${tone}`}
+    >
       <p className="text-sm">
         <span className="font-semibold">{t(`outcome.${result.outcome}`)}</span>
         {title && <span className="ml-2 text-xs opacity-80">{title}</span>}
@@ -337,14 +349,20 @@ function RebootProofNotice({ sessionId, machine }: { sessionId: string; machine:
   const reboot = async () => {
     setState("busy");
     try {
-      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/reboot`, { method: "POST" });
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/reboot`, {
+        method: "POST",
+      });
       setState(response.ok ? "asked" : "error");
     } catch {
       setState("error");
     }
   };
   return (
-    <div data-testid="reboot-proof" data-machine={machine} className="rounded-md border border-amber-300 bg-amber-50 px-3 py-2 text-amber-950">
+    <div
+      data-testid="reboot-proof"
+      data-machine={machine}
+      className="rounded-md border border-amber-300 bg-amber-50 px-3 py-2 text-amber-950"
+    >
       <p className="text-sm font-semibold">{t("provingTitle")}</p>
       <p className="mt-1 text-xs leading-5">{t("provingBody", { machine })}</p>
       <div className="mt-2 flex items-center gap-3">
@@ -368,7 +386,11 @@ function RebootProofNotice({ sessionId, machine }: { sessionId: string; machine:
 function CompletionBanner() {
   const t = useTranslations("steps");
   return (
-    <div data-testid="lab-complete" role="status" className="mb-5 rounded-lg border border-emerald-300 bg-emerald-50 px-4 py-3 text-emerald-900">
+    <div
+      data-testid="lab-complete"
+      role="status"
+      className="mb-5 rounded-lg border border-emerald-300 bg-emerald-50 px-4 py-3 text-emerald-900"
+    >
       <p className="flex items-center gap-2 font-semibold">
         <StateIcon state="done" />
         {t("completedTitle")}

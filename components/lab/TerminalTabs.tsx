@@ -96,7 +96,9 @@ export function TerminalTabs(props: {
     setTabError(undefined);
     try {
       const { sessionId } = await sessionTokens(slug);
-      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/tabs/${encodeURIComponent(tab.machine)}/${tab.number}`, { method: "DELETE" });
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/tabs/${encodeURIComponent(tab.machine)}/${tab.number}`, {
+        method: "DELETE",
+      });
       if (!response.ok && response.status !== 404) {
         const body = (await response.json().catch(() => ({}))) as { error?: string };
         return setTabError(body.error ?? t("shellFailed"));
@@ -160,7 +162,11 @@ export function TerminalTabs(props: {
             type="button"
             data-testid="new-shell"
             aria-label={t("newShell", { machine: activeMachine })}
-            title={shellsOnActive >= MAX_SHELLS_PER_MACHINE ? t("shellLimit", { max: MAX_SHELLS_PER_MACHINE }) : t("newShell", { machine: activeMachine })}
+            title={
+              shellsOnActive >= MAX_SHELLS_PER_MACHINE
+                ? t("shellLimit", { max: MAX_SHELLS_PER_MACHINE })
+                : t("newShell", { machine: activeMachine })
+            }
             disabled={shellsOnActive >= MAX_SHELLS_PER_MACHINE}
             onClick={() => void openShell(activeMachine)}
             className="mb-0.5 self-center rounded px-2 text-sm text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-40"

@@ -35,7 +35,11 @@ export function WatchNotice({ slug }: { slug: string }) {
   }, [slug]);
   if (watchers.length === 0) return null;
   return (
-    <div role="status" data-testid="watch-notice" className="flex items-center gap-2 rounded bg-amber-100 px-2 py-0.5 text-xs font-semibold text-amber-900">
+    <div
+      role="status"
+      data-testid="watch-notice"
+      className="flex items-center gap-2 rounded bg-amber-100 px-2 py-0.5 text-xs font-semibold text-amber-900"
+    >
       <span aria-hidden>👁</span>
       {t("notice", { names: watchers.join(", ") })}
     </div>

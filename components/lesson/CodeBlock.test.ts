@@ -32,7 +32,9 @@ function inJapanese(children: ReactNode) {
 function render(machines: string[] | undefined): string {
   const lesson = createElement(Lesson, { markdown: LESSON });
   if (machines === undefined) return renderToStaticMarkup(inJapanese(lesson));
-  return renderToStaticMarkup(inJapanese(createElement(MachineSwitchProvider, { value: { machines, select: () => {} }, children: lesson })));
+  return renderToStaticMarkup(
+    inJapanese(createElement(MachineSwitchProvider, { value: { machines, select: () => {} }, children: lesson })),
+  );
 }
 
 describe("run-in-machine buttons", () => {

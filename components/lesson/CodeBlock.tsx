@@ -49,10 +49,7 @@ export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: st
 
   return (
     <div className="group relative my-4" data-testid="code-block">
-      <pre
-        ref={preRef}
-        className="overflow-x-auto rounded-md bg-slate-900 px-4 py-3 font-mono text-[13px] leading-6 text-slate-100"
-      >
+      <pre ref={preRef} className="overflow-x-auto rounded-md bg-slate-900 px-4 py-3 font-mono text-[13px] leading-6 text-slate-100">
         {children}
       </pre>
       <div className="absolute top-2 right-2 flex gap-1.5">
@@ -88,4 +85,3 @@ export function CodeBlock({ children, runOn }: { children: ReactNode; runOn?: st
     </div>
   );
 }
-

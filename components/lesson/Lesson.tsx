@@ -24,26 +24,20 @@ const REMARK_PLUGINS = [remarkGfm, remarkCjkFriendly, remarkCjkBreaks];
 
 const components: Components = {
   h1: ({ node: _node, ...props }) => <h1 className="mt-2 mb-4 text-2xl font-bold" {...props} />,
-  h2: ({ node: _node, ...props }) => (
-    <h2 className="mt-8 mb-3 border-b border-slate-200 pb-1 text-xl font-semibold" {...props} />
-  ),
+  h2: ({ node: _node, ...props }) => <h2 className="mt-8 mb-3 border-b border-slate-200 pb-1 text-xl font-semibold" {...props} />,
   h3: ({ node: _node, ...props }) => <h3 className="mt-6 mb-2 text-lg font-semibold" {...props} />,
   h4: ({ node: _node, ...props }) => <h4 className="mt-4 mb-2 font-semibold" {...props} />,
   p: ({ node: _node, ...props }) => <p className="my-3" {...props} />,
   ul: ({ node: _node, ...props }) => <ul className="my-3 list-disc space-y-1 pl-6" {...props} />,
   ol: ({ node: _node, ...props }) => <ol className="my-3 list-decimal space-y-1 pl-6" {...props} />,
   a: ({ node: _node, href, ...props }) => <LessonLink href={href} {...props} />,
-  blockquote: ({ node: _node, ...props }) => (
-    <blockquote className="my-4 border-l-4 border-slate-300 pl-4 text-slate-600" {...props} />
-  ),
+  blockquote: ({ node: _node, ...props }) => <blockquote className="my-4 border-l-4 border-slate-300 pl-4 text-slate-600" {...props} />,
   table: ({ node: _node, ...props }) => (
     <div className="my-4 overflow-x-auto">
       <table className="min-w-full border-collapse text-sm" {...props} />
     </div>
   ),
-  th: ({ node: _node, ...props }) => (
-    <th className="border border-slate-300 bg-slate-100 px-3 py-1.5 text-left font-semibold" {...props} />
-  ),
+  th: ({ node: _node, ...props }) => <th className="border border-slate-300 bg-slate-100 px-3 py-1.5 text-left font-semibold" {...props} />,
   td: ({ node: _node, ...props }) => <td className="border border-slate-300 px-3 py-1.5 align-top" {...props} />,
   hr: () => <hr className="my-6 border-slate-200" />,
   pre: ({ node, children }) => <CodeBlock runOn={runMachine(node)}>{children}</CodeBlock>,

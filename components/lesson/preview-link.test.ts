@@ -11,7 +11,17 @@ describe("previewLinkTarget", () => {
   });
 
   it("leaves every other link alone", () => {
-    for (const href of [undefined, "", "https://node01:30080/", "http://example.com/", "http://node09:80/", "http://user:pw@node01/", "/labs/x", "mailto:a@b", "javascript:alert(1)"]) {
+    for (const href of [
+      undefined,
+      "",
+      "https://node01:30080/",
+      "http://example.com/",
+      "http://node09:80/",
+      "http://user:pw@node01/",
+      "/labs/x",
+      "mailto:a@b",
+      "javascript:alert(1)",
+    ]) {
       expect(previewLinkTarget(href, MACHINES), String(href)).toBeNull();
     }
   });

@@ -193,7 +193,14 @@ export function Terminal(props: {
 
   const showBanner = status !== "connected";
   return (
-    <div className="relative flex h-full w-full flex-col" data-testid={`terminal-${name}`} data-machine={machine} data-number={number} data-status={status} data-writer-size={writerSize}>
+    <div
+      className="relative flex h-full w-full flex-col"
+      data-testid={`terminal-${name}`}
+      data-machine={machine}
+      data-number={number}
+      data-status={status}
+      data-writer-size={writerSize}
+    >
       {showBanner && (
         <div
           role="status"
@@ -240,7 +247,9 @@ function StartMachineButton({ slug, machine }: { slug: string; machine: string }
     setState("starting");
     try {
       const { sessionId } = await sessionTokens(slug);
-      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/start`, { method: "POST" });
+      const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/machines/${encodeURIComponent(machine)}/start`, {
+        method: "POST",
+      });
       setState(response.ok ? "idle" : "error");
     } catch {
       setState("error");

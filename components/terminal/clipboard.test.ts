@@ -26,7 +26,11 @@ describe("input around a pending paste", () => {
     const order = new PasteOrder((d) => sent.push(d));
     order.input("echo ");
     let resolve!: (text: string) => void;
-    order.hold(new Promise<string>((r) => (resolve = r)), (text) => order.input(text), () => undefined);
+    order.hold(
+      new Promise<string>((r) => (resolve = r)),
+      (text) => order.input(text),
+      () => undefined,
+    );
     order.input("\r"); // Enter pressed at once after Ctrl+Shift+V
     expect(sent).toEqual(["echo "]);
     resolve("COPY-ME");
@@ -34,7 +38,11 @@ describe("input around a pending paste", () => {
     expect(sent).toEqual(["echo ", "COPY-ME", "\r"]);
 
     const errors: unknown[] = [];
-    order.hold(Promise.reject(new Error("denied")), () => undefined, (e) => errors.push(e));
+    order.hold(
+      Promise.reject(new Error("denied")),
+      () => undefined,
+      (e) => errors.push(e),
+    );
     order.input("x");
     await new Promise((r) => setTimeout(r, 0));
     expect(sent.at(-1)).toBe("x");

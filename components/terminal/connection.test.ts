@@ -52,7 +52,15 @@ async function reconnectAfterClose(code: number) {
     { write() {}, reset() {}, size: () => ({ cols: 80, rows: 24 }) },
     {
       onStatus: (status, message) => statuses.push({ status, message }),
-      messages: { lost: "LOST", closeUnauthorized: "", closeForbidden: "", closeNotFound: "", sessionOver: () => "", closed: () => "CLOSED", revoked: () => "REVOKED" },
+      messages: {
+        lost: "LOST",
+        closeUnauthorized: "",
+        closeForbidden: "",
+        closeNotFound: "",
+        sessionOver: () => "",
+        closed: () => "CLOSED",
+        revoked: () => "REVOKED",
+      },
     },
   );
   connection.start();
@@ -69,7 +77,10 @@ describe("TerminalConnection on a server restart", () => {
     // Backoff would wait at least RECONNECT_MIN_MS (300 ms); this is one loopback connect.
     expect(gapMs).toBeLessThan(150);
     expect(statuses[0]).toEqual({ status: "reconnecting", message: undefined });
-    expect(statuses.some((s) => s.message === "LOST" || s.status === "failed"), JSON.stringify(statuses)).toBe(false);
+    expect(
+      statuses.some((s) => s.message === "LOST" || s.status === "failed"),
+      JSON.stringify(statuses),
+    ).toBe(false);
   });
 
   it("waits out the backoff and says the connection was lost on any other close", async () => {
@@ -98,12 +109,21 @@ describe("TerminalConnection output to xterm", () => {
       },
       {
         onStatus: () => undefined,
-        messages: { lost: "", closeUnauthorized: "", closeForbidden: "", closeNotFound: "", sessionOver: () => "", closed: () => "", revoked: () => "" },
+        messages: {
+          lost: "",
+          closeUnauthorized: "",
+          closeForbidden: "",
+          closeNotFound: "",
+          sessionOver: () => "",
+          closed: () => "",
+          revoked: () => "",
+        },
       },
     );
     connection.start();
     const deadline = Date.now() + 5_000;
-    while (pieces.reduce((n, p) => n + p.byteLength, 0) < data.byteLength && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    while (pieces.reduce((n, p) => n + p.byteLength, 0) < data.byteLength && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
     expect(pieces.map((p) => p.byteLength)).toEqual([16, 16, 16, 16, 16, 16, 4].map((k) => k * 1024));
     expect(pieces.every((p) => p.byteLength <= WRITE_PIECE_BYTES)).toBe(true);
     expect(Buffer.concat(pieces).equals(Buffer.from(data))).toBe(true);

@@ -49,9 +49,7 @@ const TRANSIENT_STATUS = new Set([429, 502, 504]);
 
 /** Where a lab's start is, for the page. */
 export type StartState =
-  | { phase: "starting"; view?: StartView }
-  | { phase: "ready"; sessionId: string }
-  | { phase: "failed"; message: string; status: number };
+  { phase: "starting"; view?: StartView } | { phase: "ready"; sessionId: string } | { phase: "failed"; message: string; status: number };
 
 const inFlight = new Map<string, Promise<SessionTokens>>();
 const states = new Map<string, StartState>();
@@ -127,7 +125,10 @@ async function fetchTokens(slug: string): Promise<SessionTokens> {
     const tabs = body.tabs ?? [];
     return {
       sessionId: body.sessionId,
-      tokens: new Map([...body.machines.map((m) => [m.name, m.token] as const), ...tabs.map((t) => [terminalName(t.machine, t.number), t.token] as const)]),
+      tokens: new Map([
+        ...body.machines.map((m) => [m.name, m.token] as const),
+        ...tabs.map((t) => [terminalName(t.machine, t.number), t.token] as const),
+      ]),
       tabs: tabs.map(({ machine, number }) => ({ machine, number })),
     };
   }

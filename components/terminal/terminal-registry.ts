@@ -41,6 +41,7 @@ export function registerTerminal(machine: string, handle: TerminalHandle): () =>
 export function bufferText(term: Terminal, lastRows?: number): string {
   const buffer = term.buffer.active;
   const lines: string[] = [];
-  for (let i = lastRows === undefined ? 0 : Math.max(0, buffer.length - lastRows); i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+  for (let i = lastRows === undefined ? 0 : Math.max(0, buffer.length - lastRows); i < buffer.length; i++)
+    lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
   return lines.join("\n");
 }

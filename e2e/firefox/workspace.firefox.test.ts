@@ -67,20 +67,34 @@ async function poll<T>(what: string, read: () => Promise<T>, ok: (value: T) => b
 /** The terminal's whole buffer as text (the page's handle, components/terminal/terminal-registry.ts). */
 const text = (machine: string) => page.evaluate((m) => window.__labdeck?.terminals[m]?.text() ?? "", machine);
 const rowsEqual = async (machine: string, line: string) => (await text(machine)).split("\n").filter((l) => l.trimEnd() === line).length;
-const expectLine = (machine: string, line: string) => poll(`"${line}" on ${machine}`, () => rowsEqual(machine, line), (n) => n > 0);
+const expectLine = (machine: string, line: string) =>
+  poll(
+    `"${line}" on ${machine}`,
+    () => rowsEqual(machine, line),
+    (n) => n > 0,
+  );
 
 /** Opens a terminal's tab and waits until its shell is live, then focuses it with a click. */
 async function open(machine: string): Promise<void> {
   // Clicked again until selected: a click before React hydrated the page does nothing (Playwright's
   // locators retry this by themselves; puppeteer clicks once, where the element is).
   const tab = `[role="tab"][data-terminal="${machine}"]`;
-  await poll(`the ${machine} tab selected`, async () => {
-    await page.click(tab);
-    await new Promise((r) => setTimeout(r, 200));
-    return page.$eval(tab, (e) => e.getAttribute("aria-selected"));
-  }, (selected) => selected === "true");
+  await poll(
+    `the ${machine} tab selected`,
+    async () => {
+      await page.click(tab);
+      await new Promise((r) => setTimeout(r, 200));
+      return page.$eval(tab, (e) => e.getAttribute("aria-selected"));
+    },
+    (selected) => selected === "true",
+  );
   await page.waitForSelector(`[data-testid="terminal-${machine}"][data-status="connected"]`, { timeout: 60_000 });
-  await poll(`a prompt on ${machine}`, () => text(machine), (t) => /[#$] ?$/.test(t.trimEnd()), 30_000);
+  await poll(
+    `a prompt on ${machine}`,
+    () => text(machine),
+    (t) => /[#$] ?$/.test(t.trimEnd()),
+    30_000,
+  );
   await page.click(`[data-testid="terminal-${machine}"] .xterm`);
 }
 
@@ -130,7 +144,11 @@ describe("copy and paste in Firefox (firefox-esr over WebDriver BiDi)", () => {
     await open("node02");
     await clipboard.write("echo one-$((0+1))\necho two-$((1+1))\necho three-$((2+1))\n");
     await chord("KeyV");
-    await poll("the pasted lines at the prompt", () => text("node02"), (t) => t.includes("echo three-$((2+1))"));
+    await poll(
+      "the pasted lines at the prompt",
+      () => text("node02"),
+      (t) => t.includes("echo three-$((2+1))"),
+    );
     expect(await rowsEqual("node02", "three-3")).toBe(0);
     await page.keyboard.press("Enter");
     await expectLine("node02", "three-3");
@@ -152,7 +170,11 @@ describe("copy and paste in Firefox (firefox-esr over WebDriver BiDi)", () => {
     const accepted = new Promise<void>((resolve, reject) => page.once("dialog", (dialog) => void dialog.accept().then(resolve, reject)));
     await chord("KeyV");
     await accepted;
-    await poll("the long paste at the prompt", () => text("node02"), (t) => t.includes("echo long-6-$((6*10))"));
+    await poll(
+      "the long paste at the prompt",
+      () => text("node02"),
+      (t) => t.includes("echo long-6-$((6*10))"),
+    );
     await page.keyboard.press("Enter");
     await expectLine("node02", "long-6-60");
     for (let i = 0; i < 7; i++) expect(await rowsEqual("node02", `long-${i}-${i * 10}`), `line ${i}`).toBe(1);

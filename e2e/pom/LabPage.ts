@@ -44,7 +44,9 @@ export class LabPage {
   /** Waits until every machine's terminal shows a shell prompt (`root@<machine>…# `); `timeout` in ms. */
   async expectPrompts(machines: readonly string[], timeout: number): Promise<void> {
     for (const machine of machines) {
-      await expect.poll(async () => new RegExp(`root@${machine}[^\n]*[#$] ?$`, "m").test((await this.text(machine)).trimEnd()), { timeout }).toBe(true);
+      await expect
+        .poll(async () => new RegExp(`root@${machine}[^\n]*[#$] ?$`, "m").test((await this.text(machine)).trimEnd()), { timeout })
+        .toBe(true);
     }
   }
 
@@ -107,7 +109,9 @@ export class LabPage {
   /** Opens another shell on the active tab's machine ("+"); returns its terminal name once it is live. */
   async openShell(machine: string): Promise<string> {
     await this.open(machine);
-    const created = this.page.waitForResponse((r) => r.request().method() === "POST" && /\/api\/sessions\/[^/]+\/tabs$/.test(new URL(r.url()).pathname));
+    const created = this.page.waitForResponse(
+      (r) => r.request().method() === "POST" && /\/api\/sessions\/[^/]+\/tabs$/.test(new URL(r.url()).pathname),
+    );
     await this.page.getByTestId("new-shell").click();
     const body = (await (await created).json()) as { machine: string; number: number };
     const name = `${body.machine}#${body.number}`;
@@ -120,7 +124,9 @@ export class LabPage {
   /** Closes an extra shell's tab with its "×", accepting the confirm. */
   async closeShell(name: string): Promise<void> {
     this.page.once("dialog", (dialog) => void dialog.accept());
-    const closed = this.page.waitForResponse((r) => r.request().method() === "DELETE" && /\/tabs\/[^/]+\/\d+$/.test(new URL(r.url()).pathname));
+    const closed = this.page.waitForResponse(
+      (r) => r.request().method() === "DELETE" && /\/tabs\/[^/]+\/\d+$/.test(new URL(r.url()).pathname),
+    );
     await this.page.getByTestId(`close-shell-${name}`).click();
     expect((await closed).status()).toBe(200);
     await expect(this.tab(name)).toHaveCount(0);
@@ -160,7 +166,9 @@ export class LabPage {
 
   /** Clicks "reboot and verify" and waits until the server accepted the reboot. */
   async rebootAndVerify(): Promise<void> {
-    const answered = this.page.waitForResponse((r) => r.request().method() === "POST" && /\/machines\/[^/]+\/reboot$/.test(new URL(r.url()).pathname));
+    const answered = this.page.waitForResponse(
+      (r) => r.request().method() === "POST" && /\/machines\/[^/]+\/reboot$/.test(new URL(r.url()).pathname),
+    );
     await this.page.getByTestId("reboot-and-verify").click();
     expect((await answered).status()).toBe(200);
   }
@@ -207,7 +215,11 @@ export class LabPage {
   async runInMachine(machine: string, stepId?: string): Promise<void> {
     await expect(this.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout: 30_000 });
     const scope = stepId === undefined ? this.page.locator("body") : this.step(stepId);
-    await scope.getByRole("button", { name: `${machine} で実行` }).filter({ visible: true }).first().click();
+    await scope
+      .getByRole("button", { name: `${machine} で実行` })
+      .filter({ visible: true })
+      .first()
+      .click();
   }
 
   /** The banner shown once every step is done. */

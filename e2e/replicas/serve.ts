@@ -42,7 +42,12 @@ try {
   const pg = await startEmbeddedPostgres(path.join(dir, "pg"), await freePort());
   cleanups.push(() => pg.stop());
   await migrateDeploy(pg.url);
-  const hosts = await createNetnsHosts({ id: "repl", names: ["controlplane", "node01", "node02"], subnet: SUBNET, dir: path.join(dir, "hosts") });
+  const hosts = await createNetnsHosts({
+    id: "repl",
+    names: ["controlplane", "node01", "node02"],
+    subnet: SUBNET,
+    dir: path.join(dir, "hosts"),
+  });
   cleanups.push(() => hosts.destroy());
   const hostsFile = path.join(dir, "hosts.json");
   await writeStaticHostsFile(hosts, hostsFile, "shared");
@@ -114,7 +119,9 @@ try {
       "}",
     ].join("\n"),
   );
-  const nginx = spawn("/usr/sbin/nginx", ["-p", nginxDir, "-c", path.join(nginxDir, "nginx.conf"), "-g", "daemon off; user root;"], { stdio: "inherit" });
+  const nginx = spawn("/usr/sbin/nginx", ["-p", nginxDir, "-c", path.join(nginxDir, "nginx.conf"), "-g", "daemon off; user root;"], {
+    stdio: "inherit",
+  });
   cleanups.push(async () => {
     if (nginx.exitCode === null) {
       nginx.kill("SIGTERM");
@@ -122,7 +129,10 @@ try {
     }
   });
   for (let i = 0; ; i++) {
-    const up = await fetch(`${publicUrl}/healthz`).then((r) => r.ok, () => false);
+    const up = await fetch(`${publicUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     if (i > 100) throw new Error("nginx did not answer");
     await new Promise((r) => setTimeout(r, 100));

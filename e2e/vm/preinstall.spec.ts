@@ -31,18 +31,25 @@ const TEST_TIMEOUT_MS = CONNECT_TIMEOUT_MS + 7 * (SOLUTION_TIMEOUT_MS + UNLOCK_T
 /** Where the README's picture of the lab page comes from. */
 const SCREENSHOT = "docs/screenshots/lab-page.png";
 
-test("a learner types each step's solution into the terminal and every step of preinstall-checks unlocks", async ({ page, vmServer }, testInfo) => {
+test("a learner types each step's solution into the terminal and every step of preinstall-checks unlocks", async ({
+  page,
+  vmServer,
+}, testInfo) => {
   test.setTimeout(TEST_TIMEOUT_MS);
   const lab = await loadLab(path.resolve("labs"), SLUG);
   const learner = new LabPage(page);
-  const timings: string[] = [`server start to warm pool ready: ${vmServer.timings.poolReadyMs} ms (listening after ${vmServer.timings.listeningMs} ms)`];
+  const timings: string[] = [
+    `server start to warm pool ready: ${vmServer.timings.poolReadyMs} ms (listening after ${vmServer.timings.listeningMs} ms)`,
+  ];
 
   const loadStarted = Date.now();
   await learner.goto(SLUG);
   await learner.expectTerminalsConnected(lab.manifest.machines, CONNECT_TIMEOUT_MS);
   const connectedMs = Date.now() - loadStarted;
   await learner.expectPrompts(lab.manifest.machines, CONNECT_TIMEOUT_MS);
-  timings.push(`click to ${lab.manifest.machines.length} prompts: ${Date.now() - loadStarted} ms (terminals connected after ${connectedMs} ms)`);
+  timings.push(
+    `click to ${lab.manifest.machines.length} prompts: ${Date.now() - loadStarted} ms (terminals connected after ${connectedMs} ms)`,
+  );
   const [first] = lab.steps;
   if (!first) throw new Error(`${SLUG} has no steps`);
   await learner.expectStepState(first.id, "current");

@@ -74,7 +74,10 @@ export interface VmServer {
 export async function startVmServer(options: { port: number }): Promise<VmServer> {
   await removeDeadRuns();
   for (const port of [options.port, options.port + 1]) {
-    if (!(await portFree(port))) throw new Error(`e2e vm server: 127.0.0.1:${port} is in use (the server takes ${options.port}, its PostgreSQL ${options.port + 1}; E2E_VM_PORT moves both)`);
+    if (!(await portFree(port)))
+      throw new Error(
+        `e2e vm server: 127.0.0.1:${port} is in use (the server takes ${options.port}, its PostgreSQL ${options.port + 1}; E2E_VM_PORT moves both)`,
+      );
   }
   const image = await testImage();
   const runDir = await fs.mkdtemp(path.join(os.tmpdir(), RUN_DIR_PREFIX));
@@ -110,7 +113,9 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
   try {
     await fs.rm(adminLoginFile(options.port), { force: true });
     const ready = await waitUntilReady(server, logFile, started, adminLoginFile(options.port));
-    console.log(`e2e vm server: image ${image.hash}, listening after ${ready.timings.listeningMs} ms, pool set ready after ${ready.timings.poolReadyMs} ms`);
+    console.log(
+      `e2e vm server: image ${image.hash}, listening after ${ready.timings.listeningMs} ms, pool set ready after ${ready.timings.poolReadyMs} ms`,
+    );
     return { url: ready.url, dataDir, timings: ready.timings, stop };
   } catch (error) {
     await stop().catch((stopError: Error) => console.error(`e2e vm server: clean-up after failed start: ${stopError.message}`));
@@ -135,8 +140,12 @@ function waitUntilReady(
       clearTimeout(timer);
       reject(new Error(`${reason}\n--- last server output (full log: ${SERVER_LOG}) ---\n${tail.join("\n")}`));
     };
-    const timer = setTimeout(() => fail(`the server was not listening with a booted pool set after ${POOL_READY_TIMEOUT_MS / 1000} s`), POOL_READY_TIMEOUT_MS);
-    const onExit = (code: number | null, signal: NodeJS.Signals | null) => fail(`server.ts exited during start-up (code ${code}, signal ${signal})`);
+    const timer = setTimeout(
+      () => fail(`the server was not listening with a booted pool set after ${POOL_READY_TIMEOUT_MS / 1000} s`),
+      POOL_READY_TIMEOUT_MS,
+    );
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) =>
+      fail(`server.ts exited during start-up (code ${code}, signal ${signal})`);
     server.once("exit", onExit);
     // Either may come first: the pool starts booting before Next.js prepares, and three TCG
     // boots slow that preparation down.

@@ -22,12 +22,20 @@ describe("apt_get", () => {
     await fs.writeFile(path.join(dir, "sources.list"), "");
     const holder = spawn(
       "python3",
-      ["-c", `import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT)\nfcntl.lockf(fd,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(${HOLD_S})`, path.join(dir, "lists", "lock")],
+      [
+        "-c",
+        `import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT)\nfcntl.lockf(fd,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(${HOLD_S})`,
+        path.join(dir, "lists", "lock"),
+      ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     await new Promise((r) => holder.stdout.once("data", r));
     const started = Date.now();
-    const options = [`Dir::State::Lists=${dir}/lists`, `Dir::Etc::SourceList=${dir}/sources.list`, `Dir::Etc::SourceParts=${dir}/sources.list.d`];
+    const options = [
+      `Dir::State::Lists=${dir}/lists`,
+      `Dir::Etc::SourceList=${dir}/sources.list`,
+      `Dir::Etc::SourceParts=${dir}/sources.list.d`,
+    ];
     const script = `source scripts/lib/apt.sh; apt_get ${options.map((o) => `-o ${o}`).join(" ")} update -qq`;
     const result = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn("bash", ["-c", script], { cwd: root });

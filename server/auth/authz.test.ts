@@ -129,7 +129,11 @@ beforeAll(async () => {
   addable = await make("addable", "learner");
   removable = await make("removable", "learner");
   await stack.db.cohortMember.create({ data: { cohortId: membersCohortId, userId: removable.id, role: "learner" } });
-  revocableId = (await createInvitation(stack.db, { email: "revocable@example.test", role: "learner", cohortId: membersCohortId }, users.admin.id, { secret: stack.secret })).invitation.id;
+  revocableId = (
+    await createInvitation(stack.db, { email: "revocable@example.test", role: "learner", cohortId: membersCohortId }, users.admin.id, {
+      secret: stack.secret,
+    })
+  ).invitation.id;
 }, 180_000);
 
 afterAll(async () => {
@@ -148,7 +152,12 @@ const SIGNED_IN: Expect = { anonymous: 401, owner: 200, otherLearner: 200, cohor
 /** The owner's extra tab that the DELETE row closes (opened when first needed, so refused calls leave none behind). */
 let deletableTab: { machine: string; number: number } | null = null;
 
-const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Response>; works?: (actor: Actor, res: Response) => Promise<void> }[] = [
+const ROUTES: {
+  name: string;
+  expect: Expect;
+  call: (actor: Actor) => Promise<Response>;
+  works?: (actor: Actor, res: Response) => Promise<void>;
+}[] = [
   {
     name: "POST /api/labs/:slug/session (start or resume one's own)",
     expect: SIGNED_IN,
@@ -179,7 +188,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: WATCHABLE,
     call: async (a) => {
       const controller = new AbortController();
-      const res = await eventsRoute.GET(request(a, `/api/sessions/${sessionId}/events`, { signal: controller.signal }), params({ id: sessionId }));
+      const res = await eventsRoute.GET(
+        request(a, `/api/sessions/${sessionId}/events`, { signal: controller.signal }),
+        params({ id: sessionId }),
+      );
       if (res.status !== 200) return res;
       const reader = res.body!.getReader();
       const first = new TextDecoder().decode((await reader.read()).value);
@@ -199,7 +211,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "POST /api/sessions/:id/hints/:stepId",
     expect: OWNER_ONLY,
     call: (a) =>
-      hintRoute.POST(request(a, `/api/sessions/${sessionId}/hints/hello-file`, { method: "POST" }), params({ id: sessionId, stepId: "hello-file" })),
+      hintRoute.POST(
+        request(a, `/api/sessions/${sessionId}/hints/hello-file`, { method: "POST" }),
+        params({ id: sessionId, stepId: "hello-file" }),
+      ),
     works: async (_a, res) => expect(((await res.json()) as { hint: string }).hint.length).toBeGreaterThan(0),
   },
   {
@@ -208,19 +223,28 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "POST /api/sessions/:id/machines/:name/start",
     expect: { ...OWNER_ONLY, owner: 501 },
     call: (a) =>
-      machineStartRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/start`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+      machineStartRoute.POST(
+        request(a, `/api/sessions/${sessionId}/machines/node01/start`, { method: "POST" }),
+        params({ id: sessionId, name: "node01" }),
+      ),
   },
   {
     name: "POST /api/sessions/:id/machines/:name/reboot",
     expect: { ...OWNER_ONLY, owner: 501 },
     call: (a) =>
-      machineRebootRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/reboot`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+      machineRebootRoute.POST(
+        request(a, `/api/sessions/${sessionId}/machines/node01/reboot`, { method: "POST" }),
+        params({ id: sessionId, name: "node01" }),
+      ),
   },
   {
     name: "POST /api/sessions/:id/machines/:name/reset",
     expect: { ...OWNER_ONLY, owner: 501 },
     call: (a) =>
-      machineResetRoute.POST(request(a, `/api/sessions/${sessionId}/machines/node01/reset`, { method: "POST" }), params({ id: sessionId, name: "node01" })),
+      machineResetRoute.POST(
+        request(a, `/api/sessions/${sessionId}/machines/node01/reset`, { method: "POST" }),
+        params({ id: sessionId, name: "node01" }),
+      ),
   },
   {
     name: "GET /api/sessions/:id/terminal-tokens",
@@ -260,7 +284,11 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
   {
     name: "POST /api/cohorts",
     expect: { ...ADMIN_ONLY, admin: 201 },
-    call: (a) => cohortsRoute.POST(request(a, "/api/cohorts", { method: "POST", body: JSON.stringify({ name: `New ${a}`, labs: [LAB], sessionMinutes: 90 }) }), {}),
+    call: (a) =>
+      cohortsRoute.POST(
+        request(a, "/api/cohorts", { method: "POST", body: JSON.stringify({ name: `New ${a}`, labs: [LAB], sessionMinutes: 90 }) }),
+        {},
+      ),
     works: async (_a, res) => expect(((await res.json()) as { cohort: { sessionMinutes: number } }).cohort.sessionMinutes).toBe(90),
   },
   {
@@ -276,7 +304,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "PUT /api/pool-targets/:slug (a lab's prepared sets and cap)",
     expect: ADMIN_ONLY,
     call: (a) =>
-      poolTargetRoute.PUT(request(a, `/api/pool-targets/${LAB}`, { method: "PUT", body: JSON.stringify({ reserve: 0, initial: 0, cap: null }) }), params({ slug: LAB })),
+      poolTargetRoute.PUT(
+        request(a, `/api/pool-targets/${LAB}`, { method: "PUT", body: JSON.stringify({ reserve: 0, initial: 0, cap: null }) }),
+        params({ slug: LAB }),
+      ),
     works: async (_a, res) => {
       expect(await res.json()).toEqual({ target: { labSlug: LAB, reserve: 0, initial: 0, cap: null } });
       expect(await stack.db.auditLog.count({ where: { action: "pool.target", targetId: LAB } })).toBeGreaterThan(0);
@@ -291,21 +322,37 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
   {
     name: "PUT /api/cohorts/:id",
     expect: ADMIN_ONLY,
-    call: (a) => cohortRoute.PUT(request(a, `/api/cohorts/${cohortId}`, { method: "PUT", body: JSON.stringify({ name: "CKA 1", labs: [LAB], idleMinutes: 20 }) }), params({ id: cohortId })),
+    call: (a) =>
+      cohortRoute.PUT(
+        request(a, `/api/cohorts/${cohortId}`, { method: "PUT", body: JSON.stringify({ name: "CKA 1", labs: [LAB], idleMinutes: 20 }) }),
+        params({ id: cohortId }),
+      ),
     works: async (_a, res) => expect(((await res.json()) as { cohort: { idleMinutes: number } }).cohort.idleMinutes).toBe(20),
   },
   {
     name: "POST /api/cohorts/:id/members (assign an instructor who already is one: 200 alreadyMember)",
     expect: ADMIN_ONLY,
     call: (a) =>
-      cohortMembersRoute.POST(request(a, `/api/cohorts/${cohortId}/members`, { method: "POST", body: JSON.stringify({ email: users.cohortInstructor.email, role: "instructor" }) }), params({ id: cohortId })),
+      cohortMembersRoute.POST(
+        request(a, `/api/cohorts/${cohortId}/members`, {
+          method: "POST",
+          body: JSON.stringify({ email: users.cohortInstructor.email, role: "instructor" }),
+        }),
+        params({ id: cohortId }),
+      ),
     works: async (_a, res) => expect(await res.json()).toMatchObject({ outcome: "alreadyMember", member: { role: "instructor" } }),
   },
   {
     name: "POST /api/cohorts/:id/members (an existing learner by email: member at once)",
     expect: { ...ADMIN_ONLY, admin: 201 },
     call: (a) =>
-      cohortMembersRoute.POST(request(a, `/api/cohorts/${membersCohortId}/members`, { method: "POST", body: JSON.stringify({ email: addable.email, role: "learner" }) }), params({ id: membersCohortId })),
+      cohortMembersRoute.POST(
+        request(a, `/api/cohorts/${membersCohortId}/members`, {
+          method: "POST",
+          body: JSON.stringify({ email: addable.email, role: "learner" }),
+        }),
+        params({ id: membersCohortId }),
+      ),
     works: async (_a, res) => {
       expect(await res.json()).toMatchObject({ outcome: "added", member: { userId: addable.id, role: "learner" } });
       expect(await stack.db.cohortMember.count({ where: { cohortId: membersCohortId, userId: addable.id } })).toBe(1);
@@ -315,7 +362,13 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "POST /api/cohorts/:id/members (an unknown email: an invitation with its link)",
     expect: { ...ADMIN_ONLY, admin: 201 },
     call: (a) =>
-      cohortMembersRoute.POST(request(a, `/api/cohorts/${membersCohortId}/members`, { method: "POST", body: JSON.stringify({ email: `m-${a}@example.test`, role: "learner" }) }), params({ id: membersCohortId })),
+      cohortMembersRoute.POST(
+        request(a, `/api/cohorts/${membersCohortId}/members`, {
+          method: "POST",
+          body: JSON.stringify({ email: `m-${a}@example.test`, role: "learner" }),
+        }),
+        params({ id: membersCohortId }),
+      ),
     works: async (_a, res) => {
       const body = (await res.json()) as { outcome: string; invitation: { cohortId: string; url: string } };
       expect(body.outcome).toBe("invited");
@@ -327,12 +380,20 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "DELETE /api/cohorts/:id/members/:userId (remove a member, audited)",
     expect: ADMIN_ONLY,
     call: (a) =>
-      cohortMemberRoute.DELETE(request(a, `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }), params({ id: membersCohortId, userId: removable.id })),
+      cohortMemberRoute.DELETE(
+        request(a, `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }),
+        params({ id: membersCohortId, userId: removable.id }),
+      ),
     works: async (_a, res) => {
       expect(await res.json()).toEqual({ removed: { userId: removable.id, role: "learner" } });
       expect(await stack.db.cohortMember.count({ where: { cohortId: membersCohortId, userId: removable.id } })).toBe(0);
-      expect(await stack.db.auditLog.count({ where: { action: "cohort.member.remove", targetId: membersCohortId, actorId: users.admin.id } })).toBe(1);
-      const again = await cohortMemberRoute.DELETE(request("admin", `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }), params({ id: membersCohortId, userId: removable.id }));
+      expect(
+        await stack.db.auditLog.count({ where: { action: "cohort.member.remove", targetId: membersCohortId, actorId: users.admin.id } }),
+      ).toBe(1);
+      const again = await cohortMemberRoute.DELETE(
+        request("admin", `/api/cohorts/${membersCohortId}/members/${removable.id}`, { method: "DELETE" }),
+        params({ id: membersCohortId, userId: removable.id }),
+      );
       expect(again.status).toBe(404);
     },
   },
@@ -343,7 +404,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     works: async (_a, res) => {
       expect(await res.json()).toEqual({ revoked: revocableId });
       expect((await stack.db.invitation.findUniqueOrThrow({ where: { id: revocableId } })).revokedAt).not.toBeNull();
-      const again = await invitationRoute.DELETE(request("admin", `/api/invitations/${revocableId}`, { method: "DELETE" }), params({ id: revocableId }));
+      const again = await invitationRoute.DELETE(
+        request("admin", `/api/invitations/${revocableId}`, { method: "DELETE" }),
+        params({ id: revocableId }),
+      );
       expect(again.status).toBe(404);
     },
   },
@@ -353,7 +417,12 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "POST /api/invitations/join (an existing account joins by its own cohort invitation)",
     expect: { anonymous: 401, owner: 403, otherLearner: 201, cohortInstructor: 403, otherInstructor: 403, admin: 403 },
     call: async (a) => {
-      const { token } = await createInvitation(stack.db, { email: users.otherLearner.email, role: "learner", cohortId: membersCohortId }, users.admin.id, { secret: stack.secret });
+      const { token } = await createInvitation(
+        stack.db,
+        { email: users.otherLearner.email, role: "learner", cohortId: membersCohortId },
+        users.admin.id,
+        { secret: stack.secret },
+      );
       const res = await joinRoute.POST(request(a, "/api/invitations/join", { method: "POST", body: JSON.stringify({ token }) }), {});
       if (res.status === 403) expect(await findOpenInvitation(stack.db, token)).not.toBeNull();
       return res;
@@ -368,7 +437,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     name: "POST /api/cohorts/:id/invitations",
     expect: { ...ADMIN_ONLY, admin: 201 },
     call: (a) =>
-      cohortInvitationsRoute.POST(request(a, `/api/cohorts/${cohortId}/invitations`, { method: "POST", body: JSON.stringify({ email: `c-${a}@example.test` }) }), params({ id: cohortId })),
+      cohortInvitationsRoute.POST(
+        request(a, `/api/cohorts/${cohortId}/invitations`, { method: "POST", body: JSON.stringify({ email: `c-${a}@example.test` }) }),
+        params({ id: cohortId }),
+      ),
     works: async (_a, res) => {
       const body = (await res.json()) as { invitation: { cohortId: string; role: string }; url: string };
       expect(body.invitation).toMatchObject({ cohortId, role: "learner" });
@@ -380,7 +452,11 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: { ...ADMIN_ONLY, admin: 201 },
     call: (a) =>
       cohortImportRoute.POST(
-        request(a, `/api/cohorts/${cohortId}/import`, { method: "POST", headers: { "content-type": "text/csv" }, body: `email,name\ncsv-${a}@example.test,CSV ${a}\nbad,row\n` }),
+        request(a, `/api/cohorts/${cohortId}/import`, {
+          method: "POST",
+          headers: { "content-type": "text/csv" },
+          body: `email,name\ncsv-${a}@example.test,CSV ${a}\nbad,row\n`,
+        }),
         params({ id: cohortId }),
       ),
     works: async (_a, res) => {
@@ -423,7 +499,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: COHORT_VIEW,
     call: async (a) => {
       const controller = new AbortController();
-      const res = await cohortEventsRoute.GET(request(a, `/api/cohorts/${cohortId}/events`, { signal: controller.signal }), params({ id: cohortId }));
+      const res = await cohortEventsRoute.GET(
+        request(a, `/api/cohorts/${cohortId}/events`, { signal: controller.signal }),
+        params({ id: cohortId }),
+      );
       if (res.status !== 200) return res;
       const reader = res.body!.getReader();
       const first = new TextDecoder().decode((await reader.read()).value);
@@ -442,8 +521,13 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
   {
     name: "POST /api/sessions/:id/extend",
     expect: ADMIN_ONLY,
-    call: (a) => extendRoute.POST(request(a, `/api/sessions/${sessionId}/extend`, { method: "POST", body: JSON.stringify({ minutes: 10 }) }), params({ id: sessionId })),
-    works: async (_a, res) => expect(Date.parse(((await res.json()) as { expiresAt: string }).expiresAt)).toBeGreaterThan(Date.now() + 65 * 60_000),
+    call: (a) =>
+      extendRoute.POST(
+        request(a, `/api/sessions/${sessionId}/extend`, { method: "POST", body: JSON.stringify({ minutes: 10 }) }),
+        params({ id: sessionId }),
+      ),
+    works: async (_a, res) =>
+      expect(Date.parse(((await res.json()) as { expiresAt: string }).expiresAt)).toBeGreaterThan(Date.now() + 65 * 60_000),
   },
   {
     name: "POST /api/sessions/:id/lab-version (move to the lab's current version)",
@@ -453,7 +537,10 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
       // The lab on disk is unchanged: the session already runs its current version.
       const row = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
       expect(await res.json()).toMatchObject({ sessionId, moved: false, from: row.labVersion, to: row.labVersion });
-      const missing = await labVersionRoute.POST(request("admin", "/api/sessions/nope/lab-version", { method: "POST" }), params({ id: "nope" }));
+      const missing = await labVersionRoute.POST(
+        request("admin", "/api/sessions/nope/lab-version", { method: "POST" }),
+        params({ id: "nope" }),
+      );
       expect([missing.status, ((await missing.json()) as { code: string }).code]).toEqual([404, "noSuchSession"]);
     },
   },
@@ -462,7 +549,12 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     expect: ADMIN_ONLY,
     call: (a) => capacityRoute.GET(request(a, "/api/capacity"), {}),
     works: async (_a, res) => {
-      const body = (await res.json()) as { provider: string; sessions: { ready: number }; machines: number; memory: { totalBytes: number } };
+      const body = (await res.json()) as {
+        provider: string;
+        sessions: { ready: number };
+        machines: number;
+        memory: { totalBytes: number };
+      };
       expect(body.provider).toBe("static");
       expect(body.sessions.ready).toBeGreaterThanOrEqual(2);
       expect(body.machines).toBeGreaterThanOrEqual(6);
@@ -473,7 +565,8 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     // The web preview's way in (server/preview/): a redirect to the preview origin with an entry code.
     name: "GET /api/sessions/:id/preview (web preview entry)",
     expect: { ...WATCHABLE, owner: 303, cohortInstructor: 303, admin: 303 },
-    call: (a) => sessionPreviewRoute.GET(request(a, `/api/sessions/${sessionId}/preview?machine=node01&port=8080&path=/`), params({ id: sessionId })),
+    call: (a) =>
+      sessionPreviewRoute.GET(request(a, `/api/sessions/${sessionId}/preview?machine=node01&port=8080&path=/`), params({ id: sessionId })),
     works: async (_a, res) => expect(new URL(res.headers.get("location")!).hostname).toBe(`8080-node01-${sessionId}.preview.localhost`),
   },
   {
@@ -483,14 +576,20 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     call: (a) => labPreviewRoute.GET(request(a, `/api/labs/${LAB}/preview?machine=node02&port=80`), params({ slug: LAB })),
     works: async (actor, res) => {
       const host = new URL(res.headers.get("location")!).hostname;
-      const own = await stack.db.labSession.findFirstOrThrow({ where: { learnerId: users[actor as Exclude<Actor, "anonymous">].id, labSlug: LAB, state: "ready" } });
+      const own = await stack.db.labSession.findFirstOrThrow({
+        where: { learnerId: users[actor as Exclude<Actor, "anonymous">].id, labSlug: LAB, state: "ready" },
+      });
       expect(host).toBe(`80-node02-${own.id}.preview.localhost`);
     },
   },
   {
     name: "POST /api/sessions/:id/tabs (another shell)",
     expect: { ...OWNER_ONLY, owner: 201 },
-    call: (a) => tabsRoute.POST(request(a, `/api/sessions/${sessionId}/tabs`, { method: "POST", body: JSON.stringify({ machine: "node01" }) }), params({ id: sessionId })),
+    call: (a) =>
+      tabsRoute.POST(
+        request(a, `/api/sessions/${sessionId}/tabs`, { method: "POST", body: JSON.stringify({ machine: "node01" }) }),
+        params({ id: sessionId }),
+      ),
     works: async (_a, res) => {
       const body = (await res.json()) as { machine: string; number: number; token: string };
       expect(body).toMatchObject({ machine: "node01", number: 2 });
@@ -503,10 +602,15 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
     call: async (a) => {
       if (a === "owner" && !deletableTab) deletableTab = await openTab(stack.db, sessionId, "node02");
       const tab = deletableTab ?? { machine: "node02", number: 2 };
-      return tabRoute.DELETE(request(a, `/api/sessions/${sessionId}/tabs/${tab.machine}/${tab.number}`, { method: "DELETE" }), params({ id: sessionId, machine: tab.machine, number: String(tab.number) }));
+      return tabRoute.DELETE(
+        request(a, `/api/sessions/${sessionId}/tabs/${tab.machine}/${tab.number}`, { method: "DELETE" }),
+        params({ id: sessionId, machine: tab.machine, number: String(tab.number) }),
+      );
     },
     works: async () => {
-      const row = await stack.db.terminalTab.findFirstOrThrow({ where: { sessionId, machine: deletableTab!.machine, number: deletableTab!.number } });
+      const row = await stack.db.terminalTab.findFirstOrThrow({
+        where: { sessionId, machine: deletableTab!.machine, number: deletableTab!.number },
+      });
       expect(row.closedAt).not.toBeNull();
       deletableTab = null;
     },
@@ -514,7 +618,8 @@ const ROUTES: { name: string; expect: Expect; call: (actor: Actor) => Promise<Re
   {
     name: "POST /api/cohorts/:id/end (sessions ended, machines released)",
     expect: ADMIN_ONLY,
-    call: (a) => cohortEndRoute.POST(request(a, `/api/cohorts/${endableCohortId}/end`, { method: "POST" }), params({ id: endableCohortId })),
+    call: (a) =>
+      cohortEndRoute.POST(request(a, `/api/cohorts/${endableCohortId}/end`, { method: "POST" }), params({ id: endableCohortId })),
     works: async (_a, res) => {
       expect(((await res.json()) as { ended: string[] }).ended).toEqual([endableSessionId]);
       const s = await stack.db.labSession.findUniqueOrThrow({ where: { id: endableSessionId } });
@@ -550,9 +655,14 @@ describe("API routes × actors", () => {
   });
 
   it("error messages follow the language cookie (Japanese by default)", async () => {
-    const ja = (await (await progressRoute.GET(request("anonymous", "/api/sessions/x/progress"), params({ id: "x" }))).json()) as { error: string };
+    const ja = (await (await progressRoute.GET(request("anonymous", "/api/sessions/x/progress"), params({ id: "x" }))).json()) as {
+      error: string;
+    };
     const en = (await (
-      await progressRoute.GET(request("anonymous", "/api/sessions/x/progress", { headers: { cookie: "labdeck_locale=en" } }), params({ id: "x" }))
+      await progressRoute.GET(
+        request("anonymous", "/api/sessions/x/progress", { headers: { cookie: "labdeck_locale=en" } }),
+        params({ id: "x" }),
+      )
     ).json()) as { error: string };
     expect(ja.error).toBe("ログインしていません。ログインしてください。");
     expect(en.error).toBe("You are not signed in. Please sign in.");
@@ -591,7 +701,14 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
     for (const origin of ["http://evil.example", null]) {
       const headers: Record<string, string> = { "content-type": "application/json" };
       if (origin) headers.origin = origin;
-      const res = await acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers, body: JSON.stringify({ token: "x".repeat(43), name: "N", password: PASSWORD }) }), {});
+      const res = await acceptRoute.POST(
+        new Request(`${BASE}/api/invitations/accept`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ token: "x".repeat(43), name: "N", password: PASSWORD }),
+        }),
+        {},
+      );
       expect(res.status).toBe(403);
     }
   });
@@ -599,7 +716,9 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
   it("GET requests need no Origin (links, reloads)", async () => {
     originOverride = null;
     try {
-      expect((await progressRoute.GET(request("owner", `/api/sessions/${sessionId}/progress`), params({ id: sessionId }))).status).toBe(200);
+      expect((await progressRoute.GET(request("owner", `/api/sessions/${sessionId}/progress`), params({ id: sessionId }))).status).toBe(
+        200,
+      );
     } finally {
       originOverride = undefined;
     }
@@ -639,13 +758,21 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
 
   it("a JSON route given another media type is 415", async () => {
     const res = await cohortsRoute.POST(
-      request("admin", "/api/cohorts", { method: "POST", headers: { "content-type": "text/plain" }, body: JSON.stringify({ name: "Plain", labs: [LAB] }) }),
+      request("admin", "/api/cohorts", {
+        method: "POST",
+        headers: { "content-type": "text/plain" },
+        body: JSON.stringify({ name: "Plain", labs: [LAB] }),
+      }),
       {},
     );
     expect(res.status).toBe(415);
     expect(((await res.json()) as { code: string }).code).toBe("unsupportedMediaType");
     const form = await invitationsRoute.POST(
-      request("admin", "/api/invitations", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a@b.c&role=admin" }),
+      request("admin", "/api/invitations", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "email=a@b.c&role=admin",
+      }),
       {},
     );
     expect(form.status).toBe(415);
@@ -656,11 +783,23 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
     const cases = [
       await progressRoute.GET(request("owner", `/api/sessions/${encodeURIComponent(nul)}/progress`), params({ id: nul })),
       await checkRoute.POST(request("owner", `/api/sessions/${encodeURIComponent(nul)}/check`, { method: "POST" }), params({ id: nul })),
-      await labSessionRoute.POST(request("owner", `/api/labs/${encodeURIComponent(nul)}/session`, { method: "POST" }), params({ slug: nul })),
+      await labSessionRoute.POST(
+        request("owner", `/api/labs/${encodeURIComponent(nul)}/session`, { method: "POST" }),
+        params({ slug: nul }),
+      ),
       await cohortRoute.GET(request("admin", `/api/cohorts/${encodeURIComponent(nul)}`), params({ id: nul })),
       await cohortsRoute.POST(request("admin", "/api/cohorts", { method: "POST", body: JSON.stringify({ name: nul, labs: [LAB] }) }), {}),
-      await invitationsRoute.POST(request("admin", "/api/invitations", { method: "POST", body: JSON.stringify({ email: `x${nul}@example.test`, role: "learner" }) }), {}),
-      await acceptRoute.POST(request("anonymous", "/api/invitations/accept", { method: "POST", body: JSON.stringify({ token: "x".repeat(43), name: nul, password: PASSWORD }) }), {}),
+      await invitationsRoute.POST(
+        request("admin", "/api/invitations", { method: "POST", body: JSON.stringify({ email: `x${nul}@example.test`, role: "learner" }) }),
+        {},
+      ),
+      await acceptRoute.POST(
+        request("anonymous", "/api/invitations/accept", {
+          method: "POST",
+          body: JSON.stringify({ token: "x".repeat(43), name: nul, password: PASSWORD }),
+        }),
+        {},
+      ),
     ];
     for (const res of cases) {
       expect(res.status).toBe(400);
@@ -670,7 +809,10 @@ describe("web-tier hardening (issue 17): origin, body size, media type, NUL byte
 
   it("an invitation to a cohort that does not exist is 400 or 404, not 500 (foreign key)", async () => {
     const res = await invitationsRoute.POST(
-      request("admin", "/api/invitations", { method: "POST", body: JSON.stringify({ email: "ghost@example.test", role: "learner", cohortId: "no-such-cohort" }) }),
+      request("admin", "/api/invitations", {
+        method: "POST",
+        body: JSON.stringify({ email: "ghost@example.test", role: "learner", cohortId: "no-such-cohort" }),
+      }),
       {},
     );
     expect([400, 404]).toContain(res.status);
@@ -690,7 +832,12 @@ describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
     );
 
   it("wrong passwords for one account from rotating addresses hit 429 after 10; the right password too, until the window passes", async () => {
-    const victim = await createUserWithPassword(stack.db, stack.auth, { email: "victim@example.test", name: "Victim", role: "learner", password: PASSWORD });
+    const victim = await createUserWithPassword(stack.db, stack.auth, {
+      email: "victim@example.test",
+      name: "Victim",
+      role: "learner",
+      password: PASSWORD,
+    });
     const statuses: number[] = [];
     for (let i = 0; i < 12; i++) statuses.push((await signInVia(victim.email, "wrong password!", `198.51.100.${i}`)).status);
     expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
@@ -711,7 +858,8 @@ describe("throttling (rate-limiter-flexible, counters in PostgreSQL)", () => {
   it("manual checks are rate-limited per user (429 after 30 a minute)", async () => {
     let last = 0;
     for (let i = 0; i < 31 && last !== 429; i++) {
-      last = (await checkRoute.POST(request("owner", `/api/sessions/${sessionId}/check`, { method: "POST" }), params({ id: sessionId }))).status;
+      last = (await checkRoute.POST(request("owner", `/api/sessions/${sessionId}/check`, { method: "POST" }), params({ id: sessionId })))
+        .status;
     }
     expect(last).toBe(429);
   }, 120_000);
@@ -721,7 +869,13 @@ describe("a lab's prepared sets and cap (pool targets)", () => {
   it("bad input is 400 and changes nothing; a lab that does not exist is 404", async () => {
     const put = (slug: string, body: unknown) =>
       poolTargetRoute.PUT(request("admin", `/api/pool-targets/${slug}`, { method: "PUT", body: JSON.stringify(body) }), params({ slug }));
-    for (const body of [{ reserve: -1, initial: 0, cap: null }, { reserve: 1, initial: 0 }, { reserve: 1, initial: 0, cap: 0 }, { reserve: 1, initial: 0, cap: null, extra: 1 }, "x"]) {
+    for (const body of [
+      { reserve: -1, initial: 0, cap: null },
+      { reserve: 1, initial: 0 },
+      { reserve: 1, initial: 0, cap: 0 },
+      { reserve: 1, initial: 0, cap: null, extra: 1 },
+      "x",
+    ]) {
       expect((await put(LAB, body)).status).toBe(400);
     }
     expect(await stack.db.poolTarget.count({ where: { labSlug: LAB } })).toBe(0);
@@ -736,7 +890,10 @@ describe("which labs a learner may start", () => {
     const lab = await stack.labs.get(closed);
     expect(lab.manifest.openToAll).toBe(false);
     const before = await stack.db.labSession.count();
-    const res = await labSessionRoute.POST(request("otherLearner", `/api/labs/${closed}/session`, { method: "POST" }), params({ slug: closed }));
+    const res = await labSessionRoute.POST(
+      request("otherLearner", `/api/labs/${closed}/session`, { method: "POST" }),
+      params({ slug: closed }),
+    );
     expect(res.status).toBe(403);
     expect(((await res.json()) as { code: string }).code).toBe("labNotAllowed");
     expect(await stack.db.labSession.count()).toBe(before);
@@ -746,14 +903,24 @@ describe("which labs a learner may start", () => {
 
 describe("the no-VM demo mode (LABDECK_MACHINES=netns-demo)", () => {
   it("refuses a lab that changes the machine (409 labNeedsRealMachines, no session); a lab that does not still starts", async () => {
-    const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000", LABDECK_MACHINES: "netns-demo" });
+    const env = parseEnv({
+      NODE_ENV: "test",
+      LABDECK_DATA_DIR: "/nonexistent",
+      HOST: "127.0.0.1",
+      PORT: "3000",
+      LABDECK_MACHINES: "netns-demo",
+    });
     const normal = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
-    const services = (e: typeof env) => setServices({ ...stack, env: e, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env: e }, lab) });
+    const services = (e: typeof env) =>
+      setServices({ ...stack, env: e, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env: e }, lab) });
     services(env);
     try {
       expect((await stack.labs.get("preinstall-checks")).manifest.changesMachine).toBe(true);
       const before = await stack.db.labSession.count();
-      const res = await labSessionRoute.POST(request("admin", "/api/labs/preinstall-checks/session", { method: "POST" }), params({ slug: "preinstall-checks" }));
+      const res = await labSessionRoute.POST(
+        request("admin", "/api/labs/preinstall-checks/session", { method: "POST" }),
+        params({ slug: "preinstall-checks" }),
+      );
       expect(res.status).toBe(409);
       expect(((await res.json()) as { code: string }).code).toBe("labNeedsRealMachines");
       expect(await stack.db.labSession.count()).toBe(before);
@@ -770,7 +937,10 @@ describe("per-user caps on live streams and sockets", () => {
     const controllers: AbortController[] = [];
     const open = async () => {
       const controller = new AbortController();
-      const res = await eventsRoute.GET(request("owner", `/api/sessions/${sessionId}/events`, { signal: controller.signal }), params({ id: sessionId }));
+      const res = await eventsRoute.GET(
+        request("owner", `/api/sessions/${sessionId}/events`, { signal: controller.signal }),
+        params({ id: sessionId }),
+      );
       if (res.status === 200) {
         controllers.push(controller);
         await res.body!.getReader().read();
@@ -807,14 +977,24 @@ describe("accounts", () => {
   it("an invitation makes an account with the invitation's role and signs it in; the link works once", async () => {
     const { token } = await createInvitation(stack.db, { email: "Invited@Example.test", role: "instructor" }, users.admin.id);
     const accept = (body: object) =>
-      acceptRoute.POST(new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify(body) }), {});
+      acceptRoute.POST(
+        new Request(`${BASE}/api/invitations/accept`, {
+          method: "POST",
+          headers: { "content-type": "application/json", origin: ORIGIN },
+          body: JSON.stringify(body),
+        }),
+        {},
+      );
     const bad = await accept({ token, name: "", password: "short" });
     expect(bad.status).toBe(400);
     const res = await accept({ token, name: "Invited", password: PASSWORD, role: "admin" });
     expect(res.status).toBe(201);
     const user = await stack.db.user.findUniqueOrThrow({ where: { email: "invited@example.test" } });
     expect(user.role).toBe("instructor");
-    const cookie = res.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+    const cookie = res.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
     const session = await stack.auth.api.getSession({ headers: new Headers({ cookie }) });
     expect(session?.user.id).toBe(user.id);
     expect((await accept({ token, name: "Again", password: PASSWORD })).status).toBe(410);
@@ -822,10 +1002,23 @@ describe("accounts", () => {
   });
 
   it("a revoked invitation is refused (410) and makes no account", async () => {
-    const { token, invitation } = await createInvitation(stack.db, { email: "revoked@example.test", role: "learner" }, users.admin.id, { secret: stack.secret });
-    expect((await invitationRoute.DELETE(request("admin", `/api/invitations/${invitation.id}`, { method: "DELETE" }), params({ id: invitation.id }))).status).toBe(200);
+    const { token, invitation } = await createInvitation(stack.db, { email: "revoked@example.test", role: "learner" }, users.admin.id, {
+      secret: stack.secret,
+    });
+    expect(
+      (
+        await invitationRoute.DELETE(
+          request("admin", `/api/invitations/${invitation.id}`, { method: "DELETE" }),
+          params({ id: invitation.id }),
+        )
+      ).status,
+    ).toBe(200);
     const res = await acceptRoute.POST(
-      new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify({ token, name: "Revoked", password: PASSWORD }) }),
+      new Request(`${BASE}/api/invitations/accept`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: ORIGIN },
+        body: JSON.stringify({ token, name: "Revoked", password: PASSWORD }),
+      }),
       {},
     );
     expect(res.status).toBe(410);
@@ -833,17 +1026,26 @@ describe("accounts", () => {
   });
 
   it("GET /api/invitations lists open invitations with their link again", async () => {
-    const { token } = await createInvitation(stack.db, { email: "listed@example.test", role: "learner" }, users.admin.id, { secret: stack.secret });
+    const { token } = await createInvitation(stack.db, { email: "listed@example.test", role: "learner" }, users.admin.id, {
+      secret: stack.secret,
+    });
     const res = await invitationsRoute.GET(request("admin", "/api/invitations"), {});
     const { invitations } = (await res.json()) as { invitations: { email: string; open: boolean; url: string | null }[] };
-    expect(invitations.find((i) => i.email === "listed@example.test")).toMatchObject({ open: true, url: expect.stringMatching(new RegExp(`/invite/${token}$`)) });
+    expect(invitations.find((i) => i.email === "listed@example.test")).toMatchObject({
+      open: true,
+      url: expect.stringMatching(new RegExp(`/invite/${token}$`)),
+    });
   });
 
   it("an expired invitation is refused", async () => {
     const past = new Date(Date.now() - 30 * 24 * 60 * 60 * 1000);
     const { token } = await createInvitation(stack.db, { email: "late@example.test", role: "learner", days: 1 }, null, { now: past });
     const res = await acceptRoute.POST(
-      new Request(`${BASE}/api/invitations/accept`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN }, body: JSON.stringify({ token, name: "Late", password: PASSWORD }) }),
+      new Request(`${BASE}/api/invitations/accept`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: ORIGIN },
+        body: JSON.stringify({ token, name: "Late", password: PASSWORD }),
+      }),
       {},
     );
     expect(res.status).toBe(410);
@@ -864,18 +1066,53 @@ describe("accounts", () => {
 
 /** Terminal socket: who connects (cookie) × which token (issued to whom, which mode). */
 const SOCKETS: { name: string; actor: Actor; token: () => string; expect: number | "write" | "read" }[] = [
-  { name: "no sign-in, the owner's write token", actor: "anonymous", token: () => tokenFor("owner", "write"), expect: CloseCode.unauthorized },
+  {
+    name: "no sign-in, the owner's write token",
+    actor: "anonymous",
+    token: () => tokenFor("owner", "write"),
+    expect: CloseCode.unauthorized,
+  },
   { name: "owner, own write token", actor: "owner", token: () => tokenFor("owner", "write"), expect: "write" },
   { name: "owner, own read token", actor: "owner", token: () => tokenFor("owner", "read"), expect: "read" },
   // The POST …/tabs row above opened node01 #2 for the owner; #9 was never opened.
-  { name: "owner, write token for an open extra tab (node01 #2)", actor: "owner", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "write", sub: users.owner.id }), expect: "write" },
-  { name: "owner, token for a tab that is not open (node01 #9)", actor: "owner", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 9, mode: "write", sub: users.owner.id }), expect: CloseCode.notFound },
-  { name: "cohort instructor, read token for the owner's extra tab", actor: "cohortInstructor", token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "read", sub: users.cohortInstructor.id }), expect: "read" },
+  {
+    name: "owner, write token for an open extra tab (node01 #2)",
+    actor: "owner",
+    token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "write", sub: users.owner.id }),
+    expect: "write",
+  },
+  {
+    name: "owner, token for a tab that is not open (node01 #9)",
+    actor: "owner",
+    token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 9, mode: "write", sub: users.owner.id }),
+    expect: CloseCode.notFound,
+  },
+  {
+    name: "cohort instructor, read token for the owner's extra tab",
+    actor: "cohortInstructor",
+    token: () => signTerminalToken(stack.secret, { sid: sessionId, m: "node01", n: 2, mode: "read", sub: users.cohortInstructor.id }),
+    expect: "read",
+  },
   { name: "other learner, the owner's token", actor: "otherLearner", token: () => tokenFor("owner", "write"), expect: CloseCode.forbidden },
-  { name: "other learner, a read token in their name", actor: "otherLearner", token: () => tokenFor("otherLearner", "read"), expect: CloseCode.forbidden },
+  {
+    name: "other learner, a read token in their name",
+    actor: "otherLearner",
+    token: () => tokenFor("otherLearner", "read"),
+    expect: CloseCode.forbidden,
+  },
   { name: "cohort instructor, read token", actor: "cohortInstructor", token: () => tokenFor("cohortInstructor", "read"), expect: "read" },
-  { name: "cohort instructor, write token", actor: "cohortInstructor", token: () => tokenFor("cohortInstructor", "write"), expect: CloseCode.forbidden },
-  { name: "other instructor, read token", actor: "otherInstructor", token: () => tokenFor("otherInstructor", "read"), expect: CloseCode.forbidden },
+  {
+    name: "cohort instructor, write token",
+    actor: "cohortInstructor",
+    token: () => tokenFor("cohortInstructor", "write"),
+    expect: CloseCode.forbidden,
+  },
+  {
+    name: "other instructor, read token",
+    actor: "otherInstructor",
+    token: () => tokenFor("otherInstructor", "read"),
+    expect: CloseCode.forbidden,
+  },
   { name: "admin, read token", actor: "admin", token: () => tokenFor("admin", "read"), expect: "read" },
   { name: "admin, write token", actor: "admin", token: () => tokenFor("admin", "write"), expect: CloseCode.forbidden },
 ];
@@ -909,7 +1146,11 @@ describe("terminal socket × actors", () => {
 
   it("a watcher sees what the owner types", async () => {
     const owner = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner });
-    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("cohortInstructor", "read") }, { cookie: cookies.cohortInstructor });
+    const watcher = await TerminalTestClient.connect(
+      stack.wsUrl,
+      { token: tokenFor("cohortInstructor", "read") },
+      { cookie: cookies.cohortInstructor },
+    );
     try {
       await owner.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
       // Watching from now on ("ready" comes as the viewer is attached): what the owner types next
@@ -926,8 +1167,14 @@ describe("terminal socket × actors", () => {
   it("a watcher is announced to the learner (session events) and audited; leaving clears the notice", async () => {
     const seen: (readonly string[])[] = [];
     const off = stack.bus.onWatchers(sessionId, (names) => seen.push(names));
-    const before = await stack.db.auditLog.count({ where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id } });
-    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("cohortInstructor", "read") }, { cookie: cookies.cohortInstructor });
+    const before = await stack.db.auditLog.count({
+      where: { action: "session.watch", targetId: sessionId, actorId: users.cohortInstructor.id },
+    });
+    const watcher = await TerminalTestClient.connect(
+      stack.wsUrl,
+      { token: tokenFor("cohortInstructor", "read") },
+      { cookie: cookies.cohortInstructor },
+    );
     await watcher.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
     await expect.poll(() => stack.watchers.watchers(sessionId)).toEqual(["cohortInstructor"]);
     await expect.poll(() => seen.at(-1)).toEqual(["cohortInstructor"]);
@@ -943,7 +1190,10 @@ describe("terminal socket × actors", () => {
 
   it("the cohort's event stream tells the dashboard when a learner's session changes (and not for other cohorts)", async () => {
     const controller = new AbortController();
-    const res = await cohortEventsRoute.GET(request("cohortInstructor", `/api/cohorts/${cohortId}/events`, { signal: controller.signal }), params({ id: cohortId }));
+    const res = await cohortEventsRoute.GET(
+      request("cohortInstructor", `/api/cohorts/${cohortId}/events`, { signal: controller.signal }),
+      params({ id: cohortId }),
+    );
     const reader = res.body!.getReader();
     let text = new TextDecoder().decode((await reader.read()).value);
     stack.bus.publishSessionChange(endableSessionId); // another cohort's session: not told
@@ -957,18 +1207,25 @@ describe("terminal socket × actors", () => {
 
   it("a socket from another origin is refused at the upgrade", async () => {
     await expect(
-      TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "http://evil.example" }),
+      TerminalTestClient.connect(
+        stack.wsUrl,
+        { token: tokenFor("owner", "write") },
+        { cookie: cookies.owner, origin: "http://evil.example" },
+      ),
     ).rejects.toThrow(/HTTP 403/);
   });
 
   it("a socket with no Origin is refused at the upgrade (browsers always send one)", async () => {
-    await expect(TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "" })).rejects.toThrow(/HTTP 403/);
+    await expect(
+      TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "write") }, { cookie: cookies.owner, origin: "" }),
+    ).rejects.toThrow(/HTTP 403/);
   });
 
   it("a user's 25th terminal socket is refused (4429) while 24 are open; closing one frees a slot", async () => {
     const clients: TerminalTestClient[] = [];
     try {
-      for (let i = 0; i < 24; i++) clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
+      for (let i = 0; i < 24; i++)
+        clients.push(await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner }));
       await Promise.all(clients.map((c) => c.waitFor((x) => x.messages.some((m) => m.type === "ready"), 30_000, "ready")));
       const extra = await TerminalTestClient.connect(stack.wsUrl, { token: tokenFor("owner", "read") }, { cookie: cookies.owner });
       expect((await extra.waitForClose()).code).toBe(CloseCode.tooManySockets);
@@ -1023,7 +1280,11 @@ async function cohortOfTwo(prefix: string, name: string, labs: string[]) {
 }
 
 async function attached(sid: string, sub: string, mode: "write" | "read", cookie: string): Promise<TerminalTestClient> {
-  const client = await TerminalTestClient.connect(stack.wsUrl, { token: signTerminalToken(stack.secret, { sid, m: "node01", mode, sub }) }, { cookie });
+  const client = await TerminalTestClient.connect(
+    stack.wsUrl,
+    { token: signTerminalToken(stack.secret, { sid, m: "node01", mode, sub }) },
+    { cookie },
+  );
   await client.waitFor((c) => c.messages.some((m) => m.type === "ready"), 20_000, "ready");
   return client;
 }
@@ -1048,7 +1309,9 @@ describe("access drift (issue 17): live sockets and streams close at once, with 
     };
     const watch = await attached(sid, teacher.id, "read", teacherCookie);
     const own = await attached(sid, learner.id, "write", learnerCookie);
-    const cohortEvents = await openStream(await cohortEventsRoute.GET(asTeacher(`/api/cohorts/${cohort.id}/events`), params({ id: cohort.id })));
+    const cohortEvents = await openStream(
+      await cohortEventsRoute.GET(asTeacher(`/api/cohorts/${cohort.id}/events`), params({ id: cohort.id })),
+    );
     const sessionEvents = await openStream(await eventsRoute.GET(asTeacher(`/api/sessions/${sid}/events`), params({ id: sid })));
     expect((await tokensRoute.GET(asTeacher(`/api/sessions/${sid}/terminal-tokens`), params({ id: sid }))).status).toBe(200);
 
@@ -1066,10 +1329,16 @@ describe("access drift (issue 17): live sockets and streams close at once, with 
     ] as const) {
       expect([route, res.status, ((await res.json()) as { code: string }).code]).toEqual([route, 403, "cohortEnded"]);
     }
-    const again = await TerminalTestClient.connect(stack.wsUrl, { token: signTerminalToken(stack.secret, { sid, m: "node01", mode: "read", sub: teacher.id }) }, { cookie: teacherCookie });
+    const again = await TerminalTestClient.connect(
+      stack.wsUrl,
+      { token: signTerminalToken(stack.secret, { sid, m: "node01", mode: "read", sub: teacher.id }) },
+      { cookie: teacherCookie },
+    );
     expect(await again.waitForClose()).toEqual({ code: CloseCode.forbidden, reason: "cohortEnded" });
     // Admins still see the ended cohort; the learner's own terminal was never touched.
-    expect((await cohortDashboardRoute.GET(request("admin", `/api/cohorts/${cohort.id}/dashboard`), params({ id: cohort.id }))).status).toBe(200);
+    expect(
+      (await cohortDashboardRoute.GET(request("admin", `/api/cohorts/${cohort.id}/dashboard`), params({ id: cohort.id }))).status,
+    ).toBe(200);
     await own.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
     own.input("echo still-$((6*7))\r");
     await own.waitForText("still-42");
@@ -1081,7 +1350,9 @@ describe("access drift (issue 17): live sockets and streams close at once, with 
     const cookie = await signIn(users.owner.email);
     const mine = await attached(sessionId, users.owner.id, "write", cookie);
     const other = await attached(sessionId, users.owner.id, "write", cookies.owner);
-    const stream = await openStream(await eventsRoute.GET(new Request(`${BASE}/api/sessions/${sessionId}/events`, { headers: { cookie } }), params({ id: sessionId })));
+    const stream = await openStream(
+      await eventsRoute.GET(new Request(`${BASE}/api/sessions/${sessionId}/events`, { headers: { cookie } }), params({ id: sessionId })),
+    );
     const signOut = await stack.auth.api.signOut({ headers: new Headers({ cookie }), asResponse: true });
     expect(signOut.status).toBe(200);
     expect(await mine.waitForClose()).toEqual({ code: CloseCode.unauthorized, reason: "signedOut" });
@@ -1099,10 +1370,16 @@ describe("access drift (issue 17): live sockets and streams close at once, with 
     const watch = await attached(sid, teacher.id, "read", teacherCookie);
     const own = await attached(sid, learner.id, "write", learnerCookie);
     const dashboard = await openStream(
-      await cohortEventsRoute.GET(new Request(`${BASE}/api/cohorts/${cohort.id}/events`, { headers: { cookie: teacherCookie } }), params({ id: cohort.id })),
+      await cohortEventsRoute.GET(
+        new Request(`${BASE}/api/cohorts/${cohort.id}/events`, { headers: { cookie: teacherCookie } }),
+        params({ id: cohort.id }),
+      ),
     );
     const remove = (userId: string) =>
-      cohortMemberRoute.DELETE(request("admin", `/api/cohorts/${cohort.id}/members/${userId}`, { method: "DELETE" }), params({ id: cohort.id, userId }));
+      cohortMemberRoute.DELETE(
+        request("admin", `/api/cohorts/${cohort.id}/members/${userId}`, { method: "DELETE" }),
+        params({ id: cohort.id, userId }),
+      );
 
     expect((await remove(learner.id)).status).toBe(200);
     expect(await watch.waitForClose()).toEqual({ code: CloseCode.forbidden, reason: "accessRevoked" });

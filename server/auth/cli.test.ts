@@ -29,7 +29,9 @@ function labdeck(env: Record<string, string>, ...args: string[]): Promise<{ code
   return new Promise((resolve) => {
     // The embedded database of LABDECK_DATA_DIR, never an external one from this shell.
     const { DATABASE_URL: _external, ...inherited } = process.env;
-    const child = spawn(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], { env: { ...inherited, LOG_LEVEL: "warn", ...env } });
+    const child = spawn(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], {
+      env: { ...inherited, LOG_LEVEL: "warn", ...env },
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));

@@ -107,7 +107,8 @@ export async function requireSession(
 ): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
   const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { id: true, labSlug: true, learnerId: true } });
   const access = session ? await accessTo(db, user, session.learnerId) : null;
-  if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId))) throw new Denied(403, "cohortEnded");
+  if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId)))
+    throw new Denied(403, "cohortEnded");
   if (!session || !access) throw new Denied(404, "noSuchSession");
   if (need === "owner" && access !== "owner") throw new Denied(403, "ownerOnly");
   return { ...session, access };

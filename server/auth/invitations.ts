@@ -150,7 +150,15 @@ export async function listInvitations(
  */
 export async function revokeInvitation(db: Db, id: string, actorId: string | null, now = new Date()): Promise<boolean> {
   // Bounded and without NUL (PostgreSQL text refuses it): anything else is simply not an open invitation.
-  if (!z.string().min(1).max(64).regex(/^[^\u0000]+$/).safeParse(id).success) return false;
+  if (
+    !z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[^\u0000]+$/)
+      .safeParse(id).success
+  )
+    return false;
   return db.$transaction(async (tx) => {
     const revoked = await tx.invitation.updateMany({ where: { id, ...openInvitationWhere(now) }, data: { revokedAt: now } });
     if (revoked.count !== 1) return false;
@@ -180,12 +188,7 @@ export async function findOpenInvitation(db: Db, token: string, now = new Date()
  * caller chose. Throws InvitationInvalidError, EmailTakenError (the invitation stays open) or a
  * ZodError for bad input.
  */
-export async function acceptInvitation(
-  db: Db,
-  auth: Auth,
-  input: z.input<typeof AcceptInvitation>,
-  now = new Date(),
-): Promise<UserView> {
+export async function acceptInvitation(db: Db, auth: Auth, input: z.input<typeof AcceptInvitation>, now = new Date()): Promise<UserView> {
   const data = AcceptInvitation.parse(input);
   const tokenHash = hashInvitationToken(data.token);
   // Claim first (one UPDATE): two concurrent accepts of one link cannot both make an account.
@@ -244,7 +247,10 @@ export async function ensureFirstAdmin(
   { secret, now = new Date() }: { secret?: Buffer; now?: Date } = {},
 ): Promise<{ email: string; token: string; expiresAt: Date } | null> {
   if (await db.user.findFirst({ where: { role: "admin" }, select: { id: true } })) return null;
-  await db.invitation.updateMany({ where: { role: "admin", createdById: null, usedAt: null, expiresAt: { gt: now } }, data: { expiresAt: now } });
+  await db.invitation.updateMany({
+    where: { role: "admin", createdById: null, usedAt: null, expiresAt: { gt: now } },
+    data: { expiresAt: now },
+  });
   const { invitation, token } = await createInvitation(db, { email, role: "admin", days: FIRST_ADMIN_LINK_DAYS }, null, { secret, now });
   return { email: invitation.email, token, expiresAt: invitation.expiresAt };
 }

@@ -26,11 +26,13 @@ export function terminalAuthorizer(auth: Auth, db: Db): TerminalAuthorizer {
       if (ended) return { code: CloseCode.forbidden, reason: "cohortEnded" };
       return { code: CloseCode.forbidden, reason: recheck ? "accessRevoked" : "no access to this session" };
     }
-    if (claims.mode === "write" && access !== "owner") return { code: CloseCode.forbidden, reason: recheck ? "accessRevoked" : "read-only access" };
+    if (claims.mode === "write" && access !== "owner")
+      return { code: CloseCode.forbidden, reason: recheck ? "accessRevoked" : "read-only access" };
     if (recheck) {
       // The session may have ended on another process (a cohort ended there): say so, as its own terminals do.
       const session = await db.labSession.findUnique({ where: { id: claims.sid }, select: { state: true, endReason: true } });
-      if (session?.state === "ended") return { code: CloseCode.sessionOver, reason: SessionOverReason.catch("admin").parse(session.endReason) };
+      if (session?.state === "ended")
+        return { code: CloseCode.sessionOver, reason: SessionOverReason.catch("admin").parse(session.endReason) };
     }
     return null;
   };

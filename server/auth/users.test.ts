@@ -56,10 +56,14 @@ describe("first admin", () => {
     const second = await ensureFirstAdmin(db, "boss@example.test");
     expect(second!.token).not.toBe(first!.token);
     expect(await findOpenInvitation(db, first!.token)).toBeNull();
-    await expect(acceptInvitation(db, auth, { token: first!.token, name: "Boss", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(acceptInvitation(db, auth, { token: first!.token, name: "Boss", password: PASSWORD })).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
     // Expired: a day and a bit later the link is refused.
     const later = new Date(Date.now() + 25 * 60 * 60 * 1000);
-    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Boss", password: PASSWORD }, later)).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Boss", password: PASSWORD }, later)).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
     // Used in time: the admin exists with the password they chose, stored only as a hash.
     const admin = await acceptInvitation(db, auth, { token: second!.token, name: "Boss", password: PASSWORD });
     expect(admin).toMatchObject({ email: "boss@example.test", role: "admin" });
@@ -68,7 +72,9 @@ describe("first admin", () => {
     expect(await signInWorks("boss@example.test", PASSWORD)).toBe(true);
     expect(await signInWorks("boss@example.test", "wrong password here")).toBe(false);
     // One use only; and once an admin exists, no more links.
-    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Again", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(acceptInvitation(db, auth, { token: second!.token, name: "Again", password: PASSWORD })).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
     expect(await ensureFirstAdmin(db, "boss@example.test")).toBeNull();
     expect(await ensureFirstAdmin(db, "other@example.test")).toBeNull();
   });
@@ -77,14 +83,16 @@ describe("first admin", () => {
 describe("users", () => {
   it("refuses a taken email (any case) and bad input, changing nothing", async () => {
     await createUserWithPassword(db, auth, { email: "taken@example.test", name: "T", role: "learner", password: PASSWORD });
-    await expect(createUserWithPassword(db, auth, { email: "TAKEN@example.test", name: "T", role: "learner", password: PASSWORD })).rejects.toBeInstanceOf(
-      EmailTakenError,
-    );
+    await expect(
+      createUserWithPassword(db, auth, { email: "TAKEN@example.test", name: "T", role: "learner", password: PASSWORD }),
+    ).rejects.toBeInstanceOf(EmailTakenError);
     const before = await db.user.count();
-    await expect(createUserWithPassword(db, auth, { email: "short@example.test", name: "S", role: "learner", password: "short" })).rejects.toBeInstanceOf(
-      ZodError,
-    );
-    await expect(createUserWithPassword(db, auth, { email: "not-an-email", name: "S", role: "learner", password: PASSWORD })).rejects.toBeInstanceOf(ZodError);
+    await expect(
+      createUserWithPassword(db, auth, { email: "short@example.test", name: "S", role: "learner", password: "short" }),
+    ).rejects.toBeInstanceOf(ZodError);
+    await expect(
+      createUserWithPassword(db, auth, { email: "not-an-email", name: "S", role: "learner", password: PASSWORD }),
+    ).rejects.toBeInstanceOf(ZodError);
     expect(await db.user.count()).toBe(before);
   });
 });
@@ -114,7 +122,9 @@ describe("invitations", () => {
     const cohort = await db.cohort.create({ data: { name: "Invited cohort" } });
     const { token } = await createInvitation(db, { email: "teacher@example.test", role: "instructor", cohortId: cohort.id }, null);
     const user = await acceptInvitation(db, auth, { token, name: "Teacher", password: PASSWORD });
-    expect(await db.cohortMember.findUnique({ where: { cohortId_userId: { cohortId: cohort.id, userId: user.id } } })).toMatchObject({ role: "instructor" });
+    expect(await db.cohortMember.findUnique({ where: { cohortId_userId: { cohortId: cohort.id, userId: user.id } } })).toMatchObject({
+      role: "instructor",
+    });
   });
 
   it("stores only the token's hash", async () => {

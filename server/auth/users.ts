@@ -44,7 +44,10 @@ export async function createUserWithPassword(db: Db, auth: Auth, input: NewUser)
   const hash = await ctx.password.hash(data.password);
   let user: { id: string };
   try {
-    user = await ctx.internalAdapter.createUser({ email: data.email, name: data.name, role: data.role, emailVerified: true }, { method: "admin" });
+    user = await ctx.internalAdapter.createUser(
+      { email: data.email, name: data.name, role: data.role, emailVerified: true },
+      { method: "admin" },
+    );
   } catch (error) {
     if ((error as { code?: string }).code === "P2002") throw new EmailTakenError(data.email);
     throw error;

@@ -37,7 +37,14 @@ type DbLike = Pick<Db, "auditLog">;
 export async function recordAudit(db: DbLike, entry: AuditEntry, at = new Date()): Promise<void> {
   const e = AuditEntry.parse(entry);
   await db.auditLog.create({
-    data: { actorId: e.actorId, action: e.action, targetType: e.targetType, targetId: e.targetId, detail: (e.detail ?? undefined) as Prisma.InputJsonValue | undefined, createdAt: at },
+    data: {
+      actorId: e.actorId,
+      action: e.action,
+      targetType: e.targetType,
+      targetId: e.targetId,
+      detail: (e.detail ?? undefined) as Prisma.InputJsonValue | undefined,
+      createdAt: at,
+    },
   });
 }
 
@@ -60,6 +67,8 @@ export async function listAudit(db: Db, filter: { targetIds?: string[]; take?: n
     take: filter.take ?? 200,
   });
   const actorIds = [...new Set(rows.map((r) => r.actorId).filter((id): id is string => id !== null))];
-  const names = new Map((await db.user.findMany({ where: { id: { in: actorIds } }, select: { id: true, name: true } })).map((u) => [u.id, u.name]));
+  const names = new Map(
+    (await db.user.findMany({ where: { id: { in: actorIds } }, select: { id: true, name: true } })).map((u) => [u.id, u.name]),
+  );
   return rows.map((r) => ({ ...r, actorName: r.actorId ? (names.get(r.actorId) ?? null) : null }));
 }

@@ -44,7 +44,11 @@ export interface Capacity {
   at: Date;
 }
 
-export async function capacitySnapshot(db: Db, provider: MachineProvider, options: { labsDir?: string; meminfoPath?: string } = {}): Promise<Capacity> {
+export async function capacitySnapshot(
+  db: Db,
+  provider: MachineProvider,
+  options: { labsDir?: string; meminfoPath?: string } = {},
+): Promise<Capacity> {
   const meminfoPath = options.meminfoPath ?? "/proc/meminfo";
   const [byState, machines, memory] = await Promise.all([
     db.labSession.groupBy({ by: ["state"], where: { state: { not: "ended" } }, _count: { _all: true } }),
@@ -54,7 +58,8 @@ export async function capacitySnapshot(db: Db, provider: MachineProvider, option
   // Sessions releasing their machines still hold them: counted with the starting ones' neighbours.
   const sessions = { starting: 0, ready: 0, suspended: 0, ending: 0 };
   for (const row of byState) if (row.state !== "ended") sessions[row.state] = row._count._all;
-  const pool = typeof (provider as { status?: unknown }).status === "function" ? (provider as unknown as { status(): PoolStatus }).status() : null;
+  const pool =
+    typeof (provider as { status?: unknown }).status === "function" ? (provider as unknown as { status(): PoolStatus }).status() : null;
   const labs = options.labsDir ? await labCapacities(db, options.labsDir, pool, memory) : [];
   return { provider: provider.name, sessions, machines, pool, memory, labs, at: new Date() };
 }

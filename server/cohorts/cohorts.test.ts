@@ -10,7 +10,16 @@ import { startTestDb } from "../testing/test-db";
 import { randomBytes } from "node:crypto";
 import { invitationLinks } from "../auth/invitations";
 import { listAudit, recordAudit } from "./audit";
-import { addMember, cohortLimitsFor, cohortMembers, CohortRuleError, createCohort, extendSession, listCohorts, updateCohort } from "./cohorts";
+import {
+  addMember,
+  cohortLimitsFor,
+  cohortMembers,
+  CohortRuleError,
+  createCohort,
+  extendSession,
+  listCohorts,
+  updateCohort,
+} from "./cohorts";
 import { CSV_MAX_BYTES, importCohortCsv, parseCohortCsv } from "./csv-import";
 import { byStuckLongest, cohortDashboard, sessionTimeline } from "./dashboard";
 import { capacitySnapshot, readMeminfo } from "./capacity";
@@ -39,7 +48,19 @@ afterAll(async () => stop?.());
 describe("cohort CRUD", () => {
   it("creates a cohort with dates, labs and limits, and audits it", async () => {
     const admin = await user("admin1@x.test", "admin");
-    const c = await createCohort(db, labs, { name: " CKA 12月 ", startsAt: "2026-12-01T09:00:00Z", endsAt: "2026-12-03T18:00:00Z", labs: [LAB], sessionMinutes: 120, idleMinutes: "30" }, admin.id);
+    const c = await createCohort(
+      db,
+      labs,
+      {
+        name: " CKA 12月 ",
+        startsAt: "2026-12-01T09:00:00Z",
+        endsAt: "2026-12-03T18:00:00Z",
+        labs: [LAB],
+        sessionMinutes: 120,
+        idleMinutes: "30",
+      },
+      admin.id,
+    );
     expect(c).toMatchObject({ name: "CKA 12月", labs: [LAB], sessionMinutes: 120, idleMinutes: 30 });
     expect(c.startsAt?.toISOString()).toBe("2026-12-01T09:00:00.000Z");
     const audit = await listAudit(db, { targetIds: [c.id] });
@@ -50,7 +71,9 @@ describe("cohort CRUD", () => {
   it("refuses unknown labs, end before start, bad minutes — and writes nothing", async () => {
     const before = await db.cohort.count();
     await expect(createCohort(db, labs, { name: "x", labs: ["no-such-lab"] }, null)).rejects.toMatchObject({ code: "unknownLab" });
-    await expect(createCohort(db, labs, { name: "x", startsAt: "2026-12-02", endsAt: "2026-12-01" }, null)).rejects.toThrow(/after startsAt/);
+    await expect(createCohort(db, labs, { name: "x", startsAt: "2026-12-02", endsAt: "2026-12-01" }, null)).rejects.toThrow(
+      /after startsAt/,
+    );
     await expect(createCohort(db, labs, { name: "x", sessionMinutes: 0 }, null)).rejects.toThrow();
     await expect(createCohort(db, labs, { name: "", labs: [] }, null)).rejects.toThrow();
     await expect(createCohort(db, labs, { name: "x", labs: ["../etc"] }, null)).rejects.toThrow();
@@ -227,18 +250,67 @@ describe("sessions: extend time, dashboard", () => {
     const slow = await mk("slow@x.test");
     const idle = await mk("idle@x.test");
     // fast: passed step 0 at 09:10, on step 1 since then.
-    const sf = await db.labSession.create({ data: { learnerId: fast.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[1]!.id, currentStepSince: new Date("2026-12-01T09:10:00Z") } });
+    const sf = await db.labSession.create({
+      data: {
+        learnerId: fast.id,
+        labSlug: LAB,
+        provider: "static",
+        state: "ready",
+        createdAt: t0,
+        currentStepId: lab.steps[1]!.id,
+        currentStepSince: new Date("2026-12-01T09:10:00Z"),
+      },
+    });
     await db.stepCompletion.create({ data: { sessionId: sf.id, stepId: lab.steps[0]!.id, completedAt: new Date("2026-12-01T09:10:00Z") } });
     // slow: still on step 0 since 09:00 with a failing check.
-    const ss = await db.labSession.create({ data: { learnerId: slow.id, labSlug: LAB, provider: "static", state: "ready", createdAt: t0, currentStepId: lab.steps[0]!.id, currentStepSince: t0 } });
-    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "poll", outcome: "fail", output: "file missing", durationMs: 20, createdAt: new Date("2026-12-01T09:30:00Z"), lastAt: new Date("2026-12-01T09:40:00Z"), count: 300 } });
-    await db.checkRun.create({ data: { sessionId: ss.id, stepId: lab.steps[0]!.id, machine: "controlplane", trigger: "manual", outcome: "fail", output: "still missing", durationMs: 25, createdAt: new Date("2026-12-01T09:50:00Z"), lastAt: new Date("2026-12-01T09:50:00Z") } });
+    const ss = await db.labSession.create({
+      data: {
+        learnerId: slow.id,
+        labSlug: LAB,
+        provider: "static",
+        state: "ready",
+        createdAt: t0,
+        currentStepId: lab.steps[0]!.id,
+        currentStepSince: t0,
+      },
+    });
+    await db.checkRun.create({
+      data: {
+        sessionId: ss.id,
+        stepId: lab.steps[0]!.id,
+        machine: "controlplane",
+        trigger: "poll",
+        outcome: "fail",
+        output: "file missing",
+        durationMs: 20,
+        createdAt: new Date("2026-12-01T09:30:00Z"),
+        lastAt: new Date("2026-12-01T09:40:00Z"),
+        count: 300,
+      },
+    });
+    await db.checkRun.create({
+      data: {
+        sessionId: ss.id,
+        stepId: lab.steps[0]!.id,
+        machine: "controlplane",
+        trigger: "manual",
+        outcome: "fail",
+        output: "still missing",
+        durationMs: 25,
+        createdAt: new Date("2026-12-01T09:50:00Z"),
+        lastAt: new Date("2026-12-01T09:50:00Z"),
+      },
+    });
     const d = await cohortDashboard(db, labs, c.id, undefined, now);
     expect(d.labSlug).toBe(LAB);
     expect(d.steps.map((s) => s.id)).toEqual(lab.steps.map((s) => s.id));
     expect(d.learners.map((l) => l.email)).toEqual([slow.email, fast.email, idle.email]);
     const [ls, lf, li] = d.learners;
-    expect(ls).toMatchObject({ stepsDone: 0, currentStepId: lab.steps[0]!.id, lastFailure: { outcome: "fail", output: "still missing", at: "2026-12-01T09:50:00.000Z" } });
+    expect(ls).toMatchObject({
+      stepsDone: 0,
+      currentStepId: lab.steps[0]!.id,
+      lastFailure: { outcome: "fail", output: "still missing", at: "2026-12-01T09:50:00.000Z" },
+    });
     expect(ls!.stepSeconds[0]).toBe(3600);
     expect(lf).toMatchObject({ stepsDone: 1, currentStepId: lab.steps[1]!.id, lastFailure: null });
     expect(lf!.stepSeconds.slice(0, 2)).toEqual([600, 3000]);
@@ -260,12 +332,20 @@ describe("sessions: extend time, dashboard", () => {
     // An older version of the lab: its first step, then one the current lab does not have.
     const old = { ...lab, steps: [lab.steps[0]!, { ...lab.steps[1]!, id: "gone-step" }, ...lab.steps.slice(1)] };
     await db.labVersion.create({ data: { slug: LAB, hash: "old-hash", content: JSON.parse(JSON.stringify(old)) } });
-    const s = await db.labSession.create({ data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", labVersion: "old-hash", currentStepId: "gone-step" } });
+    const s = await db.labSession.create({
+      data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", labVersion: "old-hash", currentStepId: "gone-step" },
+    });
     await db.stepCompletion.create({ data: { sessionId: s.id, stepId: lab.steps[0]!.id } });
     const d = await cohortDashboard(db, labs, c.id);
     expect(d.labVersion).toMatch(/^[0-9a-f]{64}$/);
     expect(d.steps.map((x) => x.id)).toEqual(lab.steps.map((x) => x.id));
-    expect(d.learners[0]).toMatchObject({ labVersion: "old-hash", outdated: true, doneStepIds: [lab.steps[0]!.id], stepsDone: 1, currentStepId: "gone-step" });
+    expect(d.learners[0]).toMatchObject({
+      labVersion: "old-hash",
+      outdated: true,
+      doneStepIds: [lab.steps[0]!.id],
+      stepsDone: 1,
+      currentStepId: "gone-step",
+    });
     expect(d.funnel[0]).toBe(1);
     await db.labSession.update({ where: { id: s.id }, data: { state: "ended", endedAt: new Date() } });
     expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ outdated: false });
@@ -278,7 +358,9 @@ describe("sessions: extend time, dashboard", () => {
     await db.cohortMember.create({ data: { cohortId: c.id, userId: u.id, role: "learner" } });
     const [first, second] = [lab.steps[0]!.id, lab.steps[1]!.id];
     const proof = { proofBootId: "0f0e0d0c-0b0a-4908-8706-050403020100", proofPassedAt: new Date() };
-    const s = await db.labSession.create({ data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", currentStepId: first, proofStepId: first, ...proof } });
+    const s = await db.labSession.create({
+      data: { learnerId: u.id, labSlug: LAB, provider: "static", state: "ready", currentStepId: first, proofStepId: first, ...proof },
+    });
     expect((await cohortDashboard(db, labs, c.id)).learners[0]).toMatchObject({ currentStepId: first, awaitingReboot: true });
     // A record left from a step the session is no longer on (a version move) is not shown.
     await db.labSession.update({ where: { id: s.id }, data: { currentStepId: second } });
@@ -286,7 +368,21 @@ describe("sessions: extend time, dashboard", () => {
   });
 
   it("stuck-longest order puts finished learners last", () => {
-    const base = { userId: "", email: "", sessionId: "s", state: "ready" as const, stepsDone: 0, doneStepIds: [], currentStepId: "a", awaitingReboot: false, labVersion: null, outdated: false, lastFailure: null, stepSeconds: [], expiresAt: null };
+    const base = {
+      userId: "",
+      email: "",
+      sessionId: "s",
+      state: "ready" as const,
+      stepsDone: 0,
+      doneStepIds: [],
+      currentStepId: "a",
+      awaitingReboot: false,
+      labVersion: null,
+      outdated: false,
+      lastFailure: null,
+      stepSeconds: [],
+      expiresAt: null,
+    };
     const list = [
       { ...base, name: "done", completed: true, currentSince: null },
       { ...base, name: "recent", completed: false, currentSince: "2026-12-01T09:59:00Z" },
@@ -314,7 +410,9 @@ describe("audit and capacity helpers", () => {
   it("counts a lab's live sessions (ready, and starting past the queue) apart from its queued ones, with its size and target", async () => {
     const slug = "preinstall-checks"; // no other test here starts it
     const make = (state: "ready" | "starting" | "ended", startStage: string | null) =>
-      db.labSession.create({ data: { learnerId: `cap-${randomBytes(4).toString("hex")}`, labSlug: slug, provider: "qemu", state, startStage } });
+      db.labSession.create({
+        data: { learnerId: `cap-${randomBytes(4).toString("hex")}`, labSlug: slug, provider: "qemu", state, startStage },
+      });
     await make("ready", null);
     await make("starting", "setup");
     await make("starting", "queued");
@@ -322,7 +420,15 @@ describe("audit and capacity helpers", () => {
     await db.poolTarget.create({ data: { labSlug: slug, reserve: 1, initial: 2, cap: 3 } });
     const provider = { name: "qemu", create: async () => [], destroy: async () => undefined };
     const lab = (await capacitySnapshot(db, provider, { labsDir: path.resolve("labs") })).labs.find((l) => l.slug === slug)!;
-    expect(lab).toMatchObject({ live: 2, queued: 1, machines: 3, vcpus: 1, memoryMiB: 512, target: { reserve: 1, initial: 2, cap: 3 }, ready: null });
+    expect(lab).toMatchObject({
+      live: 2,
+      queued: 1,
+      machines: 3,
+      vcpus: 1,
+      memoryMiB: 512,
+      target: { reserve: 1, initial: 2, cap: 3 },
+      ready: null,
+    });
     expect(lab.fit).toBeGreaterThanOrEqual(0);
     await db.poolTarget.delete({ where: { labSlug: slug } });
   });
@@ -338,7 +444,8 @@ describe("watch registry", () => {
     await bus.start({ progress: () => Promise.reject(new Error("not used")), watchers: (id) => registry.watchers(id) });
     const seen: (readonly string[])[] = [];
     bus.onWatchers(s.id, (names) => seen.push(names));
-    const ev = (userId: string, machine: string, attached: boolean, mode: "read" | "write" = "read") => registry.onViewer({ sessionId: s.id, machine, mode, userId, attached });
+    const ev = (userId: string, machine: string, attached: boolean, mode: "read" | "write" = "read") =>
+      registry.onViewer({ sessionId: s.id, machine, mode, userId, attached });
     ev(owner.id, "node01", true); // the owner's own read view: not watching
     ev(owner.id, "node01", true, "write");
     for (const m of ["controlplane", "node01", "node02"]) ev(teacher.id, m, true);

@@ -26,8 +26,12 @@ export const CohortInput = z
     startsAt: optionalDate.optional().describe("When class starts"),
     endsAt: optionalDate.optional().describe("When class ends"),
     labs: z.array(LabSlug).max(MAX_COHORT_LABS).default([]).describe("Lab slugs, in course order"),
-    sessionMinutes: optionalMinutes(24 * 60).optional().describe("Time limit of a lab session, minutes"),
-    idleMinutes: optionalMinutes(24 * 60).optional().describe("Inactivity before a session is suspended, minutes"),
+    sessionMinutes: optionalMinutes(24 * 60)
+      .optional()
+      .describe("Time limit of a lab session, minutes"),
+    idleMinutes: optionalMinutes(24 * 60)
+      .optional()
+      .describe("Inactivity before a session is suspended, minutes"),
   })
   .refine((c) => !c.startsAt || !c.endsAt || c.endsAt > c.startsAt, { path: ["endsAt"], message: "must be after startsAt" })
   .refine((c) => new Set(c.labs).size === c.labs.length, { path: ["labs"], message: "a lab is listed twice" });
@@ -35,7 +39,11 @@ export type CohortInput = z.input<typeof CohortInput>;
 
 export const CohortId = z.string().min(1).max(64);
 /** A row id from a URL (cuid, better-auth id): bounded, and without NUL, which PostgreSQL text refuses. */
-export const RowId = z.string().min(1).max(64).regex(/^[^\u0000]+$/);
+export const RowId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[^\u0000]+$/);
 
 export const MemberInput = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -43,7 +51,11 @@ export const MemberInput = z.object({
 });
 
 export const ExtendInput = z.object({
-  minutes: z.coerce.number().int().min(1).max(24 * 60),
+  minutes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 60),
 });
 
 /** What the catalog must answer: whether a lab exists. */
@@ -61,7 +73,8 @@ export class CohortNotFoundError extends Error {
 /** A domain refusal with a message key under "errors" (and the HTTP status the API answers). */
 export class CohortRuleError extends Error {
   constructor(
-    readonly code: "unknownLab" | "cohortEnded" | "provisionRunning" | "noSuchUser" | "wrongUserRole" | "sessionNotLive" | "sessionHasNoLimit",
+    readonly code:
+      "unknownLab" | "cohortEnded" | "provisionRunning" | "noSuchUser" | "wrongUserRole" | "sessionNotLive" | "sessionHasNoLimit",
     readonly status: 404 | 409 | 422,
     message: string,
   ) {
@@ -214,7 +227,11 @@ export async function putMember(
     update: { role },
   });
   await tx.invitation.updateMany({ where: { cohortId, email: user.email, usedAt: null, revokedAt: null }, data: { revokedAt: now } });
-  await recordAudit(tx, { actorId, action: "cohort.member.add", targetType: "cohort", targetId: cohortId, detail: { userId: user.id, role, via } }, now);
+  await recordAudit(
+    tx,
+    { actorId, action: "cohort.member.add", targetType: "cohort", targetId: cohortId, detail: { userId: user.id, role, via } },
+    now,
+  );
   return { role: member.role, addedAt: member.addedAt, alreadyMember: false };
 }
 
@@ -267,11 +284,20 @@ export async function removeMember(
     if (!member) throw new MemberNotFoundError();
     const removed = await tx.cohortMember.deleteMany({ where: { cohortId, userId } });
     if (removed.count !== 1) throw new MemberNotFoundError();
-    await recordAudit(tx, { actorId, action: "cohort.member.remove", targetType: "cohort", targetId: cohortId, detail: { userId, role: member.role } });
+    await recordAudit(tx, {
+      actorId,
+      action: "cohort.member.remove",
+      targetType: "cohort",
+      targetId: cohortId,
+      detail: { userId, role: member.role },
+    });
     return { userId, role: member.role };
   });
   if (bus) {
-    const instructors = removed.role === "learner" ? await db.cohortMember.findMany({ where: { cohortId, role: "instructor" }, select: { userId: true } }) : [];
+    const instructors =
+      removed.role === "learner"
+        ? await db.cohortMember.findMany({ where: { cohortId, role: "instructor" }, select: { userId: true } })
+        : [];
     await Promise.all([userId, ...instructors.map((i) => i.userId)].map((u) => bus.publishAccessChange(u)));
   }
   return removed;
@@ -322,7 +348,13 @@ export async function endCohort(
       await deps.bus?.publishSessionChange(s.id);
     }
   }
-  await recordAudit(db, { actorId, action: "cohort.end", targetType: "cohort", targetId: cohortId, detail: { ended: ended.length, failed: failed.length } });
+  await recordAudit(db, {
+    actorId,
+    action: "cohort.end",
+    targetType: "cohort",
+    targetId: cohortId,
+    detail: { ended: ended.length, failed: failed.length },
+  });
   if (deps.bus) {
     // Instructors lose the cohort's dashboards and watch sockets; learners' terminals of the
     // ended sessions close on every process (this one's closed above).
@@ -349,7 +381,13 @@ export async function extendSession(
     // Conditional on the value read: two concurrent extensions both count.
     const updated = await tx.labSession.updateMany({ where: { id: sessionId, expiresAt: session.expiresAt }, data: { expiresAt } });
     if (updated.count !== 1) throw new Error("the session changed meanwhile; try again");
-    await recordAudit(tx, { actorId, action: "session.extend", targetType: "session", targetId: sessionId, detail: { minutes, expiresAt: expiresAt.toISOString() } });
+    await recordAudit(tx, {
+      actorId,
+      action: "session.extend",
+      targetType: "session",
+      targetId: sessionId,
+      detail: { minutes, expiresAt: expiresAt.toISOString() },
+    });
     bus?.publishSessionChange(sessionId);
     return { expiresAt };
   });

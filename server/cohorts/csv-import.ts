@@ -28,7 +28,8 @@ const Row = z.object({
   role: z.preprocess((v) => (v === "" || v === undefined ? "learner" : String(v).trim().toLowerCase()), z.enum(["learner", "instructor"])),
 });
 
-export type CsvProblemCode = "tooLarge" | "tooManyRows" | "malformed" | "columns" | "email" | "name" | "role" | "duplicate" | "invited" | "wrongRole" | "empty";
+export type CsvProblemCode =
+  "tooLarge" | "tooManyRows" | "malformed" | "columns" | "email" | "name" | "role" | "duplicate" | "invited" | "wrongRole" | "empty";
 
 export interface CsvProblem {
   /** 1-based line in the file (0 for the file as a whole). */
@@ -62,7 +63,11 @@ export interface CsvImportReport {
 export function parseCohortCsv(input: string | Uint8Array): { good: CsvGoodRow[]; problems: CsvProblem[]; rows: number } {
   const bytes = typeof input === "string" ? Buffer.byteLength(input) : input.byteLength;
   if (bytes > CSV_MAX_BYTES) {
-    return { good: [], rows: 0, problems: [{ line: 0, code: "tooLarge", message: `the file has ${bytes} bytes; at most ${CSV_MAX_BYTES} are accepted` }] };
+    return {
+      good: [],
+      rows: 0,
+      problems: [{ line: 0, code: "tooLarge", message: `the file has ${bytes} bytes; at most ${CSV_MAX_BYTES} are accepted` }],
+    };
   }
   const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
   let records: { record: string[]; info: { lines: number } }[];
@@ -75,7 +80,11 @@ export function parseCohortCsv(input: string | Uint8Array): { good: CsvGoodRow[]
   if (records.length > 0 && isHeader(records[0]!.record)) records = records.slice(1);
   if (records.length === 0) return { good: [], rows: 0, problems: [{ line: 0, code: "empty", message: "the file has no rows" }] };
   if (records.length > CSV_MAX_ROWS) {
-    return { good: [], rows: records.length, problems: [{ line: 0, code: "tooManyRows", message: `the file has ${records.length} rows; at most ${CSV_MAX_ROWS} are accepted` }] };
+    return {
+      good: [],
+      rows: records.length,
+      problems: [{ line: 0, code: "tooManyRows", message: `the file has ${records.length} rows; at most ${CSV_MAX_ROWS} are accepted` }],
+    };
   }
   const good: CsvGoodRow[] = [];
   const problems: CsvProblem[] = [];
@@ -122,59 +131,72 @@ export async function importCohortCsv(
   const { good, problems, rows } = parseCohortCsv(input);
   if (good.length === 0) return { invited: [], added: [], alreadyMembers: [], problems, rows };
 
-  return db.$transaction(async (tx) => {
-    const emails = good.map((r) => r.email);
-    const [users, open] = await Promise.all([
-      tx.user.findMany({ where: { email: { in: emails } }, select: { id: true, email: true, role: true } }),
-      tx.invitation.findMany({ where: { cohortId, email: { in: emails }, ...openInvitationWhere(now) }, select: { email: true } }),
-    ]);
-    const accounts = new Map(users.map((u) => [u.email, u]));
-    const invited = new Set(open.map((i) => i.email));
-    const toInvite: (CsvGoodRow & ReturnType<typeof newInvitationToken>)[] = [];
-    const added: CsvGoodRow[] = [];
-    const alreadyMembers: CsvGoodRow[] = [];
-    for (const row of good) {
-      const account = accounts.get(row.email);
-      if (account && account.role !== row.role) {
-        problems.push({ line: row.line, code: "wrongRole", message: `${row.email} is a ${account.role}, not a ${row.role}`, email: row.email });
-      } else if (account) {
-        const member = await putMember(tx, cohortId, account, row.role, actorId, "csv", now);
-        (member.alreadyMember ? alreadyMembers : added).push(row);
-      } else if (invited.has(row.email)) {
-        problems.push({ line: row.line, code: "invited", message: `${row.email} already has an open invitation to this cohort`, email: row.email });
-      } else toInvite.push({ ...row, ...newInvitationToken(links.secret) });
-    }
-    problems.sort((a, b) => a.line - b.line);
-    if (toInvite.length > 0) {
-      await tx.invitation.createMany({
-        data: toInvite.map((r) => ({
-          email: r.email,
-          role: r.role,
-          cohortId,
-          tokenHash: r.tokenHash,
-          tokenSealed: r.tokenSealed,
-          expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
-          createdById: actorId,
-        })),
-      });
-    }
-    if (toInvite.length > 0 || added.length > 0) {
-      await recordAudit(tx, {
-        actorId,
-        action: "cohort.import",
-        targetType: "cohort",
-        targetId: cohortId,
-        detail: { invited: toInvite.length, added: added.length, alreadyMembers: alreadyMembers.length, problems: problems.length },
-      });
-    }
-    return {
-      invited: toInvite.map(({ token, tokenHash: _h, tokenSealed: _s, ...r }) => ({ ...r, url: links.linkFor(token) })),
-      added,
-      alreadyMembers,
-      problems,
-      rows,
-    };
-  }, { timeout: IMPORT_TRANSACTION_TIMEOUT_MS });
+  return db.$transaction(
+    async (tx) => {
+      const emails = good.map((r) => r.email);
+      const [users, open] = await Promise.all([
+        tx.user.findMany({ where: { email: { in: emails } }, select: { id: true, email: true, role: true } }),
+        tx.invitation.findMany({ where: { cohortId, email: { in: emails }, ...openInvitationWhere(now) }, select: { email: true } }),
+      ]);
+      const accounts = new Map(users.map((u) => [u.email, u]));
+      const invited = new Set(open.map((i) => i.email));
+      const toInvite: (CsvGoodRow & ReturnType<typeof newInvitationToken>)[] = [];
+      const added: CsvGoodRow[] = [];
+      const alreadyMembers: CsvGoodRow[] = [];
+      for (const row of good) {
+        const account = accounts.get(row.email);
+        if (account && account.role !== row.role) {
+          problems.push({
+            line: row.line,
+            code: "wrongRole",
+            message: `${row.email} is a ${account.role}, not a ${row.role}`,
+            email: row.email,
+          });
+        } else if (account) {
+          const member = await putMember(tx, cohortId, account, row.role, actorId, "csv", now);
+          (member.alreadyMember ? alreadyMembers : added).push(row);
+        } else if (invited.has(row.email)) {
+          problems.push({
+            line: row.line,
+            code: "invited",
+            message: `${row.email} already has an open invitation to this cohort`,
+            email: row.email,
+          });
+        } else toInvite.push({ ...row, ...newInvitationToken(links.secret) });
+      }
+      problems.sort((a, b) => a.line - b.line);
+      if (toInvite.length > 0) {
+        await tx.invitation.createMany({
+          data: toInvite.map((r) => ({
+            email: r.email,
+            role: r.role,
+            cohortId,
+            tokenHash: r.tokenHash,
+            tokenSealed: r.tokenSealed,
+            expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+            createdById: actorId,
+          })),
+        });
+      }
+      if (toInvite.length > 0 || added.length > 0) {
+        await recordAudit(tx, {
+          actorId,
+          action: "cohort.import",
+          targetType: "cohort",
+          targetId: cohortId,
+          detail: { invited: toInvite.length, added: added.length, alreadyMembers: alreadyMembers.length, problems: problems.length },
+        });
+      }
+      return {
+        invited: toInvite.map(({ token, tokenHash: _h, tokenSealed: _s, ...r }) => ({ ...r, url: links.linkFor(token) })),
+        added,
+        alreadyMembers,
+        problems,
+        rows,
+      };
+    },
+    { timeout: IMPORT_TRANSACTION_TIMEOUT_MS },
+  );
 }
 
 function isHeader(record: string[]): boolean {

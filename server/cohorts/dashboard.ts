@@ -118,7 +118,8 @@ export async function cohortDashboard(db: Db, labs: LabSource, cohortId: string,
       stepsDone: doneStepIds.length,
       doneStepIds,
       currentStepId: s.completedAt ? null : s.currentStepId,
-      awaitingReboot: !s.completedAt && s.currentStepId !== null && s.proofStepId === s.currentStepId && s.state !== "ended" && s.state !== "ending",
+      awaitingReboot:
+        !s.completedAt && s.currentStepId !== null && s.proofStepId === s.currentStepId && s.state !== "ended" && s.state !== "ending",
       labVersion: s.labVersion,
       outdated: labVersion !== null && s.labVersion !== labVersion && s.state !== "ended" && s.state !== "ending",
       currentSince: s.completedAt ? null : s.currentStepSince.toISOString(),
@@ -240,7 +241,12 @@ export async function sessionTimeline(db: Db, sessionId: string, take = 300): Pr
 export async function cohortLearnerSessionIds(db: Db, cohortId: string): Promise<Set<string>> {
   const cohort = await getCohortOrThrow(db, cohortId);
   const rows = await db.labSession.findMany({
-    where: { labSlug: { in: cohort.labs }, learnerId: { in: (await db.cohortMember.findMany({ where: { cohortId, role: "learner" }, select: { userId: true } })).map((m) => m.userId) } },
+    where: {
+      labSlug: { in: cohort.labs },
+      learnerId: {
+        in: (await db.cohortMember.findMany({ where: { cohortId, role: "learner" }, select: { userId: true } })).map((m) => m.userId),
+      },
+    },
     select: { id: true },
   });
   return new Set(rows.map((r) => r.id));

@@ -7,7 +7,15 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acceptInvitation, createInvitation, findOpenInvitation, InvitationInvalidError, invitationLinks, listInvitations, revokeInvitation } from "../auth/invitations";
+import {
+  acceptInvitation,
+  createInvitation,
+  findOpenInvitation,
+  InvitationInvalidError,
+  invitationLinks,
+  listInvitations,
+  revokeInvitation,
+} from "../auth/invitations";
 import { createAuth, type Auth } from "../auth/auth";
 import type { Db } from "../db/client";
 import { LabCatalog } from "../labs/catalog";
@@ -62,7 +70,9 @@ describe("add a member by email", () => {
     expect(first).toMatchObject({ outcome: "added", member: { userId: learner.id, role: "learner" } });
     expect((await addMemberByEmail(db, links, c.id, { email: learner.email, role: "learner" }, "admin-x")).outcome).toBe("alreadyMember");
     expect((await addMemberByEmail(db, links, c.id, { email: teacher.email, role: "instructor" }, "admin-x")).outcome).toBe("added");
-    await expect(addMemberByEmail(db, links, c.id, { email: teacher.email, role: "learner" }, null)).rejects.toMatchObject({ code: "wrongUserRole" });
+    await expect(addMemberByEmail(db, links, c.id, { email: teacher.email, role: "learner" }, null)).rejects.toMatchObject({
+      code: "wrongUserRole",
+    });
     const { members } = await cohortMembers(db, c.id);
     expect(members.map((m) => [m.email, m.role])).toEqual([
       [learner.email, "learner"],
@@ -92,9 +102,13 @@ describe("add a member by email", () => {
   it("refuses an ended cohort and bad input", async () => {
     const c = await createCohort(db, labs, { name: "Ended" }, null);
     await db.cohort.update({ where: { id: c.id }, data: { endedAt: new Date() } });
-    await expect(addMemberByEmail(db, links, c.id, { email: "x@x.test", role: "learner" }, null)).rejects.toMatchObject({ code: "cohortEnded" });
+    await expect(addMemberByEmail(db, links, c.id, { email: "x@x.test", role: "learner" }, null)).rejects.toMatchObject({
+      code: "cohortEnded",
+    });
     await expect(addMemberByEmail(db, links, c.id, { email: "not-an-email", role: "learner" }, null)).rejects.toThrow();
-    await expect(addMemberByEmail(db, links, "no-such-cohort", { email: "x@x.test", role: "learner" }, null)).rejects.toMatchObject({ code: "noSuchCohort" });
+    await expect(addMemberByEmail(db, links, "no-such-cohort", { email: "x@x.test", role: "learner" }, null)).rejects.toMatchObject({
+      code: "noSuchCohort",
+    });
   });
 });
 
@@ -108,7 +122,14 @@ describe("CSV import with existing accounts", () => {
     // An open invitation to ANOTHER cohort does not stop this one's.
     const elsewhere = await createCohort(db, labs, { name: "Elsewhere" }, null);
     await createInvitation(db, { email: "csv-new@x.test", role: "learner", cohortId: elsewhere.id }, null, { secret });
-    const csv = ["email,name,role", "csv-new@x.test,New", "csv-old@x.test,Old", "csv-member@x.test,Member", "csv-teacher@x.test,Teacher,learner", "bad,row"].join("\n");
+    const csv = [
+      "email,name,role",
+      "csv-new@x.test,New",
+      "csv-old@x.test,Old",
+      "csv-member@x.test,Member",
+      "csv-teacher@x.test,Teacher,learner",
+      "bad,row",
+    ].join("\n");
     const admin = await user("admin-csv@x.test", "admin");
     const report = await importCohortCsv(db, c.id, csv, admin.id, links);
     expect(report.invited.map((r) => [r.line, r.email])).toEqual([[2, "csv-new@x.test"]]);
@@ -145,7 +166,9 @@ describe("an existing account and an invitation link", () => {
     expect((await cohortMembers(db, cohortId)).pending).toEqual([]);
     expect(await findOpenInvitation(db, token)).toBeNull();
     expect(await db.user.count({ where: { email: me.email } })).toBe(1);
-    await expect(joinWithInvitation(db, { id: me.id, email: me.email, role: "learner" }, token)).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(joinWithInvitation(db, { id: me.id, email: me.email, role: "learner" }, token)).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
     const audit = (await listAudit(db, { targetIds: [cohortId] })).find((a) => a.action === "cohort.member.add");
     expect(audit).toMatchObject({ actorId: me.id, detail: { via: "invitation" } });
   });
@@ -154,7 +177,9 @@ describe("an existing account and an invitation link", () => {
     const owner = await user("owner-j@x.test");
     const thief = await user("thief-j@x.test");
     const { cohortId, token } = await cohortInvitation(owner.email);
-    await expect(joinWithInvitation(db, { id: thief.id, email: thief.email, role: "learner" }, token)).rejects.toBeInstanceOf(InvitationForAnotherAccountError);
+    await expect(joinWithInvitation(db, { id: thief.id, email: thief.email, role: "learner" }, token)).rejects.toBeInstanceOf(
+      InvitationForAnotherAccountError,
+    );
     expect(await findOpenInvitation(db, token)).not.toBeNull();
     expect((await cohortMembers(db, cohortId)).members).toEqual([]);
   });
@@ -162,14 +187,22 @@ describe("an existing account and an invitation link", () => {
   it("the account's role must be the invitation's; ended cohorts and admin invitations give nothing to join", async () => {
     const teacher = await user("role-j@x.test", "instructor");
     const { token } = await cohortInvitation(teacher.email, "learner");
-    await expect(joinWithInvitation(db, { id: teacher.id, email: teacher.email, role: "instructor" }, token)).rejects.toMatchObject({ code: "wrongUserRole" });
+    await expect(joinWithInvitation(db, { id: teacher.id, email: teacher.email, role: "instructor" }, token)).rejects.toMatchObject({
+      code: "wrongUserRole",
+    });
     const late = await user("ended-j@x.test");
     const ended = await cohortInvitation(late.email);
     await db.cohort.update({ where: { id: ended.cohortId }, data: { endedAt: new Date() } });
-    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, ended.token)).rejects.toMatchObject({ code: "cohortEnded" });
+    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, ended.token)).rejects.toMatchObject({
+      code: "cohortEnded",
+    });
     const plain = await createInvitation(db, { email: late.email, role: "learner" }, null, { secret });
-    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, plain.token)).rejects.toThrow(/already exists/);
-    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, "nope")).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, plain.token)).rejects.toThrow(
+      /already exists/,
+    );
+    await expect(joinWithInvitation(db, { id: late.id, email: late.email, role: "learner" }, "nope")).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
   });
 
   it("adding the person another way closes their open invitation to the cohort (no 'invited' row forever)", async () => {
@@ -192,9 +225,13 @@ describe("revoking invitations", () => {
     expect(await revokeInvitation(db, fresh.invitation.id, "admin-r")).toBe(false);
     expect(await revokeInvitation(db, "no-such-id", "admin-r")).toBe(false);
     expect(await revokeInvitation(db, "bad\u0000id", "admin-r")).toBe(false);
-    await expect(acceptInvitation(db, auth, { token: fresh.token, name: "Late", password: PASSWORD })).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(acceptInvitation(db, auth, { token: fresh.token, name: "Late", password: PASSWORD })).rejects.toBeInstanceOf(
+      InvitationInvalidError,
+    );
     expect(await db.user.findUnique({ where: { email: "revoked-new@x.test" } })).toBeNull();
-    await expect(joinWithInvitation(db, { id: existing.id, email: existing.email, role: "learner" }, forExisting.token)).rejects.toBeInstanceOf(InvitationInvalidError);
+    await expect(
+      joinWithInvitation(db, { id: existing.id, email: existing.email, role: "learner" }, forExisting.token),
+    ).rejects.toBeInstanceOf(InvitationInvalidError);
     expect(await findOpenInvitation(db, fresh.token)).toBeNull();
     expect(await listInvitations(db, links, { cohortId: c.id, openOnly: true })).toEqual([]);
     const all = await listInvitations(db, links, { cohortId: c.id });

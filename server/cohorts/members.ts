@@ -21,8 +21,7 @@ import type { Db } from "../db/client";
 import { CohortRuleError, getCohortOrThrow, MemberInput, putMember, type MemberView } from "./cohorts";
 
 export type AddByEmailResult =
-  | { outcome: "added" | "alreadyMember"; member: MemberView }
-  | { outcome: "invited"; invitation: InvitationListItem };
+  { outcome: "added" | "alreadyMember"; member: MemberView } | { outcome: "invited"; invitation: InvitationListItem };
 
 /**
  * Adds `email` to the cohort with `role`: an existing account (of that role) becomes a member at
@@ -40,7 +39,9 @@ export async function addMemberByEmail(
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
   const user = await db.user.findUnique({ where: { email: data.email }, select: { id: true, email: true, name: true, role: true } });
   if (!user) {
-    const { invitation, token } = await createInvitation(db, { email: data.email, role: data.role, cohortId, days: data.days }, actorId, { secret: links.secret });
+    const { invitation, token } = await createInvitation(db, { email: data.email, role: data.role, cohortId, days: data.days }, actorId, {
+      secret: links.secret,
+    });
     return { outcome: "invited", invitation: { ...invitation, open: true, url: links.linkFor(token) } };
   }
   if (user.role !== data.role) throw new CohortRuleError("wrongUserRole", 422, `${data.email} is a ${user.role}, not a ${data.role}`);
@@ -84,7 +85,10 @@ export async function joinWithInvitation(
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
   return db.$transaction(async (tx) => {
     // Claim first, conditionally (still open, still this email): a link works once.
-    const claimed = await tx.invitation.updateMany({ where: { id: invitation.id, email: invitation.email, ...openInvitationWhere(now) }, data: { usedAt: now } });
+    const claimed = await tx.invitation.updateMany({
+      where: { id: invitation.id, email: invitation.email, ...openInvitationWhere(now) },
+      data: { usedAt: now },
+    });
     if (claimed.count !== 1) throw new InvitationInvalidError();
     const member = await putMember(tx, cohortId, user, role, user.id, "invitation", now);
     return { cohortId, role, alreadyMember: member.alreadyMember };

@@ -25,7 +25,6 @@ export interface ProvisionJobView {
   finishedAt: Date | null;
 }
 
-
 export async function getProvisionJob(db: Db, id: string): Promise<ProvisionJobView | null> {
   const job = await db.provisionJob.findUnique({ where: { id } });
   return job ? toView(job) : null;

@@ -66,7 +66,11 @@ it("pre-provisions learner × lab with progress rows, reports NoCapacity by lear
   expect(await providerRefsInUse(db, "static")).toEqual(new Set());
   const ended = await db.labSession.findUniqueOrThrow({ where: { id: live[0]!.id } });
   expect([ended.state, ended.endReason]).toEqual(["ended", "admin"]);
-  expect((await listAudit(db, { targetIds: [cohort.id] })).map((a) => a.action)).toEqual(["cohort.end", "cohort.provision", "cohort.create"]);
+  expect((await listAudit(db, { targetIds: [cohort.id] })).map((a) => a.action)).toEqual([
+    "cohort.end",
+    "cohort.provision",
+    "cohort.create",
+  ]);
 
   // After the end, the freed group serves the second learner again — but the cohort is over.
   await expect(provisioner.startJob(cohort.id, admin.id)).rejects.toMatchObject({ code: "cohortEnded" });
@@ -89,7 +93,14 @@ it("a provisioning job cut by a restart resumes and finishes: one session per le
   const hostsFile = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-shared-")), "hosts.json");
   await writeStaticHostsFile(stack.hosts, hostsFile, "shared");
   const leaseMs = 2_000;
-  const args = { cohortId: cohort.id, hostsFile, labsDir: path.resolve("labs"), secretHex: stack.secret.toString("hex"), leaseMs, renewMs: 500 };
+  const args = {
+    cohortId: cohort.id,
+    hostsFile,
+    labsDir: path.resolve("labs"),
+    secretHex: stack.secret.toString("hex"),
+    leaseMs,
+    renewMs: 500,
+  };
   const child = spawn(process.execPath, ["--import", "tsx", "server/testing/provision-child.ts", JSON.stringify(args)], {
     env: { ...process.env, DATABASE_URL: stack.databaseUrl, LOG_LEVEL: "warn" },
     stdio: ["ignore", "inherit", "inherit"],
@@ -112,13 +123,18 @@ it("a provisioning job cut by a restart resumes and finishes: one session per le
   expect(cut.succeeded).toBeLessThan(cut.total);
 
   // Process 2 (this one) takes the job over once the dead holder's lease runs out.
-  const provisioner = new Provisioner({ db, provider: stack.provider, labs: stack.labs, pool: stack.pool, bus: stack.bus, log }, { holder: "second", leaseMs, renewMs: 500, pollMs: 250 });
+  const provisioner = new Provisioner(
+    { db, provider: stack.provider, labs: stack.labs, pool: stack.pool, bus: stack.bus, log },
+    { holder: "second", leaseMs, renewMs: 500, pollMs: 250 },
+  );
   provisioner.start();
   await expect.poll(async () => (await job())?.holder, { timeout: leaseMs + 10_000, interval: 50 }).toBe("second");
   const takeoverMs = Date.now() - killedAt;
   // A start cut in the middle holds its session lease (60 s) before the reconciler fails it.
   await expect.poll(async () => (await job())?.state, { timeout: 150_000, interval: 250 }).toBe("done");
-  console.log(`job taken over ${takeoverMs} ms after kill -9 (job lease ${leaseMs} ms); finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+  console.log(
+    `job taken over ${takeoverMs} ms after kill -9 (job lease ${leaseMs} ms); finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`,
+  );
   await provisioner.stop();
 
   const done = (await getProvisionJob(db, cut.id))!;

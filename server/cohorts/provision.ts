@@ -97,7 +97,9 @@ export class Provisioner {
     await this.polling?.catch(() => undefined);
     await this.deps.db.provisionJob
       .updateMany({ where: { holder: this.holder, state: "running" }, data: { holder: null, leaseUntil: null } })
-      .catch((error: Error) => this.deps.log.warn({ err: error.message }, "giving pre-provisioning jobs back failed; their leases run out"));
+      .catch((error: Error) =>
+        this.deps.log.warn({ err: error.message }, "giving pre-provisioning jobs back failed; their leases run out"),
+      );
   }
 
   /**
@@ -127,7 +129,11 @@ export class Provisioner {
     const { db, log } = this.deps;
     try {
       const stale = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: new Date() } }] };
-      const jobs = await db.provisionJob.findMany({ where: { state: "running", ...stale }, select: { id: true, holder: true }, orderBy: { createdAt: "asc" } });
+      const jobs = await db.provisionJob.findMany({
+        where: { state: "running", ...stale },
+        select: { id: true, holder: true },
+        orderBy: { createdAt: "asc" },
+      });
       const taken: string[] = [];
       for (const { id, holder } of jobs) {
         if (this.stopped || this.working.has(id)) continue;
@@ -153,7 +159,9 @@ export class Provisioner {
       .catch(async (error: Error) => {
         // Not the items' fault (the database went away, …): give the job back for a retry.
         this.deps.log.error({ jobId, err: error.message }, "pre-provisioning job interrupted; it is resumed later");
-        await this.deps.db.provisionJob.updateMany({ where: { id: jobId, holder: this.holder }, data: { holder: null, leaseUntil: null } }).catch(() => undefined);
+        await this.deps.db.provisionJob
+          .updateMany({ where: { id: jobId, holder: this.holder }, data: { holder: null, leaseUntil: null } })
+          .catch(() => undefined);
         return null;
       })
       .finally(() => this.working.delete(jobId));
@@ -169,7 +177,10 @@ export class Provisioner {
     let lost = false;
     const renew = setInterval(() => {
       void db.provisionJob
-        .updateMany({ where: { id: jobId, holder: this.holder, state: "running" }, data: { leaseUntil: new Date(Date.now() + this.leaseMs) } })
+        .updateMany({
+          where: { id: jobId, holder: this.holder, state: "running" },
+          data: { leaseUntil: new Date(Date.now() + this.leaseMs) },
+        })
         .then(({ count }) => {
           if (count === 0) lost = true;
         })
@@ -196,15 +207,26 @@ export class Provisioner {
   }
 
   /** One learner × lab: a session that is ready (or an existing live one), then the item settled once. */
-  private async provisionItem(jobId: string, cohort: CohortView, item: { id: string; learnerId: string; email: string; labSlug: string }): Promise<void> {
+  private async provisionItem(
+    jobId: string,
+    cohort: CohortView,
+    item: { id: string; learnerId: string; email: string; labSlug: string },
+  ): Promise<void> {
     const { db } = this.deps;
     try {
       const { lab, hash } = await currentLabVersion(db, this.deps.labs, item.labSlug);
       const session = await startOrResumeSession(
         db,
         this.deps.provider,
-        { learnerId: item.learnerId, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, idleMinutes: cohort.idleMinutes,
-          labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null } },
+        {
+          learnerId: item.learnerId,
+          labSlug: lab.slug,
+          machines: lab.manifest.machines,
+          image: lab.manifest.image,
+          internet: lab.manifest.network.internet,
+          idleMinutes: cohort.idleMinutes,
+          labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null },
+        },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
       );
       // Made ahead of class: the clocks start when class does, so the machines are neither
@@ -220,7 +242,11 @@ export class Provisioner {
       this.deps.bus?.publishSessionChange(session.id);
       await settleItem(db, jobId, item.id, { state: "done" });
     } catch (error) {
-      await settleItem(db, jobId, item.id, { state: "failed", code: isNoCapacity(error) ? "noCapacity" : "failed", message: (error as Error).message });
+      await settleItem(db, jobId, item.id, {
+        state: "failed",
+        code: isNoCapacity(error) ? "noCapacity" : "failed",
+        message: (error as Error).message,
+      });
     }
   }
 }
@@ -261,7 +287,13 @@ export async function createProvisionJob(
         items: { create: work.map((item, position) => ({ ...item, position })) },
       },
     });
-    await recordAudit(tx, { actorId, action: "cohort.provision", targetType: "cohort", targetId: cohortId, detail: { jobId: created.id, total: work.length } });
+    await recordAudit(tx, {
+      actorId,
+      action: "cohort.provision",
+      targetType: "cohort",
+      targetId: cohortId,
+      detail: { jobId: created.id, total: work.length },
+    });
     return created;
   });
   return toView(job);
@@ -292,6 +324,9 @@ async function settleItem(
       code: f.code === "noCapacity" ? "noCapacity" : "failed",
       message: f.message ?? "",
     }));
-    await tx.provisionJob.update({ where: { id: jobId }, data: { failed: { increment: 1 }, failures: failures as unknown as Prisma.InputJsonValue } });
+    await tx.provisionJob.update({
+      where: { id: jobId },
+      data: { failed: { increment: 1 }, failures: failures as unknown as Prisma.InputJsonValue },
+    });
   });
 }

@@ -109,7 +109,13 @@ export class WatchRegistry {
       const user = await this.deps.db.user.findUnique({ where: { id: event.userId }, select: { name: true } });
       users.set(event.userId, { name: user?.name ?? "?", viewers: 1 });
       await this.writePresence(event.sessionId, event.userId, 1);
-      await recordAudit(this.deps.db, { actorId: event.userId, action: "session.watch", targetType: "session", targetId: event.sessionId, detail: { machine: event.machine } });
+      await recordAudit(this.deps.db, {
+        actorId: event.userId,
+        action: "session.watch",
+        targetType: "session",
+        targetId: event.sessionId,
+        detail: { machine: event.machine },
+      });
     } else {
       const entry = users?.get(event.userId);
       if (!users || !entry) return;
@@ -125,6 +131,11 @@ export class WatchRegistry {
   private async writePresence(sessionId: string, userId: string, viewers: number): Promise<void> {
     const key = { sessionId_userId_processId: { sessionId, userId, processId: this.processId } };
     if (viewers <= 0) await this.deps.db.watchPresence.deleteMany({ where: { sessionId, userId, processId: this.processId } });
-    else await this.deps.db.watchPresence.upsert({ where: key, create: { sessionId, userId, processId: this.processId, viewers }, update: { viewers, seenAt: new Date() } });
+    else
+      await this.deps.db.watchPresence.upsert({
+        where: key,
+        create: { sessionId, userId, processId: this.processId, viewers },
+        update: { viewers, seenAt: new Date() },
+      });
   }
 }

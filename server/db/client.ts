@@ -18,6 +18,8 @@ export function createDbWithPool(url: string, poolSize = DEFAULT_DB_POOL_SIZE): 
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle connection the database closed (a restart) must not crash the process: the pool
   // drops it and opens another on the next query.
-  pool.on("error", (error: Error & { code?: string }) => log.warn({ code: error.code, err: error.message }, "idle database connection lost"));
+  pool.on("error", (error: Error & { code?: string }) =>
+    log.warn({ code: error.code, err: error.message }, "idle database connection lost"),
+  );
   return { db: new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) }), pool };
 }

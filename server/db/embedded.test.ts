@@ -155,7 +155,9 @@ describe("embedded PostgreSQL lifetime", () => {
     const port = (taken.address() as net.AddressInfo).port;
     try {
       await expect(startEmbeddedPostgres(dir, port)).rejects.toThrow(
-        new EmbeddedPostgresError(`port ${port} (LABDECK_PG_PORT) is already in use by another program; stop it or set LABDECK_PG_PORT to a free port`),
+        new EmbeddedPostgresError(
+          `port ${port} (LABDECK_PG_PORT) is already in use by another program; stop it or set LABDECK_PG_PORT to a free port`,
+        ),
       );
     } finally {
       taken.close();

@@ -155,7 +155,11 @@ const WEAK_HBA_METHOD = /^(\s*(?:local|host\w*)\s+\S+\s+\S+\s+(?:\S+\s+)?)(passw
  * connection can authenticate), then every weak pg_hba.conf line asks for scram-sha-256 and the
  * server reloads it. Idempotent; a SCRAM cluster is left as it is.
  */
-async function requireScram(client: { query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>; escapeLiteral(s: string): string }, clusterDir: string, password: string): Promise<void> {
+async function requireScram(
+  client: { query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>; escapeLiteral(s: string): string },
+  clusterDir: string,
+  password: string,
+): Promise<void> {
   const verifier = await client.query("SELECT rolpassword FROM pg_authid WHERE rolname = current_user");
   if (!String(verifier.rows[0]?.rolpassword ?? "").startsWith("SCRAM-SHA-256$")) {
     await client.query("SET password_encryption = 'scram-sha-256'");
@@ -174,7 +178,7 @@ async function requireScram(client: { query(text: string, values?: unknown[]): P
 
 /** Whether the process with this identity is gone within `ms` (polls /proc every 100 ms). */
 async function exited(pid: number, startTime: string, ms = Infinity): Promise<boolean> {
-  for (const deadline = Date.now() + ms; processStartTime(pid) === startTime; ) {
+  for (const deadline = Date.now() + ms; processStartTime(pid) === startTime;) {
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -239,9 +243,7 @@ async function acquireOwnership(dataDir: string): Promise<() => Promise<void>> {
     }
     const owner = parseOwner(await fs.readFile(file, "utf8").catch(() => ""));
     if (owner && owner.pid === me.pid && owner.startTime === me.startTime) {
-      throw new EmbeddedPostgresError(
-        `this process already runs the embedded database in ${dataDir}; stop it before starting it again`,
-      );
+      throw new EmbeddedPostgresError(`this process already runs the embedded database in ${dataDir}; stop it before starting it again`);
     }
     if (owner && processStartTime(owner.pid) === owner.startTime) {
       throw new EmbeddedPostgresError(
@@ -379,7 +381,10 @@ function startFailure(reason: unknown, tail: string[], clusterDir: string, port:
       `another PostgreSQL is already running on ${clusterDir}; stop it or set LABDECK_DATA_DIR to another directory`,
     );
   }
-  const fatal = tail.filter((l) => /FATAL|PANIC|ERROR/.test(l)).at(-1)?.replace(/^.*?(FATAL|PANIC|ERROR):\s*/, "");
+  const fatal = tail
+    .filter((l) => /FATAL|PANIC|ERROR/.test(l))
+    .at(-1)
+    ?.replace(/^.*?(FATAL|PANIC|ERROR):\s*/, "");
   return new EmbeddedPostgresError(
     `the embedded PostgreSQL in ${clusterDir} stopped during start-up${fatal ? ` (${fatal})` : ""}; ` +
       `fix that (run with LOG_LEVEL=debug for its whole log) and start again`,
@@ -405,5 +410,8 @@ async function assertTraversable(dir: string): Promise<void> {
 }
 
 async function exists(p: string): Promise<boolean> {
-  return fs.access(p).then(() => true, () => false);
+  return fs.access(p).then(
+    () => true,
+    () => false,
+  );
 }

@@ -49,7 +49,10 @@ describe("migrateDeploy", () => {
     console.log(`migrateDeploy on an up-to-date database: ${ms} ms`);
     expect(ms).toBeLessThan(1500);
 
-    const last = migrations.map((e) => e.name).sort().at(-1)!;
+    const last = migrations
+      .map((e) => e.name)
+      .sort()
+      .at(-1)!;
     await sql(`DELETE FROM _prisma_migrations WHERE migration_name = '${last}'`);
     await expect(migrateDeploy(db.url)).rejects.toThrow(/prisma migrate deploy failed/);
   }, 180_000);

@@ -88,7 +88,12 @@ describe("event bus over LISTEN/NOTIFY", () => {
     const b = await process("B");
     const seen: unknown[] = [];
     b.bus.onProgress("ok", (p) => seen.push(p));
-    for (const payload of ["not json", "{}", JSON.stringify({ k: "nope", s: "ok" }), JSON.stringify({ k: "progress", s: "x".repeat(500) })]) {
+    for (const payload of [
+      "not json",
+      "{}",
+      JSON.stringify({ k: "nope", s: "ok" }),
+      JSON.stringify({ k: "progress", s: "x".repeat(500) }),
+    ]) {
       await db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`;
     }
     await db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ k: "progress", s: "ok" })})`;
@@ -134,7 +139,10 @@ describe("watchers across processes", () => {
     await expect.poll(() => notices.at(-1)).toEqual(["teacher1", "teacher2"]);
     expect(await registryB.watchers(s.id)).toEqual(["teacher1", "teacher2"]);
     // Process A dies without a clean stop: its row ages past the grace and stops counting.
-    await db.watchPresence.updateMany({ where: { processId: registryA.processId }, data: { seenAt: new Date(Date.now() - PRESENCE_GRACE_MS - 1000) } });
+    await db.watchPresence.updateMany({
+      where: { processId: registryA.processId },
+      data: { seenAt: new Date(Date.now() - PRESENCE_GRACE_MS - 1000) },
+    });
     expect(await registryB.watchers(s.id)).toEqual(["teacher2"]);
     // A clean stop removes the process's rows and tells the learner at once.
     await registryB.stop();

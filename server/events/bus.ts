@@ -267,7 +267,11 @@ export class EventBus {
       do {
         state.again = false;
         const value =
-          kind === "progress" ? await sources.progress(sessionId) : kind === "watchers" ? await sources.watchers(sessionId) : await (sources.tabs?.(sessionId) ?? Promise.resolve([]));
+          kind === "progress"
+            ? await sources.progress(sessionId)
+            : kind === "watchers"
+              ? await sources.watchers(sessionId)
+              : await (sources.tabs?.(sessionId) ?? Promise.resolve([]));
         this.emitter.emit(name, value);
       } while (state.again && this.emitter.listenerCount(name) > 0);
     };

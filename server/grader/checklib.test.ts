@@ -56,7 +56,8 @@ const BASE: Record<string, Entry> = {
   "etc/fstab": "UUID=abc / ext4 defaults 0 1\n",
 };
 
-const AGENT = "[Unit]\nDescription=agent\n[Service]\nExecStart=/usr/bin/python3 -m http.server 10250\n[Install]\nWantedBy=multi-user.target\n";
+const AGENT =
+  "[Unit]\nDescription=agent\n[Service]\nExecStart=/usr/bin/python3 -m http.server 10250\n[Install]\nWantedBy=multi-user.target\n";
 
 function machine(files: Record<string, Entry>): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "checklib-"));
@@ -117,7 +118,9 @@ describe("sysctl at boot", () => {
       "etc/sysctl.d/99-sysctl.conf": { link: "../sysctl.conf" },
       "etc/sysctl.conf": "net.ipv4.ip_forward=1\nnet.bridge.bridge-nf-call-iptables=1\n",
     };
-    expect(await sh(machine(sysctlConf), "boot_sysctl net.ipv4.ip_forward; boot_sysctl_source net.ipv4.ip_forward")).toBe("1\n/etc/sysctl.d/99-sysctl.conf");
+    expect(await sh(machine(sysctlConf), "boot_sysctl net.ipv4.ip_forward; boot_sysctl_source net.ipv4.ip_forward")).toBe(
+      "1\n/etc/sysctl.d/99-sysctl.conf",
+    );
     // Without Debian's symlink systemd-sysctl never reads /etc/sysctl.conf.
     expect(await sh(machine({ "etc/sysctl.conf": "net.ipv4.ip_forward=1\n" }), "boot_sysctl net.ipv4.ip_forward")).toBe("");
   });
@@ -200,7 +203,10 @@ describe("systemd units at boot", () => {
       "etc/systemd/system/multi-user.target.wants/legacy.service": { link: "/usr/lib/systemd/system/agent.service" },
     });
     expect(await sh(alias, "boot_unit_state agent.service")).toBe("starts");
-    const dropIn = machine({ "etc/systemd/system/legacy.service": AGENT, "etc/systemd/system/multi-user.target.d/agent.conf": "[Unit]\nWants=legacy.service\n" });
+    const dropIn = machine({
+      "etc/systemd/system/legacy.service": AGENT,
+      "etc/systemd/system/multi-user.target.d/agent.conf": "[Unit]\nWants=legacy.service\n",
+    });
     expect(await sh(dropIn, "boot_unit_state legacy.service")).toBe("starts");
     const socket = machine({
       "etc/systemd/system/legacy.service": AGENT,
@@ -213,10 +219,15 @@ describe("systemd units at boot", () => {
       "etc/systemd/system/multi-user.target.wants/agent@10250.service": { link: "/etc/systemd/system/agent@.service" },
     });
     expect(await sh(instance, "boot_unit_state agent@10250.service")).toBe("starts");
-    const deleted = machine({ "etc/systemd/system/multi-user.target.wants/legacy.service": { link: "/etc/systemd/system/legacy.service" } });
+    const deleted = machine({
+      "etc/systemd/system/multi-user.target.wants/legacy.service": { link: "/etc/systemd/system/legacy.service" },
+    });
     expect(await sh(deleted, "boot_unit_state legacy.service")).toBe("not-found");
     // Wanted only by a target no boot reaches.
-    const stray = machine({ "etc/systemd/system/legacy.service": AGENT, "etc/systemd/system/rescue.target.wants/legacy.service": { link: "/etc/systemd/system/legacy.service" } });
+    const stray = machine({
+      "etc/systemd/system/legacy.service": AGENT,
+      "etc/systemd/system/rescue.target.wants/legacy.service": { link: "/etc/systemd/system/legacy.service" },
+    });
     expect(await sh(stray, "boot_unit_state legacy.service")).toBe("disabled");
   });
 });
@@ -229,12 +240,17 @@ describe("unit settings at boot", () => {
       "run/systemd/system/legacy.service.d/zz-back.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m http.server 10250\n",
     });
     expect(await sh(root, "boot_unit_setting legacy.service ExecStart")).toBe("/usr/bin/python3 -m http.server 10251");
-    expect(await sh(machine({ "etc/systemd/system/legacy.service": AGENT }), "boot_unit_setting legacy.service ExecStart")).toBe("/usr/bin/python3 -m http.server 10250");
+    expect(await sh(machine({ "etc/systemd/system/legacy.service": AGENT }), "boot_unit_setting legacy.service ExecStart")).toBe(
+      "/usr/bin/python3 -m http.server 10250",
+    );
   });
 });
 
 describe("swap at boot", () => {
-  const fstab = { "etc/fstab": "UUID=abc / ext4 defaults 0 1\n/swapfile none swap sw,pri=42 0 0\n#/old.swap none swap sw 0 0\n/other none swap noauto 0 0\n" };
+  const fstab = {
+    "etc/fstab":
+      "UUID=abc / ext4 defaults 0 1\n/swapfile none swap sw,pri=42 0 0\n#/old.swap none swap sw 0 0\n/other none swap noauto 0 0\n",
+  };
 
   it("an fstab line (not commented, not noauto) turns swap on at boot", async () => {
     expect(await sh(machine(fstab), "boot_swap")).toBe("/swapfile\t/etc/fstab");
@@ -244,10 +260,17 @@ describe("swap at boot", () => {
   it("masking swap.target (kubespray's way) or the line's unit stops it, the fstab line may stay; a runtime mask does not", async () => {
     expect(await sh(machine({ ...fstab, "etc/systemd/system/swap.target": { link: "/dev/null" } }), "boot_swap")).toBe("");
     expect(await sh(machine({ ...fstab, "etc/systemd/system/swapfile.swap": { link: "/dev/null" } }), "boot_swap")).toBe("");
-    expect(await sh(machine({ ...fstab, "run/systemd/system/swap.target": { link: "/dev/null" } }), "boot_swap")).toBe("/swapfile\t/etc/fstab");
-    expect(await sh(machine({ ...fstab, "run/systemd/system/swapfile.swap": { link: "/dev/null" } }), "boot_swap")).toBe("/swapfile\t/etc/fstab");
+    expect(await sh(machine({ ...fstab, "run/systemd/system/swap.target": { link: "/dev/null" } }), "boot_swap")).toBe(
+      "/swapfile\t/etc/fstab",
+    );
+    expect(await sh(machine({ ...fstab, "run/systemd/system/swapfile.swap": { link: "/dev/null" } }), "boot_swap")).toBe(
+      "/swapfile\t/etc/fstab",
+    );
     // UUID= lines are named after their by-uuid link.
-    const byUuid = machine({ "etc/fstab": "UUID=0a1b-2c none swap sw 0 0\n", "etc/systemd/system/dev-disk-by\\x2duuid-0a1b\\x2d2c.swap": { link: "/dev/null" } });
+    const byUuid = machine({
+      "etc/fstab": "UUID=0a1b-2c none swap sw 0 0\n",
+      "etc/systemd/system/dev-disk-by\\x2duuid-0a1b\\x2d2c.swap": { link: "/dev/null" },
+    });
     expect(await sh(byUuid, "boot_swap")).toBe("");
   });
 
@@ -256,13 +279,19 @@ describe("swap at boot", () => {
     const link = { "etc/systemd/system/swap.target.wants/swap2.swap": { link: "/etc/systemd/system/swap2.swap" } };
     expect(await sh(machine({ ...unit, ...link }), "boot_swap")).toBe("/swap2\t/etc/systemd/system/swap2.swap");
     expect(await sh(machine(unit), "boot_swap")).toBe("");
-    expect(await sh(machine({ ...unit, "run/systemd/system/swap.target.wants/swap2.swap": { link: "/etc/systemd/system/swap2.swap" } }), "boot_swap")).toBe("");
+    expect(
+      await sh(
+        machine({ ...unit, "run/systemd/system/swap.target.wants/swap2.swap": { link: "/etc/systemd/system/swap2.swap" } }),
+        "boot_swap",
+      ),
+    ).toBe("");
     expect(await sh(machine({ ...unit, ...link, "etc/systemd/system/swap.target": { link: "/dev/null" } }), "boot_swap")).toBe("");
   });
 
   it("swap turned on by something other than fstab: a service, a script it runs, rc.local, cron @reboot", async () => {
     const service = {
-      "etc/systemd/system/myswap.service": "[Service]\nType=oneshot\nExecStart=/sbin/swapon /swapfile\n[Install]\nWantedBy=multi-user.target\n",
+      "etc/systemd/system/myswap.service":
+        "[Service]\nType=oneshot\nExecStart=/sbin/swapon /swapfile\n[Install]\nWantedBy=multi-user.target\n",
       "etc/systemd/system/multi-user.target.wants/myswap.service": { link: "/etc/systemd/system/myswap.service" },
     };
     expect(await sh(machine(service), "boot_swap")).toBe("swapon\tmyswap.service (/etc/systemd/system/myswap.service)");
@@ -291,7 +320,9 @@ describe("swap at boot", () => {
 
 describe("answer files", () => {
   it("reads what a person meant: CRLF, a BOM, full-width characters from an IME, comments, spacing, case", async () => {
-    const root = machine({ "root/a.txt": "\uFEFF# my answers\r\nＳｗａｐ　＝　Ｋｕｂｅｓｐｒａｙ\r\n\r\n  Port－10250 =human   # sure?\r\nsysctlーzz = x\r\n" });
+    const root = machine({
+      "root/a.txt": "\uFEFF# my answers\r\nＳｗａｐ　＝　Ｋｕｂｅｓｐｒａｙ\r\n\r\n  Port－10250 =human   # sure?\r\nsysctlーzz = x\r\n",
+    });
     expect(await sh(root, "answer_lines /root/a.txt")).toBe("swap = kubespray\nport-10250 =human\nsysctl-zz = x");
   });
 });

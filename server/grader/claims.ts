@@ -56,7 +56,10 @@ const claimed = (rows: ClaimRow[]): ClaimedSession[] =>
     labSlug: r.labSlug,
     labVersion: r.labVersion,
     currentStepId: r.currentStepId,
-    proof: r.proofStepId && r.proofBootId && r.proofPassedAt ? { stepId: r.proofStepId, bootId: r.proofBootId, passedAt: r.proofPassedAt } : null,
+    proof:
+      r.proofStepId && r.proofBootId && r.proofPassedAt
+        ? { stepId: r.proofStepId, bootId: r.proofBootId, passedAt: r.proofPassedAt }
+        : null,
     machines: (typeof r.machines === "string" ? JSON.parse(r.machines) : r.machines) ?? [],
   }));
 
@@ -64,7 +67,8 @@ const claimed = (rows: ClaimRow[]): ClaimedSession[] =>
 const PROOF = Prisma.raw(`s."proofStepId", s."proofBootId", s."proofPassedAt"`);
 
 /** The claimed session's machines, as one JSON array (a correlated subquery: no row multiplies). */
-const MACHINES = Prisma.raw(`(SELECT coalesce(json_agg(json_build_object('id', m."id", 'name', m."name", 'host', m."host", 'port', m."port", 'user', m."user",
+const MACHINES =
+  Prisma.raw(`(SELECT coalesce(json_agg(json_build_object('id', m."id", 'name', m."name", 'host', m."host", 'port', m."port", 'user', m."user",
     'privateKey', m."privateKey", 'hostKey', m."hostKey")), '[]'::json) FROM "Machine" m WHERE m."sessionId" = s."id") AS "machines"`);
 
 /**
@@ -74,7 +78,8 @@ const MACHINES = Prisma.raw(`(SELECT coalesce(json_agg(json_build_object('id', m
  */
 export async function claimDue(db: Db, owner: string, limit: number): Promise<ClaimedSession[]> {
   if (limit <= 0) return [];
-  return claimed(await db.$queryRaw<ClaimRow[]>`
+  return claimed(
+    await db.$queryRaw<ClaimRow[]>`
     WITH t AS (SELECT (now() AT TIME ZONE 'UTC') AS at),
     picked AS (
       SELECT s."id" FROM "LabSession" s, t
@@ -89,7 +94,8 @@ export async function claimDue(db: Db, owner: string, limit: number): Promise<Cl
        SET "checkUntil" = t.at + make_interval(secs => ${CHECK_LEASE_S}::int), "checkBy" = ${owner}
       FROM picked, t
      WHERE s."id" = picked."id"
-    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`);
+    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`,
+  );
 }
 
 /**
@@ -97,12 +103,14 @@ export async function claimDue(db: Db, owner: string, limit: number): Promise<Cl
  * due or not (Check button, Enter nudge); null when one runs or the session is not gradable.
  */
 export async function claimNow(db: Db, owner: string, sessionId: string): Promise<ClaimedSession | null> {
-  const rows = claimed(await db.$queryRaw<ClaimRow[]>`
+  const rows = claimed(
+    await db.$queryRaw<ClaimRow[]>`
     UPDATE "LabSession" s
        SET "checkUntil" = (now() AT TIME ZONE 'UTC') + make_interval(secs => ${CHECK_LEASE_S}::int), "checkBy" = ${owner}
      WHERE s."id" = ${sessionId} AND s."state" = 'ready' AND s."completedAt" IS NULL
        AND (s."checkUntil" IS NULL OR s."checkUntil" < (now() AT TIME ZONE 'UTC'))
-    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`);
+    RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`,
+  );
   return rows[0] ?? null;
 }
 

@@ -90,7 +90,14 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "labdeck-clean-env-"));
   const environment = path.join(dir, "environment");
   await writeFile(environment, ETC_ENVIRONMENT);
-  set = await createNetnsHosts({ id: "ce", names: ["node01"], subnet: SUBNET, dir: path.join(dir, "hosts"), usePam: true, binds: [{ source: environment, target: "/etc/environment" }] });
+  set = await createNetnsHosts({
+    id: "ce",
+    names: ["node01"],
+    subnet: SUBNET,
+    dir: path.join(dir, "hosts"),
+    usePam: true,
+    binds: [{ source: environment, target: "/etc/environment" }],
+  });
   host = set.hosts[0]!;
   const setup = await pool.run(host, LEARNER_SETUP, 30);
   expect(setup.outcome, setup.output).toBe("pass");

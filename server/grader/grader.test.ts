@@ -75,7 +75,11 @@ function writeRebootLab(dir: string) {
     put(`steps/${id}/hint.md`, "hint\n");
     put(`steps/${id}/solution.sh`, "#!/bin/bash\ntouch /root/durable-flag\n", 0o755);
   }
-  put("steps/durable/check.sh", '#!/bin/bash\n[ -f /root/durable-flag ] || { echo "フラグがありません"; exit 1; }\necho durable-ok\n', 0o755);
+  put(
+    "steps/durable/check.sh",
+    '#!/bin/bash\n[ -f /root/durable-flag ] || { echo "フラグがありません"; exit 1; }\necho durable-ok\n',
+    0o755,
+  );
   put("steps/after/check.sh", "#!/bin/bash\nfalse\n", 0o755);
 }
 
@@ -214,12 +218,18 @@ describe("reboot proof of a verifyByReboot step (faked boot id and uptime on net
   let sessionId: string;
   const state = (p: Progress) => p.steps.map((s) => s.state);
   const fakeBoot = async (bootId: string, uptime?: string) => {
-    await exec("node01", `umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; echo ${bootId} > /root/fake-boot-id; mount --bind /root/fake-boot-id /proc/sys/kernel/random/boot_id; true`);
+    await exec(
+      "node01",
+      `umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; echo ${bootId} > /root/fake-boot-id; mount --bind /root/fake-boot-id /proc/sys/kernel/random/boot_id; true`,
+    );
     if (uptime) await exec("node01", `echo '${uptime} 1.00' > /root/fake-uptime; mount --bind /root/fake-uptime /proc/uptime`);
   };
 
   afterAll(async () => {
-    await exec("node01", "umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; rm -f /root/durable-flag; true").catch(() => undefined);
+    await exec(
+      "node01",
+      "umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; rm -f /root/durable-flag; true",
+    ).catch(() => undefined);
   });
 
   it("a first pass is 'passed now' (proving), not done; the check's boot facts line is not in the learner's output", async () => {
@@ -253,7 +263,9 @@ describe("reboot proof of a verifyByReboot step (faked boot id and uptime on net
     await exec("node01", "touch /root/durable-flag");
     expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
     // Recorded on the boot it passed on (the faked one now).
-    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).proofBootId).toBe("11111111-2222-4333-8444-555555555555");
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).proofBootId).toBe(
+      "11111111-2222-4333-8444-555555555555",
+    );
   });
 
   it("a pass on a new boot (new boot id, uptime shorter than the time since the pass) completes the step", async () => {

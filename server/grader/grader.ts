@@ -331,7 +331,8 @@ export class Grader {
           await this.check(claim, "poll");
         } else if (++nudge.retries < NUDGE_RETRIES && this.timer && (await checkRunning(this.deps.db, sessionId))) {
           // Its check runs on another process: this nudge runs after it.
-          if (this.nudges.get(sessionId) === nudge && !nudge.timer) nudge.timer = setTimeout(() => this.runNudge(sessionId), NUDGE_DELAY_MS);
+          if (this.nudges.get(sessionId) === nudge && !nudge.timer)
+            nudge.timer = setTimeout(() => this.runNudge(sessionId), NUDGE_DELAY_MS);
         } else if (this.nudges.get(sessionId) === nudge && !nudge.timer) this.nudges.delete(sessionId);
       } catch (error) {
         this.deps.log.error({ sessionId, err: (error as Error).message }, "grader nudge failed");
@@ -363,7 +364,8 @@ export class Grader {
   /** The time to a session's next poll after a check with `outcome`, ms (backoff for a machine that did not answer). */
   private nextInMs(sessionId: string, outcome: ScriptResult["outcome"] | null, rerun: boolean, waitsForReboot = false): number {
     const now = Date.now();
-    if (this.unreachable.size > 1_000) for (const [id, u] of this.unreachable) if (now - u.at > BACKOFF_FORGET_MS) this.unreachable.delete(id);
+    if (this.unreachable.size > 1_000)
+      for (const [id, u] of this.unreachable) if (now - u.at > BACKOFF_FORGET_MS) this.unreachable.delete(id);
     let runs = 0;
     if (outcome === "unreachable") {
       runs = (this.unreachable.get(sessionId)?.runs ?? 0) + 1;
@@ -395,14 +397,16 @@ export class Grader {
         const currentStepId =
           session.labVersion === version.hash
             ? session.currentStepId
-            : (await this.deps.db.labSession.findUniqueOrThrow({ where: { id: session.id }, select: { currentStepId: true } })).currentStepId;
+            : (await this.deps.db.labSession.findUniqueOrThrow({ where: { id: session.id }, select: { currentStepId: true } }))
+                .currentStepId;
         const step = version.lab.steps.find((s) => s.id === currentStepId);
         if (!step) return (outcome = null);
         // Passed now and waiting for its machine to come back from a reboot: no long backoff.
         const waitsForReboot = session.proof?.stepId === step.id;
         // A failure's record releases the claim in the same statement; a pass is released after the advance (below).
         const release: ReleaseWithRecord = {
-          for: (result) => (result === "pass" ? undefined : { owner: this.owner, nextInMs: this.nextInMs(session.id, result, state.rerun, waitsForReboot) }),
+          for: (result) =>
+            result === "pass" ? undefined : { owner: this.owner, nextInMs: this.nextInMs(session.id, result, state.rerun, waitsForReboot) },
           done: false,
         };
         try {
@@ -522,7 +526,14 @@ export class Grader {
       const now = new Date();
       const moved = await tx.labSession.updateMany({
         where: { id: sessionId, labVersion: version.hash, currentStepId: stepId },
-        data: { currentStepId: next, currentStepSince: now, completedAt: next === null ? now : null, proofStepId: null, proofBootId: null, proofPassedAt: null },
+        data: {
+          currentStepId: next,
+          currentStepSince: now,
+          completedAt: next === null ? now : null,
+          proofStepId: null,
+          proofBootId: null,
+          proofPassedAt: null,
+        },
       });
       if (moved.count === 1) await tx.stepCompletion.createMany({ data: [{ sessionId, stepId }], skipDuplicates: true });
     });
@@ -535,5 +546,12 @@ function endpointOf(session: ClaimedSession, name: string, db: Db): SshEndpoint 
   if (!machine) return null;
   // A row from before keys were encrypted is sealed now; failing to do so does not stop SSH.
   if (!isSealed(machine.privateKey)) void sealIfPlain(db, machine.id, machine.privateKey).catch(() => undefined);
-  return { name: machine.name, host: machine.host, port: machine.port, user: machine.user, privateKey: openPrivateKey(machine.privateKey), hostKey: machine.hostKey };
+  return {
+    name: machine.name,
+    host: machine.host,
+    port: machine.port,
+    user: machine.user,
+    privateKey: openPrivateKey(machine.privateKey),
+    hostKey: machine.hostKey,
+  };
 }

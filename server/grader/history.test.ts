@@ -28,7 +28,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("check history", () => {
   it("counts a repeated identical result in one row and starts a row when the result changes", async () => {
     const id = await session();
-    const rec = (result: ScriptResult, stepId = "a", trigger: "poll" | "manual" = "poll") => recordCheckRun(db, { sessionId: id, stepId, machine: "node01", trigger, result });
+    const rec = (result: ScriptResult, stepId = "a", trigger: "poll" | "manual" = "poll") =>
+      recordCheckRun(db, { sessionId: id, stepId, machine: "node01", trigger, result });
     expect(await rec(fail("missing"))).toBe(true);
     for (let i = 0; i < 4; i++) {
       await sleep(20);
@@ -82,7 +83,9 @@ describe("check history", () => {
     const older = new Date(Date.now() - 41 * 86_400_000);
     const recent = new Date(Date.now() - 86_400_000);
     const make = (sessionId: string, stepId: string, at: Date, output: string) =>
-      db.checkRun.create({ data: { sessionId, stepId, machine: "m", trigger: "poll", outcome: "fail", output, durationMs: 1, createdAt: at, lastAt: at } });
+      db.checkRun.create({
+        data: { sessionId, stepId, machine: "m", trigger: "poll", outcome: "fail", output, durationMs: 1, createdAt: at, lastAt: at },
+      });
     await make(live, "a", older, "live a older"); // pruned: a newer row of step a exists
     await make(live, "a", old, "live a newest"); // kept: step a's newest
     await make(live, "b", recent, "live b recent"); // kept: within retention

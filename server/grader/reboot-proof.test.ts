@@ -10,7 +10,10 @@ const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 12, 0, s));
 describe("boot facts line", () => {
   it("is printed by the script and taken out of the output, which keeps the rest", () => {
     const nonce = newNonce();
-    const printed = execFileSync("/bin/bash", ["-c", bootFactsScript(nonce) + "echo check-out; echo warn >&2"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const printed = execFileSync("/bin/bash", ["-c", bootFactsScript(nonce) + "echo check-out; echo warn >&2"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const taken = takeBootFacts(printed, nonce);
     expect(taken.facts?.bootId).toMatch(/^[0-9a-f-]{36}$/);
     expect(taken.facts?.uptimeSeconds).toBeGreaterThan(0);
@@ -18,10 +21,16 @@ describe("boot facts line", () => {
   });
 
   it("ignores a line with another nonce (learner output cannot forge it) and rejects malformed facts", () => {
-    expect(takeBootFacts(`@labdeck-boot-aaaa ${BOOT_A} 3.0\nok`, "bbbb")).toEqual({ facts: null, output: `@labdeck-boot-aaaa ${BOOT_A} 3.0\nok` });
+    expect(takeBootFacts(`@labdeck-boot-aaaa ${BOOT_A} 3.0\nok`, "bbbb")).toEqual({
+      facts: null,
+      output: `@labdeck-boot-aaaa ${BOOT_A} 3.0\nok`,
+    });
     expect(takeBootFacts(`@labdeck-boot-n1 not-a-uuid 3.0\nok`, "n1")).toEqual({ facts: null, output: "ok" });
     expect(takeBootFacts(`@labdeck-boot-n1 ${BOOT_A} -4\nok`, "n1").facts).toBeNull();
-    expect(takeBootFacts(`@labdeck-boot-n1 ${BOOT_A} 12.5\n`, "n1")).toEqual({ facts: { bootId: BOOT_A, uptimeSeconds: 12.5 }, output: "" });
+    expect(takeBootFacts(`@labdeck-boot-n1 ${BOOT_A} 12.5\n`, "n1")).toEqual({
+      facts: { bootId: BOOT_A, uptimeSeconds: 12.5 },
+      output: "",
+    });
   });
 });
 
@@ -49,7 +58,8 @@ describe("decide", () => {
 
   it("a fail clears the record; no verdict (unreachable while rebooting, timeout, error) keeps it", () => {
     expect(decide("swap", "fail", facts(BOOT_B, 40), pending, at(90))).toEqual({ kind: "clear" });
-    for (const outcome of ["unreachable", "timeout", "error"] as const) expect(decide("swap", outcome, null, pending, at(90))).toEqual({ kind: "keep" });
+    for (const outcome of ["unreachable", "timeout", "error"] as const)
+      expect(decide("swap", outcome, null, pending, at(90))).toEqual({ kind: "keep" });
   });
 
   it("a pass without boot facts is never recorded nor proven", () => {

@@ -26,7 +26,16 @@ function writeLab(dir: string) {
     fs.mkdirSync(path.dirname(full), { recursive: true });
     fs.writeFileSync(full, content, { mode });
   };
-  put("lab.yaml", ["title: replicas", "summary: a step that never passes", "durationMinutes: 5", "steps:", "  - { id: never, title: never, machine: node01, timeoutSeconds: 5 }"].join("\n"));
+  put(
+    "lab.yaml",
+    [
+      "title: replicas",
+      "summary: a step that never passes",
+      "durationMinutes: 5",
+      "steps:",
+      "  - { id: never, title: never, machine: node01, timeoutSeconds: 5 }",
+    ].join("\n"),
+  );
   put("lesson.md", "# test\n");
   put("steps/never/step.md", "never\n");
   put("steps/never/hint.md", "never\n");
@@ -39,7 +48,10 @@ beforeAll(async () => {
   labsDir = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-replica-labs-"));
   writeLab(labsDir);
   stack = await startTestStack({ subnet: 45, labsDir, grader: { intervalMs: INTERVAL_MS, jitter: JITTER } });
-  second = new Grader({ db: stack.db, labs: stack.labs, pool: secondPool, bus: stack.bus, log }, { intervalMs: INTERVAL_MS, jitter: JITTER });
+  second = new Grader(
+    { db: stack.db, labs: stack.labs, pool: secondPool, bus: stack.bus, log },
+    { intervalMs: INTERVAL_MS, jitter: JITTER },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -51,7 +63,11 @@ afterAll(async () => {
 
 /** A session's history rows: a streak of identical results per row, with its run count and smallest gap. */
 async function rowsOf(sessionId: string) {
-  return stack.db.checkRun.findMany({ where: { sessionId }, orderBy: { lastAt: "asc" }, select: { count: true, minGapMs: true, trigger: true } });
+  return stack.db.checkRun.findMany({
+    where: { sessionId },
+    orderBy: { lastAt: "asc" },
+    select: { count: true, minGapMs: true, trigger: true },
+  });
 }
 const runCount = (rows: { count: number }[]) => rows.reduce((n, r) => n + r.count, 0);
 /** Smallest time between one run's end and the next run's start over the session's history, ms. */

@@ -27,7 +27,16 @@ function writeLab(labsDir: string) {
     fs.mkdirSync(path.dirname(full), { recursive: true });
     fs.writeFileSync(full, content, { mode });
   };
-  put("lab.yaml", ["title: drain", "summary: a slow check", "durationMinutes: 5", "steps:", "  - { id: slow, title: slow, machine: node01, timeoutSeconds: 20 }"].join("\n"));
+  put(
+    "lab.yaml",
+    [
+      "title: drain",
+      "summary: a slow check",
+      "durationMinutes: 5",
+      "steps:",
+      "  - { id: slow, title: slow, machine: node01, timeoutSeconds: 20 }",
+    ].join("\n"),
+  );
   put("lesson.md", "# drain\n");
   put("steps/slow/step.md", "slow\n");
   put("steps/slow/hint.md", "slow\n");
@@ -76,7 +85,8 @@ describe("SIGTERM drains a real server process", () => {
     proc.stderr!.on("data", (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
     const deadline = Date.now() + 90_000;
-    while (!output.includes("LABDECK_READY") && Date.now() < deadline && proc.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    while (!output.includes("LABDECK_READY") && Date.now() < deadline && proc.exitCode === null)
+      await new Promise((r) => setTimeout(r, 100));
     expect(output, output).toContain("LABDECK_READY");
 
     // A terminal socket (the close code comes to every open socket, before or after hello).

@@ -28,7 +28,9 @@ describe("eventStream", () => {
       out.revoke("accessRevoked"); // a second revoke changes nothing
     });
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-    expect(await readAll(response)).toBe('event: hello\ndata: {}\n\nevent: changed\ndata: {"sessionId":"s1"}\n\nevent: revoked\ndata: {"reason":"signedOut"}\n\n');
+    expect(await readAll(response)).toBe(
+      'event: hello\ndata: {}\n\nevent: changed\ndata: {"sessionId":"s1"}\n\nevent: revoked\ndata: {"reason":"signedOut"}\n\n',
+    );
     expect(c).toEqual({ released: 1, closed: 1 });
   });
 

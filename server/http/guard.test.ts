@@ -163,7 +163,11 @@ describe("body limits before parsing (Next.js replaced by a body-buffering stand
 
 describe("Origin on state-changing /api requests", () => {
   it("refuses another origin and a missing one (403), accepts the public one; GETs and health paths need none", async () => {
-    const bad = await fetch(`${base}/api/cohorts`, { method: "POST", headers: { origin: "http://127.0.0.1:1", "content-type": "application/json" }, body: "{}" });
+    const bad = await fetch(`${base}/api/cohorts`, {
+      method: "POST",
+      headers: { origin: "http://127.0.0.1:1", "content-type": "application/json" },
+      body: "{}",
+    });
     expect(bad.status).toBe(403);
     expect(await bad.json()).toMatchObject({ code: "badOrigin" });
     for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
@@ -183,23 +187,31 @@ describe("Origin on state-changing /api requests", () => {
   });
 
   it("answers in the caller's language", async () => {
-    const res = await fetch(`${base}/api/cohorts`, { method: "POST", headers: { origin: "http://evil.example", cookie: "labdeck_locale=en" }, body: "{}" });
+    const res = await fetch(`${base}/api/cohorts`, {
+      method: "POST",
+      headers: { origin: "http://evil.example", cookie: "labdeck_locale=en" },
+      body: "{}",
+    });
     expect(((await res.json()) as { error: string }).error).toMatch(/another site/);
   });
 });
 
 describe("timeouts", () => {
-  it(`a client that never finishes its headers is cut after ${HEADERS_TIMEOUT_MS / 1000} s`, async () => {
-    const started = Date.now();
-    const socket = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
-    socket.write("GET / HTTP/1.1\r\nHost: x\r\n");
-    socket.resume();
-    await new Promise((resolve) => socket.on("close", resolve));
-    const took = Date.now() - started;
-    console.log(`half-open request cut after ${took} ms`);
-    expect(took).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 500);
-    expect(took).toBeLessThan(HEADERS_TIMEOUT_MS + 5_000);
-  }, HEADERS_TIMEOUT_MS + 10_000);
+  it(
+    `a client that never finishes its headers is cut after ${HEADERS_TIMEOUT_MS / 1000} s`,
+    async () => {
+      const started = Date.now();
+      const socket = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
+      socket.write("GET / HTTP/1.1\r\nHost: x\r\n");
+      socket.resume();
+      await new Promise((resolve) => socket.on("close", resolve));
+      const took = Date.now() - started;
+      console.log(`half-open request cut after ${took} ms`);
+      expect(took).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 500);
+      expect(took).toBeLessThan(HEADERS_TIMEOUT_MS + 5_000);
+    },
+    HEADERS_TIMEOUT_MS + 10_000,
+  );
 });
 
 describe("client address (X-Forwarded-For believed only from LABDECK_TRUSTED_PROXIES)", () => {
@@ -214,7 +226,9 @@ describe("client address (X-Forwarded-For believed only from LABDECK_TRUSTED_PRO
     expect(clientAddress(req("10.0.0.1"), ["10.0.0.1"])).toBe("10.0.0.1");
   });
   it("a client-sent x-labdeck-client-address is replaced by the server", async () => {
-    const res = await fetch(`${base}/api/echo-address`, { headers: { "x-labdeck-client-address": "1.1.1.1", "x-forwarded-for": "2.2.2.2" } });
+    const res = await fetch(`${base}/api/echo-address`, {
+      headers: { "x-labdeck-client-address": "1.1.1.1", "x-forwarded-for": "2.2.2.2" },
+    });
     expect(res.status).toBe(200);
     expect(seenAddresses.at(-1)).toBe("127.0.0.1");
   });

@@ -38,7 +38,12 @@ export function originOf(url: string): string {
  * an Origin header equal to the public origin; a missing one is refused (every browser sends it
  * on POST/PUT/PATCH/DELETE, so only a non-browser or a forged request lacks it).
  */
-export function originRefusal(method: string, pathname: string, origin: string | null | undefined, allowed: string): "missingOrigin" | "badOrigin" | null {
+export function originRefusal(
+  method: string,
+  pathname: string,
+  origin: string | null | undefined,
+  allowed: string,
+): "missingOrigin" | "badOrigin" | null {
   if (!STATE_CHANGING.has(method.toUpperCase()) || !pathname.startsWith("/api/")) return null;
   if (!origin) return "missingOrigin";
   return origin === allowed ? null : "badOrigin";
@@ -73,7 +78,12 @@ function sendJsonError(req: IncomingMessage, res: ServerResponse, status: number
  * otherwise lets it through with a byte counter on the body: a chunked body that grows past the
  * limit is dropped (never buffered), answered 413 and the connection closed.
  */
-export function guardNodeRequest(req: IncomingMessage, res: ServerResponse, allowedOrigin: () => string, trustedProxies: readonly string[] = []): boolean {
+export function guardNodeRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  allowedOrigin: () => string,
+  trustedProxies: readonly string[] = [],
+): boolean {
   const method = req.method ?? "GET";
   // Whatever the client sent under this name is replaced by the address this server believes.
   req.headers[CLIENT_ADDRESS_HEADER] = clientAddress(req, trustedProxies);

@@ -44,7 +44,11 @@ async function get(path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, { headers });
   const body = (await res.json()) as { seen: string };
   await new Promise((r) => setTimeout(r, 20)); // the log line is written on close
-  return { id: res.headers.get(REQUEST_ID_HEADER), seen: body.seen, line: lines.findLast((l) => l.reqId === res.headers.get(REQUEST_ID_HEADER)) };
+  return {
+    id: res.headers.get(REQUEST_ID_HEADER),
+    seen: body.seen,
+    line: lines.findLast((l) => l.reqId === res.headers.get(REQUEST_ID_HEADER)),
+  };
 }
 
 describe("request ids", () => {

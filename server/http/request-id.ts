@@ -50,7 +50,14 @@ export function tagRequest(req: IncomingMessage, res: ServerResponse, log: Logge
   const started = performance.now();
   res.once("close", () => {
     const path = loggablePath(req.url);
-    const line = { reqId: id, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), aborted: !res.writableFinished || undefined };
+    const line = {
+      reqId: id,
+      method: req.method,
+      path,
+      status: res.statusCode,
+      ms: Math.round(performance.now() - started),
+      aborted: !res.writableFinished || undefined,
+    };
     if (res.statusCode >= 500) log.error(line, "request failed");
     else if (QUIET_PATHS.has(path)) log.debug(line, "request");
     else log.info(line, "request");

@@ -32,7 +32,11 @@ export function tooManyRequests(request: Request, retryAfterSeconds: number): Re
 
 /** Bad input found while reading a request (not JSON, too large, NUL bytes): the status and code to answer. */
 export class BadInput extends Error {
-  constructor(readonly status: 400 | 413 | 415, readonly code: string, message: string) {
+  constructor(
+    readonly status: 400 | 413 | 415,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -52,7 +56,9 @@ export function apiRoute<C>(handler: (request: Request, context: C, services: Se
       }
       // A reference to a row that does not exist (an unknown cohortId, say) is the caller's mistake.
       if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2003") {
-        return apiError(request, 400, "badRequest", { issues: [{ path: String(error.meta?.field_name ?? ""), message: "refers to something that does not exist" }] });
+        return apiError(request, 400, "badRequest", {
+          issues: [{ path: String(error.meta?.field_name ?? ""), message: "refers to something that does not exist" }],
+        });
       }
       if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025") return apiError(request, 404, "notFound");
       // With its stack (pino's err serializer) and the request's id, which the client got in its header.

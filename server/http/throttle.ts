@@ -73,5 +73,7 @@ export async function consume(db: Db, name: LimitName, key: string): Promise<num
 
 /** Forgets a key's count (a successful sign-in clears its account's failures). */
 export async function forget(db: Db, name: LimitName, key: string): Promise<void> {
-  await limiter(db, name).delete(key).catch(() => undefined);
+  await limiter(db, name)
+    .delete(key)
+    .catch(() => undefined);
 }

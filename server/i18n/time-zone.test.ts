@@ -81,7 +81,11 @@ describe("DATE_TIME_FORMATS", () => {
 describe("the UI formats dates only through the named formats", () => {
   it("has no toLocale*String, Intl.DateTimeFormat or inline dateTime options in app/ and components/", async () => {
     const { readdir, readFile } = await import("node:fs/promises");
-    const files = (await Promise.all(["app", "components"].map((dir) => readdir(dir, { recursive: true }).then((names) => names.map((n) => `${dir}/${n}`)))))
+    const files = (
+      await Promise.all(
+        ["app", "components"].map((dir) => readdir(dir, { recursive: true }).then((names) => names.map((n) => `${dir}/${n}`))),
+      )
+    )
       .flat()
       .filter((f) => /\.tsx?$/.test(f) && !/\.test\.tsx?$/.test(f));
     expect(files.length).toBeGreaterThan(20);

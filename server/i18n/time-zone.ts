@@ -49,7 +49,9 @@ export type DateTimeFormatName = keyof (typeof DATE_TIME_FORMATS)["dateTime"];
 
 /** The zone's short name at `at` in `locale` ("JST"; English says "GMT+9" for Tokyo, "EST"/"EDT" for New York). */
 export function timeZoneAbbreviation(timeZone: string, locale: string, at: Date = new Date()): string {
-  const part = new Intl.DateTimeFormat(locale, { timeZone, timeZoneName: "short" }).formatToParts(at).find((p) => p.type === "timeZoneName");
+  const part = new Intl.DateTimeFormat(locale, { timeZone, timeZoneName: "short" })
+    .formatToParts(at)
+    .find((p) => p.type === "timeZoneName");
   return part?.value ?? timeZone;
 }
 
@@ -69,7 +71,14 @@ const OFFSET_SEARCH_MS = 24 * 3_600_000;
 export function zonedInputToUtc(value: string, timeZone: string): Date | null {
   const m = LOCAL_INPUT.exec(value);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1).map((p) => Number(p ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1).map((p) => Number(p ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return null;
   const wall = Date.UTC(year, month - 1, day, hour, minute, second);
   // Day 31 of a 30-day month rolls over into the next month: not a date the input can hold.

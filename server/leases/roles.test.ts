@@ -62,11 +62,15 @@ it("two processes, one sweeper: the child's runs; kill -9 the child and this pro
   const leaseMs = 2_000;
   const renewMs = 500;
   const sweepMs = 200;
-  const child = spawn(process.execPath, ["--import", "tsx", "server/testing/sweeper-child.ts", String(leaseMs), String(renewMs), String(sweepMs)], {
-    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
-    detached: true,
-  });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "server/testing/sweeper-child.ts", String(leaseMs), String(renewMs), String(sweepMs)],
+    {
+      env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: "warn" },
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+    },
+  );
   const held = new Promise<void>((resolve) => child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("held") && resolve()));
   await held;
 
@@ -76,17 +80,31 @@ it("two processes, one sweeper: the child's runs; kill -9 the child and this pro
   const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
   const sweeper = new SessionSweeper({ db, provider: recording, terminals, log }, { idleMs: 0, intervalMs: sweepMs });
   let tookOverAt = 0;
-  const role = new SingletonRole({ db, log }, "sweeper", {
-    start: () => {
-      tookOverAt = Date.now();
-      sweeper.start();
+  const role = new SingletonRole(
+    { db, log },
+    "sweeper",
+    {
+      start: () => {
+        tookOverAt = Date.now();
+        sweeper.start();
+      },
+      stop: () => sweeper.stop(),
     },
-    stop: () => sweeper.stop(),
-  }, { holder: "parent", leaseMs, renewMs });
+    { holder: "parent", leaseMs, renewMs },
+  );
   role.start();
 
   const expiredSession = (learnerId: string) =>
-    db.labSession.create({ data: { learnerId, labSlug: "hello-terminal", provider: "fake", state: "ready", readyAt: new Date(), expiresAt: new Date(Date.now() - 1_000) } });
+    db.labSession.create({
+      data: {
+        learnerId,
+        labSlug: "hello-terminal",
+        provider: "fake",
+        state: "ready",
+        readyAt: new Date(),
+        expiresAt: new Date(Date.now() - 1_000),
+      },
+    });
   const a = await expiredSession("swept-by-child");
   await expect.poll(async () => (await db.labSession.findUniqueOrThrow({ where: { id: a.id } })).state, { timeout: 5_000 }).toBe("ended");
   expect(destroyed).toEqual([]); // the child swept it, not this process
@@ -113,13 +131,23 @@ it("the warm pool refills on one process per host: the holder's pool fills, the 
     name: "fake-memory",
     create: async (request) => {
       created.push(`${owner}:${request.sessionId}`);
-      return request.machines.map((name) => ({ name, host: "127.0.0.1", port: 22, user: "root", privateKey: "k", hostKey: "h", providerRef: `${request.sessionId}/${name}` }));
+      return request.machines.map((name) => ({
+        name,
+        host: "127.0.0.1",
+        port: 22,
+        user: "root",
+        privateKey: "k",
+        hostKey: "h",
+        providerRef: `${request.sessionId}/${name}`,
+      }));
     },
     destroy: async (sid) => void destroyed.push(`${owner}:${sid}`),
   });
   const machines = ["controlplane", "node01", "node02"];
   const pools = ["a", "b"].map((owner) => new WarmPool(inMemory(owner), { size: 1, machines, log }));
-  const roles = pools.map((pool, i) => poolOnOneProcess({ db, log }, pool, { host: "host-1", holder: `p${i}`, leaseMs: 1_000, renewMs: 200 }));
+  const roles = pools.map((pool, i) =>
+    poolOnOneProcess({ db, log }, pool, { host: "host-1", holder: `p${i}`, leaseMs: 1_000, renewMs: 200 }),
+  );
   await expect.poll(() => pools.map((p) => p.status().ready).sort(), { timeout: 5_000 }).toEqual([0, 1]);
   await new Promise((r) => setTimeout(r, 600));
   expect(created).toHaveLength(1); // one set on the host, not one per process

@@ -74,7 +74,8 @@ export class SingletonRole {
     this.holder = options.holder ?? PROCESS_HOLDER;
     this.leaseMs = options.leaseMs ?? ROLE_LEASE_MS;
     this.renewMs = options.renewMs ?? ROLE_RENEW_MS;
-    if (this.renewMs * 2 > this.leaseMs) throw new Error(`role ${name}: renewal (${this.renewMs} ms) must be at most half the lease (${this.leaseMs} ms)`);
+    if (this.renewMs * 2 > this.leaseMs)
+      throw new Error(`role ${name}: renewal (${this.renewMs} ms) must be at most half the lease (${this.leaseMs} ms)`);
   }
 
   /** Whether this process runs the role now. */

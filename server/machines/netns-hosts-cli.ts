@@ -35,7 +35,13 @@ const Up = z.object({
     .string()
     .default(DEFAULT_NAMES)
     .transform((s) => s.split(",").map((n) => n.trim()))
-    .pipe(z.array(z.string().regex(/^[a-z]([a-z0-9-]{0,29}[a-z0-9])?$/, "host names must be lowercase hostnames starting with a letter, ≤31 chars")).min(1)),
+    .pipe(
+      z
+        .array(
+          z.string().regex(/^[a-z]([a-z0-9-]{0,29}[a-z0-9])?$/, "host names must be lowercase hostnames starting with a letter, ≤31 chars"),
+        )
+        .min(1),
+    ),
   allocation: z.enum(["shared", "exclusive"]).default("shared"),
 });
 

@@ -182,36 +182,48 @@ describe.skipIf(!isRoot)("netns hosts leftovers", () => {
     }
   });
 
-  it("refuses a second set on a subnet in use", async () => {
-    const first = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
-    try {
-      await expect(createNetnsHosts({ id: id + "x", names: ["solo"], subnet, dir })).rejects.toThrow(/already in use/);
-    } finally {
-      await first.destroy();
-    }
-  }, SETUP_TIMEOUT_MS);
+  it(
+    "refuses a second set on a subnet in use",
+    async () => {
+      const first = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
+      try {
+        await expect(createNetnsHosts({ id: id + "x", names: ["solo"], subnet, dir })).rejects.toThrow(/already in use/);
+      } finally {
+        await first.destroy();
+      }
+    },
+    SETUP_TIMEOUT_MS,
+  );
 
-  it("createNetnsHosts with the same id replaces the earlier run", async () => {
-    const first = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
-    const second = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
-    await waitFor(() => !pidAlive(first.hosts[0]!.pid));
-    expect((await sshExec(second.hosts[0]!, "hostname")).trim()).toBe("solo");
-    await second.destroy();
-  }, SETUP_TIMEOUT_MS);
+  it(
+    "createNetnsHosts with the same id replaces the earlier run",
+    async () => {
+      const first = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
+      const second = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
+      await waitFor(() => !pidAlive(first.hosts[0]!.pid));
+      expect((await sshExec(second.hosts[0]!, "hostname")).trim()).toBe("solo");
+      await second.destroy();
+    },
+    SETUP_TIMEOUT_MS,
+  );
 
-  it("destroyNetnsHostsById removes a crashed run whose namespace is already gone", async () => {
-    const set = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
-    const [host] = set.hosts as [NetnsHost];
-    // Simulate a half-cleaned crash: namespace name gone, sshd (and with it the veth) still alive.
-    execFileSync("ip", ["netns", "del", host.namespace]);
-    expect(pidAlive(host.pid)).toBe(true);
-    expect(links()).toContain(`ld${id}h0`);
+  it(
+    "destroyNetnsHostsById removes a crashed run whose namespace is already gone",
+    async () => {
+      const set = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
+      const [host] = set.hosts as [NetnsHost];
+      // Simulate a half-cleaned crash: namespace name gone, sshd (and with it the veth) still alive.
+      execFileSync("ip", ["netns", "del", host.namespace]);
+      expect(pidAlive(host.pid)).toBe(true);
+      expect(links()).toContain(`ld${id}h0`);
 
-    await destroyNetnsHostsById(id); // no dir: found by scanning /proc
-    await waitFor(() => !pidAlive(host.pid));
-    expect(links()).not.toContain(`ld${id}h0`);
-    await set.destroy(); // idempotent on what is already gone
-  }, SETUP_TIMEOUT_MS);
+      await destroyNetnsHostsById(id); // no dir: found by scanning /proc
+      await waitFor(() => !pidAlive(host.pid));
+      expect(links()).not.toContain(`ld${id}h0`);
+      await set.destroy(); // idempotent on what is already gone
+    },
+    SETUP_TIMEOUT_MS,
+  );
 });
 
 /** Polls `predicate` every 20 ms for up to 2 s (a killed child is reaped asynchronously). */

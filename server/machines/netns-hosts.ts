@@ -185,12 +185,27 @@ export async function createNetnsHosts(opts: {
   await generateKey(privateKeyPath, `labdeck-netns-${id}`);
   const privateKey = await fs.readFile(privateKeyPath, "utf8");
   const authorizedKeysPath = path.join(dir, "authorized_keys");
-  await fs.writeFile(authorizedKeysPath, (await fs.readFile(privateKeyPath + ".pub", "utf8")) + (opts.authorizedKeys ?? ""), { mode: 0o600 });
+  await fs.writeFile(authorizedKeysPath, (await fs.readFile(privateKeyPath + ".pub", "utf8")) + (opts.authorizedKeys ?? ""), {
+    mode: 0o600,
+  });
 
   const started: StartedHost[] = [];
   const results = await Promise.allSettled(
     names.map(async (name, index) => {
-      const host = await startHost({ id, name, index, subnet, dir, privateKeyPath, privateKey, authorizedKeysPath, binds: opts.binds ?? [], usePam: opts.usePam ?? false, holder, hostKey: opts.hostKeys?.[name] });
+      const host = await startHost({
+        id,
+        name,
+        index,
+        subnet,
+        dir,
+        privateKeyPath,
+        privateKey,
+        authorizedKeysPath,
+        binds: opts.binds ?? [],
+        usePam: opts.usePam ?? false,
+        holder,
+        hostKey: opts.hostKeys?.[name],
+      });
       started.push(host);
       return host;
     }),
@@ -273,11 +288,7 @@ export async function destroyNetnsHostsById(id: string, opts: { dir?: string } =
 }
 
 /** Writes the JSON file server/machines/static-hosts.ts reads (atomically: temp file + rename). */
-export async function writeStaticHostsFile(
-  set: NetnsHostSet,
-  file: string,
-  allocation: "shared" | "exclusive",
-): Promise<void> {
+export async function writeStaticHostsFile(set: NetnsHostSet, file: string, allocation: "shared" | "exclusive"): Promise<void> {
   const content = {
     // These hosts share this machine's filesystem and processes: see StaticHostsFile.demo.
     demo: true,
@@ -407,10 +418,12 @@ async function startHost(p: {
         // Then the caller's bind mounts (source/target pairs after the first seven arguments). The
         // terminal holder gets private tmpfs for its socket and log directories (the paths every
         // machine uses) and starts with setsid -f: a new session, not a child of sshd.
-        'n=$1 d=$2 c=$3 hf=$4 py=$5 pf=$6 lg=$7 && shift 7 && ' +
+        "n=$1 d=$2 c=$3 hf=$4 py=$5 pf=$6 lg=$7 && shift 7 && " +
           'mount -t tmpfs -o mode=700 labdeck-home /root && cp -a /etc/skel/. /root/ && hostname "$n" && ' +
           'while [ $# -gt 0 ]; do mount --bind "$1" "$2" || exit 1; shift 2; done && ' +
-          'for h in ' + `${HOLDER_RUN_DIR} ${HOLDER_STATE_DIR}` + '; do mkdir -p "$h" && mount -t tmpfs -o mode=700 labdeck-holder "$h"; done && ' +
+          "for h in " +
+          `${HOLDER_RUN_DIR} ${HOLDER_STATE_DIR}` +
+          '; do mkdir -p "$h" && mount -t tmpfs -o mode=700 labdeck-holder "$h"; done && ' +
           'if [ -n "$hf" ]; then setsid -f "$py" "$hf" --pid-file "$pf" </dev/null >>"$lg" 2>&1; fi && exec "$d" -D -e -f "$c"',
         "sh",
         p.name,

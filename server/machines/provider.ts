@@ -73,7 +73,9 @@ export interface MachineProvider {
    * pool's prepared set (`prepared`), or a new set started from the lab version's saved template
    * (`snapshot`); null when there is neither. The caller runs no setup on them.
    */
-  takePrepared?(request: MachineRequest & { labVersion: string }): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null>;
+  takePrepared?(
+    request: MachineRequest & { labVersion: string },
+  ): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null>;
   /**
    * Optional: keeps a session just set up for `labVersion` (a prepared pool set) as the lab
    * version's template, from which `restorePrepared` starts new sets in seconds; the session is

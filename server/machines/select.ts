@@ -40,7 +40,11 @@ export function warmPoolRole(host = os.hostname()): string {
  * others `pool.create` falls through to cold starts. Losing the role stops the refill and
  * destroys this process's unclaimed sets (the new holder makes its own).
  */
-export function poolOnOneProcess(deps: { db: Db; log: Logger }, pool: WarmPool, options: { host?: string; holder?: string; leaseMs?: number; renewMs?: number } = {}): SingletonRole {
+export function poolOnOneProcess(
+  deps: { db: Db; log: Logger },
+  pool: WarmPool,
+  options: { host?: string; holder?: string; leaseMs?: number; renewMs?: number } = {},
+): SingletonRole {
   const role = new SingletonRole(deps, warmPoolRole(options.host), { start: () => pool.start(), stop: () => pool.stop() }, options);
   role.start();
   return role;
@@ -78,14 +82,24 @@ export function refuseAccidentalDemo(kind: "static" | "netns-demo", file: string
  * /admin/capacity) of labs that exist, whose image is built here and that need no internet (pool
  * sets have none).
  */
-export async function labPoolTargets(db: Db, labs: LabCatalog, imageBuilt: (variant: string) => Promise<boolean>): Promise<LabPoolTarget[]> {
+export async function labPoolTargets(
+  db: Db,
+  labs: LabCatalog,
+  imageBuilt: (variant: string) => Promise<boolean>,
+): Promise<LabPoolTarget[]> {
   const rows = await db.poolTarget.findMany({ orderBy: { labSlug: "asc" } });
   const targets: LabPoolTarget[] = [];
   for (const row of rows) {
     if (row.reserve === 0 && row.initial === 0) continue;
     const lab = await labs.get(row.labSlug).catch(() => null);
     if (!lab || lab.manifest.network.internet || !(await imageBuilt(lab.manifest.image))) continue;
-    targets.push({ labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, reserve: row.reserve, initial: row.initial });
+    targets.push({
+      labSlug: lab.slug,
+      machines: lab.manifest.machines,
+      image: lab.manifest.image,
+      reserve: row.reserve,
+      initial: row.initial,
+    });
   }
   return targets;
 }
@@ -130,7 +144,10 @@ export async function startMachines(env: Env, db: Db, log: Logger, labs?: { cata
 
   const image = await findImage(env.LABDECK_DATA_DIR);
   if (!image) {
-    log.warn({ dataDir: env.LABDECK_DATA_DIR }, "no lab image yet: run `npm run labdeck -- image build`; labs cannot start until it exists");
+    log.warn(
+      { dataDir: env.LABDECK_DATA_DIR },
+      "no lab image yet: run `npm run labdeck -- image build`; labs cannot start until it exists",
+    );
   }
   let accel: "kvm" | "tcg" = env.LABDECK_QEMU_ACCEL === "kvm" ? "kvm" : "tcg";
   if (env.LABDECK_QEMU_ACCEL === "auto" && image) {
@@ -166,7 +183,10 @@ export async function startMachines(env: Env, db: Db, log: Logger, labs?: { cata
     machines: POOL_MACHINES,
     image: POOL_IMAGE,
     log,
-    labs: labs && { targets: () => labPoolTargets(db, labs.catalog, imageBuilt), preparer: poolPreparer(db, labs.catalog, labs.exec, qemu) },
+    labs: labs && {
+      targets: () => labPoolTargets(db, labs.catalog, imageBuilt),
+      preparer: poolPreparer(db, labs.catalog, labs.exec, qemu),
+    },
   });
   const role = poolOnOneProcess({ db, log }, pool);
   return {
@@ -192,10 +212,20 @@ export async function startMachines(env: Env, db: Db, log: Logger, labs?: { cata
  */
 async function startKubevirt(env: Env, db: Db, log: Logger, labs?: { catalog: LabCatalog; exec: SshExecPool }): Promise<Machines> {
   if (!env.LABDECK_KUBEVIRT_IMAGE_REPOSITORY) {
-    throw new Error("LABDECK_MACHINES=kubevirt needs LABDECK_KUBEVIRT_IMAGE_REPOSITORY: the registry path the containerDisk images were pushed to (`labdeck image build --format containerdisk`)");
+    throw new Error(
+      "LABDECK_MACHINES=kubevirt needs LABDECK_KUBEVIRT_IMAGE_REPOSITORY: the registry path the containerDisk images were pushed to (`labdeck image build --format containerdisk`)",
+    );
   }
-  const inCluster = env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT ? { host: env.KUBERNETES_SERVICE_HOST, port: env.KUBERNETES_SERVICE_PORT } : undefined;
-  const { config, namespace } = loadKubeConfig({ kubeconfig: env.LABDECK_KUBECONFIG, context: env.LABDECK_KUBE_CONTEXT, inCluster, namespace: env.LABDECK_KUBEVIRT_NAMESPACE });
+  const inCluster =
+    env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT
+      ? { host: env.KUBERNETES_SERVICE_HOST, port: env.KUBERNETES_SERVICE_PORT }
+      : undefined;
+  const { config, namespace } = loadKubeConfig({
+    kubeconfig: env.LABDECK_KUBECONFIG,
+    context: env.LABDECK_KUBE_CONTEXT,
+    inCluster,
+    namespace: env.LABDECK_KUBEVIRT_NAMESPACE,
+  });
   const api = new KubeApi(config, namespace);
   const provider = kubevirtProvider({
     api,
@@ -212,7 +242,10 @@ async function startKubevirt(env: Env, db: Db, log: Logger, labs?: { catalog: La
     },
   });
   await provider.preflight();
-  const live = await db.machine.findMany({ where: { session: { provider: KUBEVIRT, state: { not: "ended" } } }, select: { sessionId: true, providerRef: true } });
+  const live = await db.machine.findMany({
+    where: { session: { provider: KUBEVIRT, state: { not: "ended" } } },
+    select: { sessionId: true, providerRef: true },
+  });
   const keep = new Set(live.map((m) => providerSessionOf(m.sessionId, [m])));
   log.info({ namespace, ...(await provider.adoptOrCleanup({ keep: (id) => keep.has(id) })) }, "kubevirt machines recovered after start");
   await seedPoolTargets(db, env.LABDECK_POOL_LABS);
@@ -221,7 +254,10 @@ async function startKubevirt(env: Env, db: Db, log: Logger, labs?: { catalog: La
     machines: POOL_MACHINES,
     image: POOL_IMAGE,
     log,
-    labs: labs && { targets: () => labPoolTargets(db, labs.catalog, async () => true), preparer: poolPreparer(db, labs.catalog, labs.exec, provider) },
+    labs: labs && {
+      targets: () => labPoolTargets(db, labs.catalog, async () => true),
+      preparer: poolPreparer(db, labs.catalog, labs.exec, provider),
+    },
   });
   const role = poolOnOneProcess({ db, log }, pool, { host: `kubevirt:${namespace}` });
   return {

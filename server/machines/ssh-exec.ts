@@ -36,7 +36,18 @@ export const SCRIPT_ENV: Readonly<Record<string, string>> = { PATH: SCRIPT_PATH,
  */
 export function scriptCommand(timeoutSeconds: number): string {
   const env = Object.entries(SCRIPT_ENV).map(([k, v]) => `${k}=${v}`);
-  return ["/usr/bin/env", "-i", ...env, "/usr/bin/timeout", `--kill-after=${KILL_AFTER_S}s`, `${timeoutSeconds}s`, "/bin/bash", "--noprofile", "--norc", "-s"].join(" ");
+  return [
+    "/usr/bin/env",
+    "-i",
+    ...env,
+    "/usr/bin/timeout",
+    `--kill-after=${KILL_AFTER_S}s`,
+    `${timeoutSeconds}s`,
+    "/bin/bash",
+    "--noprofile",
+    "--norc",
+    "-s",
+  ].join(" ");
 }
 
 export interface ScriptResult {
@@ -91,15 +102,30 @@ export class SshExecPool {
   }
 
   /** One try; an Error when the exec request failed (nothing ran, the connection is dropped). */
-  private async attempt(endpoint: SshEndpoint, script: string, timeoutSeconds: number, started: number, options: RunOptions): Promise<ScriptResult | Error> {
+  private async attempt(
+    endpoint: SshEndpoint,
+    script: string,
+    timeoutSeconds: number,
+    started: number,
+    options: RunOptions,
+  ): Promise<ScriptResult | Error> {
     const elapsed = () => Date.now() - started;
     let client: Client;
     try {
       // Connecting counts against the check's time: a machine that accepts TCP but never
       // finishes the SSH handshake must not hold a check longer than its timeout.
-      client = await withTimeout(this.connection(endpoint), Math.min(timeoutSeconds * 1000, options.connectTimeoutMs ?? Infinity), "no SSH handshake in time");
+      client = await withTimeout(
+        this.connection(endpoint),
+        Math.min(timeoutSeconds * 1000, options.connectTimeoutMs ?? Infinity),
+        "no SSH handshake in time",
+      );
     } catch (error) {
-      return { outcome: "unreachable", exitCode: null, output: `${endpoint.name} に接続できません: ${(error as Error).message}`, durationMs: elapsed() };
+      return {
+        outcome: "unreachable",
+        exitCode: null,
+        output: `${endpoint.name} に接続できません: ${(error as Error).message}`,
+        durationMs: elapsed(),
+      };
     }
     const command = scriptCommand(timeoutSeconds);
     return new Promise<ScriptResult | Error>((resolve) => {
@@ -143,10 +169,13 @@ export class SshExecPool {
             durationMs: elapsed(),
           });
         };
-        const backstop = setTimeout(() => {
-          channel.close();
-          finish("timeout");
-        }, timeoutSeconds * 1000 + LOCAL_GRACE_MS);
+        const backstop = setTimeout(
+          () => {
+            channel.close();
+            finish("timeout");
+          },
+          timeoutSeconds * 1000 + LOCAL_GRACE_MS,
+        );
         channel.on("exit", (code: number | null) => (exitCode = code));
         channel.on("close", () => {
           // No exit status: the connection went away under the script. Say why when ssh2 said.
@@ -196,7 +225,10 @@ export class SshExecPool {
   private dropKey(key: string): void {
     const entry = this.connections.get(key);
     this.connections.delete(key);
-    entry?.client.then((c) => c.end(), () => undefined);
+    entry?.client.then(
+      (c) => c.end(),
+      () => undefined,
+    );
   }
 
   private closeIdle(): void {
@@ -215,7 +247,11 @@ const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[()][A-Za-z0-9]|\u001b[=>]/g;
 function cleanOutput(raw: Buffer): string {
   let text = raw.toString("utf8").replace(ANSI, "").replace(/\r\n?/g, "\n").trim();
   if (Buffer.byteLength(text) > CHECK_OUTPUT_MAX_BYTES) {
-    text = Buffer.from(text).subarray(0, CHECK_OUTPUT_MAX_BYTES).toString("utf8").replace(/\uFFFD$/, "") + "\n…(省略)";
+    text =
+      Buffer.from(text)
+        .subarray(0, CHECK_OUTPUT_MAX_BYTES)
+        .toString("utf8")
+        .replace(/\uFFFD$/, "") + "\n…(省略)";
   }
   return text;
 }

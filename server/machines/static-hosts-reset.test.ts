@@ -29,7 +29,11 @@ const providers: StaticHostsProvider[] = [];
 beforeAll(async () => {
   ({ db, stop: stopDb } = await startTestDb());
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-reset-"));
-  sets = await Promise.all([61, 62].map((subnet) => createNetnsHosts({ id: `r${subnet}`, names: ["controlplane"], subnet, dir: path.join(dir, `hosts-${subnet}`), holder: false })));
+  sets = await Promise.all(
+    [61, 62].map((subnet) =>
+      createNetnsHosts({ id: `r${subnet}`, names: ["controlplane"], subnet, dir: path.join(dir, `hosts-${subnet}`), holder: false }),
+    ),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -47,7 +51,14 @@ async function provider(reset: (groupId: string) => string, count = sets.length)
     id: set.id,
     reset: reset(set.id),
     resetTimeoutSeconds: 20,
-    machines: set.hosts.map((h) => ({ name: h.name, host: h.host, port: h.port, user: h.user, privateKeyPath: h.privateKeyPath, hostKey: h.hostKey })),
+    machines: set.hosts.map((h) => ({
+      name: h.name,
+      host: h.host,
+      port: h.port,
+      user: h.user,
+      privateKeyPath: h.privateKeyPath,
+      hostKey: h.hostKey,
+    })),
   }));
   await fs.writeFile(file, JSON.stringify({ allocation: "exclusive", groups }));
   const p = staticHostsProvider({ file, groupsInUse: async () => new Set(), claims: dbHostClaims(db), installHolder: false });
@@ -56,7 +67,11 @@ async function provider(reset: (groupId: string) => string, count = sets.length)
 }
 
 const marker = (groupId: string) => path.join(dir, `${groupId}.left-by-learner`);
-const exists = (file: string) => fs.access(file).then(() => true, () => false);
+const exists = (file: string) =>
+  fs.access(file).then(
+    () => true,
+    () => false,
+  );
 const start = (p: StaticHostsProvider, sessionId: string) => p.create({ sessionId, labSlug: "x", machines: ["controlplane"] });
 const failedResets = async () => (await metrics().hostGroupResets.get()).values.find((v) => v.labels.outcome === "failed")?.value ?? 0;
 
@@ -73,7 +88,10 @@ describe("static hosts: reset before reuse", () => {
     await p.destroy("reuse-1", []);
     const during = await start(p, "reuse-2").catch((e: unknown) => e);
     expect(isNoCapacity(during)).toBe(true);
-    expect(await db.hostGroupClaim.findUniqueOrThrow({ where: { groupId: group } })).toMatchObject({ sessionId: "reuse-1", resetDueAt: expect.any(Date) });
+    expect(await db.hostGroupClaim.findUniqueOrThrow({ where: { groupId: group } })).toMatchObject({
+      sessionId: "reuse-1",
+      resetDueAt: expect.any(Date),
+    });
 
     await p.runResets();
     expect(await exists(marker(group))).toBe(false);
@@ -104,10 +122,13 @@ describe("static hosts: reset before reuse", () => {
 
     await fs.writeFile(fixed, "");
     await expect
-      .poll(async () => {
-        await p.runResets();
-        return db.hostGroupClaim.count({ where: { groupId: group } });
-      }, { timeout: 20_000, interval: 500 })
+      .poll(
+        async () => {
+          await p.runResets();
+          return db.hostGroupClaim.count({ where: { groupId: group } });
+        },
+        { timeout: 20_000, interval: 500 },
+      )
       .toBe(0);
     const [again] = await start(p, "failing-3");
     expect(again!.providerRef).toBe(group);
@@ -133,7 +154,19 @@ describe("static hosts: reset before reuse", () => {
   it("a hosts file with a reset on shared allocation is refused with a clear error", async () => {
     const file = path.join(dir, "shared-reset.json");
     const h = sets[0]!.hosts[0]!;
-    await fs.writeFile(file, JSON.stringify({ allocation: "shared", groups: [{ id: "s", reset: "true", machines: [{ name: "controlplane", host: h.host, user: "root", privateKeyPath: h.privateKeyPath, hostKey: h.hostKey }] }] }));
+    await fs.writeFile(
+      file,
+      JSON.stringify({
+        allocation: "shared",
+        groups: [
+          {
+            id: "s",
+            reset: "true",
+            machines: [{ name: "controlplane", host: h.host, user: "root", privateKeyPath: h.privateKeyPath, hostKey: h.hostKey }],
+          },
+        ],
+      }),
+    );
     const p = staticHostsProvider({ file, groupsInUse: async () => new Set(), claims: dbHostClaims(db), installHolder: false });
     await expect(start(p, "shared-1")).rejects.toThrow(/group s: "reset" needs "allocation": "exclusive"/);
   });

@@ -32,14 +32,31 @@ afterAll(async () => {
 
 async function hostsFile(allocation: "exclusive" | "shared", groups: number, keyPath = "key"): Promise<string> {
   const file = path.join(dir, `hosts-${allocation}-${groups}-${keyPath.replace(/\W/g, "")}.json`);
-  const machine = (name: string, i: number) => ({ name, host: `10.0.0.${i}`, port: 22, user: "root", privateKeyPath: keyPath, hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9xY2hvc3RrZXlmb3J0ZXN0c29ubHkxMjM0NTY3OA" });
-  await fs.writeFile(file, JSON.stringify({ allocation, groups: Array.from({ length: groups }, (_, i) => ({ id: `g${i}`, machines: [machine("controlplane", i), machine("node01", i)] })) }));
+  const machine = (name: string, i: number) => ({
+    name,
+    host: `10.0.0.${i}`,
+    port: 22,
+    user: "root",
+    privateKeyPath: keyPath,
+    hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9xY2hvc3RrZXlmb3J0ZXN0c29ubHkxMjM0NTY3OA",
+  });
+  await fs.writeFile(
+    file,
+    JSON.stringify({
+      allocation,
+      groups: Array.from({ length: groups }, (_, i) => ({ id: `g${i}`, machines: [machine("controlplane", i), machine("node01", i)] })),
+    }),
+  );
   return file;
 }
 
 describe("static hosts", () => {
   it("ten concurrent starts for three groups: three get distinct groups, seven get NoCapacity; a released group is given again", async () => {
-    const provider = staticHostsProvider({ file: await hostsFile("exclusive", 3), groupsInUse: async () => new Set(), claims: dbHostClaims(db) });
+    const provider = staticHostsProvider({
+      file: await hostsFile("exclusive", 3),
+      groupsInUse: async () => new Set(),
+      claims: dbHostClaims(db),
+    });
     const results = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => provider.create({ sessionId: `race-${i}`, labSlug: "x", machines: ["controlplane", "node01"] })),
     );
@@ -54,13 +71,23 @@ describe("static hosts", () => {
   });
 
   it("a hand-out that fails after the claim frees the group", async () => {
-    const provider = staticHostsProvider({ file: await hostsFile("exclusive", 1, "missing-key"), groupsInUse: async () => new Set(), claims: dbHostClaims(db) });
-    await expect(provider.create({ sessionId: "broken", labSlug: "x", machines: ["controlplane"] })).rejects.toThrow(/cannot read private key/);
+    const provider = staticHostsProvider({
+      file: await hostsFile("exclusive", 1, "missing-key"),
+      groupsInUse: async () => new Set(),
+      claims: dbHostClaims(db),
+    });
+    await expect(provider.create({ sessionId: "broken", labSlug: "x", machines: ["controlplane"] })).rejects.toThrow(
+      /cannot read private key/,
+    );
     expect(await db.hostGroupClaim.count()).toBe(0);
   });
 
   it("shared allocation hands the first group to everyone and claims nothing", async () => {
-    const provider = staticHostsProvider({ file: await hostsFile("shared", 2), groupsInUse: async () => new Set(), claims: dbHostClaims(db) });
+    const provider = staticHostsProvider({
+      file: await hostsFile("shared", 2),
+      groupsInUse: async () => new Set(),
+      claims: dbHostClaims(db),
+    });
     const sets = await Promise.all([1, 2, 3].map((i) => provider.create({ sessionId: `shared-${i}`, labSlug: "x", machines: ["node01"] })));
     expect(sets.map((s) => s[0]!.providerRef)).toEqual(["g0", "g0", "g0"]);
     expect(await db.hostGroupClaim.count()).toBe(0);
@@ -68,13 +95,23 @@ describe("static hosts", () => {
 
   it("a hosts file of netns demo hosts is refused unless LABDECK_MACHINES=netns-demo names the demo mode", async () => {
     const file = path.join(dir, "demo-hosts.json");
-    const host = { name: "controlplane", host: "10.0.0.9", port: 22, user: "root", privateKeyPath: "key", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9xY2hvc3RrZXlmb3J0ZXN0c29ubHkxMjM0NTY3OA" };
+    const host = {
+      name: "controlplane",
+      host: "10.0.0.9",
+      port: 22,
+      user: "root",
+      privateKeyPath: "key",
+      hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9xY2hvc3RrZXlmb3J0ZXN0c29ubHkxMjM0NTY3OA",
+    };
     // What the netns tooling writes (only the fields the file takes are read from the set).
     await writeStaticHostsFile({ id: "demo", hosts: [host] } as unknown as NetnsHostSet, file, "shared");
     expect(JSON.parse(await fs.readFile(file, "utf8"))).toMatchObject({ demo: true });
-    const env = (machines?: string) => parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir, LABDECK_HOSTS_FILE: file, ...(machines ? { LABDECK_MACHINES: machines } : {}) });
+    const env = (machines?: string) =>
+      parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir, LABDECK_HOSTS_FILE: file, ...(machines ? { LABDECK_MACHINES: machines } : {}) });
     for (const machines of [undefined, "static"]) {
-      await expect(startMachines(env(machines), db, log)).rejects.toThrow(/lists netns demo hosts \("demo": true\): every learner would be root on this server\. For a single-user demo .* set LABDECK_MACHINES=netns-demo/);
+      await expect(startMachines(env(machines), db, log)).rejects.toThrow(
+        /lists netns demo hosts \("demo": true\): every learner would be root on this server\. For a single-user demo .* set LABDECK_MACHINES=netns-demo/,
+      );
     }
     const demo = await startMachines(env("netns-demo"), db, log);
     expect(demo.kind).toBe("netns-demo");

@@ -37,16 +37,14 @@ const RESET_TICK_MS = 5_000;
 /** Reset output kept on the claim row for operators, in characters. */
 const RESET_ERROR_MAX_CHARS = 2_000;
 
-const HostKey = z
-  .string()
-  .refine((s) => {
-    try {
-      hostKeyBlob(s);
-      return true;
-    } catch {
-      return false;
-    }
-  }, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA...'");
+const HostKey = z.string().refine((s) => {
+  try {
+    hostKeyBlob(s);
+    return true;
+  } catch {
+    return false;
+  }
+}, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA...'");
 
 export const StaticHostsFile = z.strictObject({
   /**
@@ -100,7 +98,9 @@ export async function loadStaticHosts(file: string): Promise<StaticHostsFile> {
     const dup = names.find((n, i) => names.indexOf(n) !== i);
     if (dup) throw new Error(`${file}: group ${group.id}: machine "${dup}" is listed twice`);
     if (group.reset && parsed.data.allocation !== "exclusive") {
-      throw new Error(`${file}: group ${group.id}: "reset" needs "allocation": "exclusive" (a shared group is in use by several sessions at once)`);
+      throw new Error(
+        `${file}: group ${group.id}: "reset" needs "allocation": "exclusive" (a shared group is in use by several sessions at once)`,
+      );
     }
   }
   return parsed.data;
@@ -154,11 +154,17 @@ export function dbHostClaims(db: Db): StaticHostsOptions["claims"] {
     async release(sessionId, resetting = new Set()) {
       const held = [...resetting];
       // Idempotent: a group already awaiting its reset keeps its schedule.
-      await db.hostGroupClaim.updateMany({ where: { sessionId, groupId: { in: held }, resetDueAt: null }, data: { resetDueAt: new Date(), resetAttempts: 0 } });
+      await db.hostGroupClaim.updateMany({
+        where: { sessionId, groupId: { in: held }, resetDueAt: null },
+        data: { resetDueAt: new Date(), resetAttempts: 0 },
+      });
       await db.hostGroupClaim.deleteMany({ where: { sessionId, groupId: { notIn: held }, resetDueAt: null } });
     },
     async dueResets(now) {
-      const rows = await db.hostGroupClaim.findMany({ where: { resetDueAt: { lte: now } }, select: { groupId: true, resetAttempts: true } });
+      const rows = await db.hostGroupClaim.findMany({
+        where: { resetDueAt: { lte: now } },
+        select: { groupId: true, resetAttempts: true },
+      });
       return rows.map((r) => ({ groupId: r.groupId, attempts: r.resetAttempts }));
     },
     async takeReset(groupId, now, leaseUntil) {
@@ -200,11 +206,22 @@ export function staticHostsProvider(options: StaticHostsOptions): StaticHostsPro
       return;
     }
     const started = Date.now();
-    const endpoints = await Promise.all(group.machines.map(async (m) => ({ ...m, privateKey: await fs.readFile(path.resolve(path.dirname(options.file), m.privateKeyPath), "utf8") }))).catch(
-      (error: Error) => error,
-    );
-    const results = endpoints instanceof Error ? [] : await Promise.all(endpoints.map((e) => (pool ??= new SshExecPool()).run(e, group.reset!, group.resetTimeoutSeconds)));
-    const failed = endpoints instanceof Error ? [`cannot read a private key: ${endpoints.message}`] : results.flatMap((r, i) => (r.outcome === "pass" ? [] : [`${group.machines[i]!.name}: ${r.outcome} (exit ${r.exitCode}) ${r.output}`.trim()]));
+    const endpoints = await Promise.all(
+      group.machines.map(async (m) => ({
+        ...m,
+        privateKey: await fs.readFile(path.resolve(path.dirname(options.file), m.privateKeyPath), "utf8"),
+      })),
+    ).catch((error: Error) => error);
+    const results =
+      endpoints instanceof Error
+        ? []
+        : await Promise.all(endpoints.map((e) => (pool ??= new SshExecPool()).run(e, group.reset!, group.resetTimeoutSeconds)));
+    const failed =
+      endpoints instanceof Error
+        ? [`cannot read a private key: ${endpoints.message}`]
+        : results.flatMap((r, i) =>
+            r.outcome === "pass" ? [] : [`${group.machines[i]!.name}: ${r.outcome} (exit ${r.exitCode}) ${r.output}`.trim()],
+          );
     if (failed.length === 0) {
       await claims.resetDone!(groupId);
       metrics().hostGroupResets.inc({ outcome: "ok" });
@@ -214,7 +231,10 @@ export function staticHostsProvider(options: StaticHostsOptions): StaticHostsPro
     const waitMs = Math.min(RESET_BACKOFF_MAX_MS, RESET_BACKOFF_MIN_MS * 2 ** attempts);
     await claims.resetFailed!(groupId, new Date(Date.now() + waitMs), failed.join("\n"));
     metrics().hostGroupResets.inc({ outcome: "failed" });
-    log.warn({ group: groupId, attempts: attempts + 1, retryInMs: waitMs, output: failed.join("\n").slice(0, 500) }, "host group reset failed; group held out until a reset succeeds");
+    log.warn(
+      { group: groupId, attempts: attempts + 1, retryInMs: waitMs, output: failed.join("\n").slice(0, 500) },
+      "host group reset failed; group held out until a reset succeeds",
+    );
   };
 
   const runResets = (): Promise<void> => {
@@ -228,7 +248,11 @@ export function staticHostsProvider(options: StaticHostsOptions): StaticHostsPro
         again = false;
         const due = await options.claims.dueResets!(new Date());
         await Promise.all(
-          due.map((d) => resetGroup(d.groupId, d.attempts).catch((error: Error) => log.warn({ group: d.groupId, err: error.message }, "host group reset could not run"))),
+          due.map((d) =>
+            resetGroup(d.groupId, d.attempts).catch((error: Error) =>
+              log.warn({ group: d.groupId, err: error.message }, "host group reset could not run"),
+            ),
+          ),
         );
       } while (again);
     })()

@@ -115,13 +115,16 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
       log,
       labs: {
         targets: async () => [{ labSlug: LAB, machines: LAB_MACHINES, reserve: 1, initial: 1 }],
-        preparer: { version: (slug) => poolPreparer(stack.db, stack.labs, exec, qemu).version(slug), prepare: (slug, m) => poolPreparer(stack.db, stack.labs, exec, qemu).prepare(slug, m) },
+        preparer: {
+          version: (slug) => poolPreparer(stack.db, stack.labs, exec, qemu).version(slug),
+          prepare: (slug, m) => poolPreparer(stack.db, stack.labs, exec, qemu).prepare(slug, m),
+        },
       },
     });
     stack = await startStack({ provider: () => pool, idleMs: IDLE_MS });
     const started = Date.now();
     pool.start();
-    for (const deadline = Date.now() + FILL_TIMEOUT_MS; pool.status().labs?.[0]?.ready !== 1; ) {
+    for (const deadline = Date.now() + FILL_TIMEOUT_MS; pool.status().labs?.[0]?.ready !== 1;) {
       if (Date.now() > deadline) throw new Error(`no prepared set within ${FILL_TIMEOUT_MS} ms: ${pool.status().lastError}`);
       await new Promise((r) => setTimeout(r, 1_000));
     }
@@ -135,65 +138,83 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
   }, FILL_TIMEOUT_MS);
 
-  it("hands a learner of the lab a prepared set: every machine answers at once with its own pinned key, hostname, eth1 and machine-id; the lab's setup is done", async () => {
-    const started = Date.now();
-    sessionId = await stack.startSession("learner-warm", LAB);
-    const handOutMs = Date.now() - started;
-    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).startSource).toBe("prepared");
-    const machines = await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } });
-    const facts = new Map<string, string>();
-    for (const m of machines) {
-      // The stored private key is encrypted at rest; the endpoint is what SSH gets.
-      const endpoint = (await machineEndpoint(stack.db, sessionId, m.name))!;
-      expect(m.privateKey).not.toContain("PRIVATE KEY");
-      const client = await connectSsh(endpoint, READY_LOGIN_TIMEOUT_MS);
-      facts.set(m.name, await sshRun(client, "echo host=$(hostname) id=$(cat /etc/machine-id) eth1=$(ip -4 -o addr show dev eth1 | awk '{print $4}') swap=$(swapon --show=NAME --noheadings) agent=$(systemctl is-active legacy-metrics-agent) sysctl=$(cat /etc/sysctl.d/zz-hardening.conf 2>/dev/null | grep -c ip_forward)"));
-      client.end();
-    }
-    console.log(`prepared hand-out: session ready in ${handOutMs} ms, three SSH logins ${Date.now() - started - handOutMs} ms`);
-    expect(facts.get("controlplane")).toMatch(/^host=controlplane id=[0-9a-f]{32} eth1=192\.168\.56\.10\/24 swap=\/swapfile agent=active sysctl=1$/);
-    expect(facts.get("node01")).toMatch(/^host=node01 id=[0-9a-f]{32} eth1=192\.168\.56\.11\/24 swap= agent=inactive sysctl=0$/);
-    expect(facts.get("node02")).toMatch(/^host=node02 id=[0-9a-f]{32} eth1=192\.168\.56\.12\/24 /);
-    const ids = [...facts.values()].map((f) => /id=([0-9a-f]+)/.exec(f)![1]);
-    expect(new Set(ids).size).toBe(3);
-    expect(new Set(machines.map((m) => m.hostKey)).size).toBe(3);
-    expect(pool.status().served).toMatchObject({ prepared: 1, warm: 0, cold: 0 });
-    // The set was booted under the pool's own provider session and keeps that handle.
-    expect(machines.every((m) => m.providerRef.startsWith("pool-"))).toBe(true);
-    // The next set is made behind the hand-out, once the learner's terminals had time to log in.
-    expect(pool.status().filling).toBe(false);
-    await expect.poll(() => pool.status().filling || pool.status().ready > 0, { timeout: 60_000 }).toBe(true);
-    // The learner's machines run at normal priority; the spare set boots behind them at nice 10.
-    const handedOut = machines[0]!.providerRef.split("/")[0]!;
-    expect(await niceOfSession(handedOut)).toEqual([0, 0, 0]);
-    const spare = (await fs.readdir(path.join(dataDir, "sessions"))).find((id) => id.startsWith("pool-") && id !== handedOut)!;
-    await expect.poll(() => niceOfSession(spare), { timeout: 30_000 }).toEqual([10, 10, 10]);
+  it(
+    "hands a learner of the lab a prepared set: every machine answers at once with its own pinned key, hostname, eth1 and machine-id; the lab's setup is done",
+    async () => {
+      const started = Date.now();
+      sessionId = await stack.startSession("learner-warm", LAB);
+      const handOutMs = Date.now() - started;
+      expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).startSource).toBe("prepared");
+      const machines = await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } });
+      const facts = new Map<string, string>();
+      for (const m of machines) {
+        // The stored private key is encrypted at rest; the endpoint is what SSH gets.
+        const endpoint = (await machineEndpoint(stack.db, sessionId, m.name))!;
+        expect(m.privateKey).not.toContain("PRIVATE KEY");
+        const client = await connectSsh(endpoint, READY_LOGIN_TIMEOUT_MS);
+        facts.set(
+          m.name,
+          await sshRun(
+            client,
+            "echo host=$(hostname) id=$(cat /etc/machine-id) eth1=$(ip -4 -o addr show dev eth1 | awk '{print $4}') swap=$(swapon --show=NAME --noheadings) agent=$(systemctl is-active legacy-metrics-agent) sysctl=$(cat /etc/sysctl.d/zz-hardening.conf 2>/dev/null | grep -c ip_forward)",
+          ),
+        );
+        client.end();
+      }
+      console.log(`prepared hand-out: session ready in ${handOutMs} ms, three SSH logins ${Date.now() - started - handOutMs} ms`);
+      expect(facts.get("controlplane")).toMatch(
+        /^host=controlplane id=[0-9a-f]{32} eth1=192\.168\.56\.10\/24 swap=\/swapfile agent=active sysctl=1$/,
+      );
+      expect(facts.get("node01")).toMatch(/^host=node01 id=[0-9a-f]{32} eth1=192\.168\.56\.11\/24 swap= agent=inactive sysctl=0$/);
+      expect(facts.get("node02")).toMatch(/^host=node02 id=[0-9a-f]{32} eth1=192\.168\.56\.12\/24 /);
+      const ids = [...facts.values()].map((f) => /id=([0-9a-f]+)/.exec(f)![1]);
+      expect(new Set(ids).size).toBe(3);
+      expect(new Set(machines.map((m) => m.hostKey)).size).toBe(3);
+      expect(pool.status().served).toMatchObject({ prepared: 1, warm: 0, cold: 0 });
+      // The set was booted under the pool's own provider session and keeps that handle.
+      expect(machines.every((m) => m.providerRef.startsWith("pool-"))).toBe(true);
+      // The next set is made behind the hand-out, once the learner's terminals had time to log in.
+      expect(pool.status().filling).toBe(false);
+      await expect.poll(() => pool.status().filling || pool.status().ready > 0, { timeout: 60_000 }).toBe(true);
+      // The learner's machines run at normal priority; the spare set boots behind them at nice 10.
+      const handedOut = machines[0]!.providerRef.split("/")[0]!;
+      expect(await niceOfSession(handedOut)).toEqual([0, 0, 0]);
+      const spare = (await fs.readdir(path.join(dataDir, "sessions"))).find((id) => id.startsWith("pool-") && id !== handedOut)!;
+      await expect.poll(() => niceOfSession(spare), { timeout: 30_000 }).toEqual([10, 10, 10]);
 
-    // Both sets started from the lab's one template (the first set, set up and saved): each
-    // machine's pinned key is its own, not the template's.
-    const [templateName] = await fs.readdir(templatesDir(dataDir));
-    const template = (await readTemplate(path.join(templatesDir(dataDir), templateName!)))!;
-    expect(template.labSlug).toBe(LAB);
-    for (const m of machines) expect(m.hostKey).not.toBe(template.vms.find((v) => v.name === m.name)!.hostPublicKey);
+      // Both sets started from the lab's one template (the first set, set up and saved): each
+      // machine's pinned key is its own, not the template's.
+      const [templateName] = await fs.readdir(templatesDir(dataDir));
+      const template = (await readTemplate(path.join(templatesDir(dataDir), templateName!)))!;
+      expect(template.labSlug).toBe(LAB);
+      for (const m of machines) expect(m.hostKey).not.toBe(template.vms.find((v) => v.name === m.name)!.hostPublicKey);
 
-    // The spare (restored from the same template, same addresses and MACs) is on a network of its own:
-    // a page on its node01 is reached from its controlplane, not from the learner's.
-    await expect.poll(() => pool.status().labs?.[0]?.ready, { timeout: FILL_TIMEOUT_MS, interval: 1_000 }).toBe(1);
-    const spareSet = await qemu.machinesOf(spare);
-    const spareNode01 = await connectSsh(spareSet.find((m) => m.name === "node01")!, READY_LOGIN_TIMEOUT_MS);
-    await sshRun(spareNode01, "mkdir -p /tmp/mark && echo spare-set > /tmp/mark/index.html && (setsid python3 -m http.server 8099 --directory /tmp/mark >/dev/null 2>&1 &) ; sleep 2");
-    const spareId = await sshRun(spareNode01, "cat /etc/machine-id");
-    spareNode01.end();
-    const fetchFrom = async (m: { host: string; port: number; user: string; privateKey: string; hostKey: string; name: string }) => {
-      const c = await connectSsh(m, READY_LOGIN_TIMEOUT_MS);
-      const out = await sshRun(c, "curl -s -m 5 http://192.168.56.11:8099/ || echo unreachable");
-      c.end();
-      return out;
-    };
-    expect(await fetchFrom(spareSet.find((m) => m.name === "controlplane")!)).toBe("spare-set");
-    expect(await fetchFrom((await machineEndpoint(stack.db, sessionId, "controlplane"))!)).toBe("unreachable");
-    expect(ids).not.toContain(spareId);
-  }, FILL_TIMEOUT_MS + 120_000);
+      // The spare (restored from the same template, same addresses and MACs) is on a network of its own:
+      // a page on its node01 is reached from its controlplane, not from the learner's.
+      await expect.poll(() => pool.status().labs?.[0]?.ready, { timeout: FILL_TIMEOUT_MS, interval: 1_000 }).toBe(1);
+      const spareSet = await qemu.machinesOf(spare);
+      const spareNode01 = await connectSsh(
+        spareSet.find((m) => m.name === "node01")!,
+        READY_LOGIN_TIMEOUT_MS,
+      );
+      await sshRun(
+        spareNode01,
+        "mkdir -p /tmp/mark && echo spare-set > /tmp/mark/index.html && (setsid python3 -m http.server 8099 --directory /tmp/mark >/dev/null 2>&1 &) ; sleep 2",
+      );
+      const spareId = await sshRun(spareNode01, "cat /etc/machine-id");
+      spareNode01.end();
+      const fetchFrom = async (m: { host: string; port: number; user: string; privateKey: string; hostKey: string; name: string }) => {
+        const c = await connectSsh(m, READY_LOGIN_TIMEOUT_MS);
+        const out = await sshRun(c, "curl -s -m 5 http://192.168.56.11:8099/ || echo unreachable");
+        c.end();
+        return out;
+      };
+      expect(await fetchFrom(spareSet.find((m) => m.name === "controlplane")!)).toBe("spare-set");
+      expect(await fetchFrom((await machineEndpoint(stack.db, sessionId, "controlplane"))!)).toBe("unreachable");
+      expect(ids).not.toContain(spareId);
+    },
+    FILL_TIMEOUT_MS + 120_000,
+  );
 
   it("reset of controlplane restores the lab's start from the saved state: identity and pin kept, setup not run again, the others untouched", async () => {
     const cpBefore = (await machineEndpoint(stack.db, sessionId, "controlplane"))!;
@@ -216,7 +237,10 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     const cp = (await machineEndpoint(stack.db, sessionId, "controlplane"))!;
     expect(cp.hostKey).toBe(cpBefore.hostKey);
     const after = await connectSsh(cp, READY_LOGIN_TIMEOUT_MS); // pinned key: refused if it changed
-    const state = await sshRun(after, "echo dirty=$(cat /root/dirty 2>/dev/null) swap=$(swapon --show=NAME --noheadings) sysctl=$(grep -c ip_forward /etc/sysctl.d/zz-hardening.conf) host=$(hostname) clock=$(date +%s)");
+    const state = await sshRun(
+      after,
+      "echo dirty=$(cat /root/dirty 2>/dev/null) swap=$(swapon --show=NAME --noheadings) sysctl=$(grep -c ip_forward /etc/sysctl.d/zz-hardening.conf) host=$(hostname) clock=$(date +%s)",
+    );
     after.end();
     console.log(`reset of controlplane to the lab's start (saved state): ${resetMs} ms`);
     expect(state).toMatch(/^dirty= swap=\/swapfile sysctl=1 host=controlplane clock=\d+$/);
@@ -232,61 +256,78 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     await terminal.close();
   }, 180_000);
 
-  it("reboot from inside node02: the open terminal re-attaches when SSH is back and the disk kept its state", async () => {
-    const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node02") });
-    await client.waitFor((c) => statusStates(c).includes("connected"), 30_000, "connected");
-    // `wr""itten` in the typed line, `written` only in the output.
-    client.input("cat /proc/sys/kernel/random/boot_id; echo survived-42 > /root/keep && sync && echo wr''itten\r");
-    await client.waitForText("written", 30_000);
-    const bootBefore = /([0-9a-f]{8}-[0-9a-f-]{27})/.exec(client.text())![1];
-    const machines = await stack.db.machine.findMany({ where: { sessionId } });
-    const vmDir = path.join(dataDir, "sessions", machines[0]!.providerRef.split("/")[0]!, "vm-node02");
-    const qemuBefore = await qemuPidsUnder(vmDir);
-    expect(qemuBefore).toHaveLength(1);
+  it(
+    "reboot from inside node02: the open terminal re-attaches when SSH is back and the disk kept its state",
+    async () => {
+      const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node02") });
+      await client.waitFor((c) => statusStates(c).includes("connected"), 30_000, "connected");
+      // `wr""itten` in the typed line, `written` only in the output.
+      client.input("cat /proc/sys/kernel/random/boot_id; echo survived-42 > /root/keep && sync && echo wr''itten\r");
+      await client.waitForText("written", 30_000);
+      const bootBefore = /([0-9a-f]{8}-[0-9a-f-]{27})/.exec(client.text())![1];
+      const machines = await stack.db.machine.findMany({ where: { sessionId } });
+      const vmDir = path.join(dataDir, "sessions", machines[0]!.providerRef.split("/")[0]!, "vm-node02");
+      const qemuBefore = await qemuPidsUnder(vmDir);
+      expect(qemuBefore).toHaveLength(1);
 
-    // sshd restarted and every SSH login cut, the terminal's own too: the shell lives on in the
-    // machine's terminal holder and the terminal attaches to it again.
-    const cut = client.messages.length;
-    client.input("export KEPT=ssh-$((6*7)); systemctl restart ssh; pkill -KILL -f 'sshd: root@'\r");
-    await client.waitFor((c) => c.messages.slice(cut).some((m) => m.type === "status" && m.state !== "connected"), 60_000, "the cut connection");
-    await client.waitFor((c) => statusStates(c).at(-1) === "connected", 60_000, "the terminal back after the cut");
-    const kept = client.text().length;
-    client.input("echo kept=$KEPT\r");
-    await client.waitFor((c) => c.text().slice(kept).includes("kept=ssh-42"), 30_000, "the same shell after sshd's restart");
+      // sshd restarted and every SSH login cut, the terminal's own too: the shell lives on in the
+      // machine's terminal holder and the terminal attaches to it again.
+      const cut = client.messages.length;
+      client.input("export KEPT=ssh-$((6*7)); systemctl restart ssh; pkill -KILL -f 'sshd: root@'\r");
+      await client.waitFor(
+        (c) => c.messages.slice(cut).some((m) => m.type === "status" && m.state !== "connected"),
+        60_000,
+        "the cut connection",
+      );
+      await client.waitFor((c) => statusStates(c).at(-1) === "connected", 60_000, "the terminal back after the cut");
+      const kept = client.text().length;
+      client.input("echo kept=$KEPT\r");
+      await client.waitFor((c) => c.text().slice(kept).includes("kept=ssh-42"), 30_000, "the same shell after sshd's restart");
 
-    const before = client.messages.length;
-    client.input("systemctl reboot\r");
-    await client.waitFor(
-      (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state !== "connected"),
-      60_000,
-      "the terminal to notice the machine went away",
-    );
-    const down = Date.now();
-    await client.waitFor(
-      (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state === "connected"),
-      REBOOT_TIMEOUT_MS,
-      "the terminal to re-attach after the reboot",
-    );
-    console.log(`node02 reboot: terminal re-attached ${((Date.now() - down) / 1000).toFixed(1)} s after it went away`);
+      const before = client.messages.length;
+      client.input("systemctl reboot\r");
+      await client.waitFor(
+        (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state !== "connected"),
+        60_000,
+        "the terminal to notice the machine went away",
+      );
+      const down = Date.now();
+      await client.waitFor(
+        (c) => c.messages.slice(before).some((m) => m.type === "status" && m.state === "connected"),
+        REBOOT_TIMEOUT_MS,
+        "the terminal to re-attach after the reboot",
+      );
+      console.log(`node02 reboot: terminal re-attached ${((Date.now() - down) / 1000).toFixed(1)} s after it went away`);
 
-    const mark = client.text().length;
-    client.input("echo boot=$(cat /proc/sys/kernel/random/boot_id) keep=$(cat /root/keep) host=$(hostname) eth1=$(ip -4 -o addr show dev eth1 | awk '{print $4}') var=${KEPT:-unset} && echo do''ne\r");
-    await client.waitFor((c) => c.text().slice(mark).includes("done"), 30_000, "commands after the reboot");
-    const after = client.text().slice(mark);
-    expect(after).toContain("keep=survived-42");
-    // The same identity on the new boot, in the same QEMU process (a reboot, not a new VM).
-    expect(after).toContain("host=node02 eth1=192.168.56.12/24 var=unset");
-    // The terminal said the machine rebooted and went on in a fresh shell (the variable is gone).
-    expect(client.messages.slice(before).some((m) => m.type === "notice" && m.text.includes("node02 が再起動されました"))).toBe(true);
-    const bootAfter = /boot=([0-9a-f-]{36})/.exec(after)![1];
-    expect(bootAfter).not.toBe(bootBefore);
-    expect(await qemuPidsUnder(vmDir)).toEqual(qemuBefore);
-    expect((await pool.health!(sessionId, machines.filter((m) => m.name === "node02")))[0]!.state).toBe("running");
-    // One socket the whole time, output contiguous by offset.
-    expect(client.closed).toBeNull();
-    expect(client.gaps).toEqual([]);
-    await client.close();
-  }, REBOOT_TIMEOUT_MS + 120_000);
+      const mark = client.text().length;
+      client.input(
+        "echo boot=$(cat /proc/sys/kernel/random/boot_id) keep=$(cat /root/keep) host=$(hostname) eth1=$(ip -4 -o addr show dev eth1 | awk '{print $4}') var=${KEPT:-unset} && echo do''ne\r",
+      );
+      await client.waitFor((c) => c.text().slice(mark).includes("done"), 30_000, "commands after the reboot");
+      const after = client.text().slice(mark);
+      expect(after).toContain("keep=survived-42");
+      // The same identity on the new boot, in the same QEMU process (a reboot, not a new VM).
+      expect(after).toContain("host=node02 eth1=192.168.56.12/24 var=unset");
+      // The terminal said the machine rebooted and went on in a fresh shell (the variable is gone).
+      expect(client.messages.slice(before).some((m) => m.type === "notice" && m.text.includes("node02 が再起動されました"))).toBe(true);
+      const bootAfter = /boot=([0-9a-f-]{36})/.exec(after)![1];
+      expect(bootAfter).not.toBe(bootBefore);
+      expect(await qemuPidsUnder(vmDir)).toEqual(qemuBefore);
+      expect(
+        (
+          await pool.health!(
+            sessionId,
+            machines.filter((m) => m.name === "node02"),
+          )
+        )[0]!.state,
+      ).toBe("running");
+      // One socket the whole time, output contiguous by offset.
+      expect(client.closed).toBeNull();
+      expect(client.gaps).toEqual([]);
+      await client.close();
+    },
+    REBOOT_TIMEOUT_MS + 120_000,
+  );
 
   it("poweroff from inside node01: the terminal says it is stopped; starting it brings the terminal back", async () => {
     const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node01") });
@@ -352,10 +393,14 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     await again.close();
   }, 900_000);
 
-  it("prepares the lab's next set behind the hand-out", async () => {
-    await expect.poll(() => pool.status().labs?.[0]?.ready, { timeout: FILL_TIMEOUT_MS, interval: 1_000 }).toBe(1);
-    expect(pool.status()).toMatchObject({ ready: 1, lastError: undefined });
-  }, FILL_TIMEOUT_MS);
+  it(
+    "prepares the lab's next set behind the hand-out",
+    async () => {
+      await expect.poll(() => pool.status().labs?.[0]?.ready, { timeout: FILL_TIMEOUT_MS, interval: 1_000 }).toBe(1);
+      expect(pool.status()).toMatchObject({ ready: 1, lastError: undefined });
+    },
+    FILL_TIMEOUT_MS,
+  );
 
   it("ending the session and stopping the pool leave no process, socket or disk", async () => {
     await endSession(stack.db, pool, sessionId);

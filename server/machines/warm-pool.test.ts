@@ -120,7 +120,13 @@ describe("WarmPool prepared sets per lab (in-memory provider, recorded preparer)
     const version = { current: "v1" };
     const prep = preparer(version);
     const targets = [{ labSlug: "lab-a", machines: MACHINES, reserve: 1, initial: 2 }];
-    const pool = new WarmPool(inner, { size: 0, machines: MACHINES, log, labs: { targets: async () => targets, preparer: prep }, preparedRefillDelayMs: 300 });
+    const pool = new WarmPool(inner, {
+      size: 0,
+      machines: MACHINES,
+      log,
+      labs: { targets: async () => targets, preparer: prep },
+      preparedRefillDelayMs: 300,
+    });
     pool.start();
     await expect.poll(() => pool.status().labs?.[0]?.ready).toBe(2);
     expect(prep.prepared).toHaveLength(2);

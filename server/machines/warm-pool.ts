@@ -165,18 +165,24 @@ export class WarmPool implements MachineProvider {
    * A set prepared for the request's lab at the version it pins, handed out (null: none ready).
    * The lab's setup has run on it and its state is saved: the caller runs nothing.
    */
-  async takePrepared(request: MachineRequest & { labVersion: string }): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null> {
+  async takePrepared(
+    request: MachineRequest & { labVersion: string },
+  ): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null> {
     if (request.internet) return null;
     const fits = (s: ReadySet) => s.labSlug === request.labSlug;
     // Sets prepared for an older version of the lab are of no use to anyone any more.
-    for (const stale of this.ready.filter((s) => fits(s) && s.version !== request.labVersion)) this.discard(stale, "prepared for another lab version");
+    for (const stale of this.ready.filter((s) => fits(s) && s.version !== request.labVersion))
+      this.discard(stale, "prepared for another lab version");
     const at = this.ready.findIndex((s) => fits(s) && s.version === request.labVersion);
     const left = this.initialLeft.get(request.labSlug);
     if (at >= 0) {
       const [set] = this.ready.splice(at, 1);
       this.served.prepared++;
       if (left) this.initialLeft.set(request.labSlug, left - 1);
-      return { machines: await this.handOut(request, set!.machines, "prepared machines handed out from the warm pool", true), source: "prepared" };
+      return {
+        machines: await this.handOut(request, set!.machines, "prepared machines handed out from the warm pool", true),
+        source: "prepared",
+      };
     }
     // None ready: a new set from the lab version's template (seconds), if the provider keeps one.
     const restored = await this.inner.restorePrepared?.(request);
@@ -189,7 +195,9 @@ export class WarmPool implements MachineProvider {
   async create(request: MachineRequest): Promise<ProvisionedMachine[]> {
     // Pooled sets are made without internet access: a lab that asks for it goes to the provider.
     const fits =
-      !request.internet && sameNames(request.machines, this.options.machines) && (request.image ?? this.options.image) === this.options.image;
+      !request.internet &&
+      sameNames(request.machines, this.options.machines) &&
+      (request.image ?? this.options.image) === this.options.image;
     const at = fits ? this.ready.findIndex((s) => s.labSlug === undefined) : -1;
     if (at >= 0) {
       const [set] = this.ready.splice(at, 1);
@@ -200,14 +208,22 @@ export class WarmPool implements MachineProvider {
     return this.inner.create(request);
   }
 
-  private async handOut(request: MachineRequest, set: ProvisionedMachine[], message: string, prepared = false): Promise<ProvisionedMachine[]> {
+  private async handOut(
+    request: MachineRequest,
+    set: ProvisionedMachine[],
+    message: string,
+    prepared = false,
+  ): Promise<ProvisionedMachine[]> {
     await this.inner.promote?.(providerSessionOf(request.sessionId, set), set).catch(() => undefined);
     this.options.log.info({ sessionId: request.sessionId, lab: request.labSlug, ready: this.ready.length }, message);
     // The refill boots a set at low priority, but on a small host that still slows the
     // learner's setup a lot: it waits until the session is set up (sessionSettled) or the cap;
     // after a prepared set, until the learner's terminals had time to log in.
     const id = providerSessionOf(request.sessionId, set);
-    const timer = setTimeout(() => this.release(id), prepared ? (this.options.preparedRefillDelayMs ?? PREPARED_REFILL_DELAY_MS) : REFILL_HOLD_MAX_MS);
+    const timer = setTimeout(
+      () => this.release(id),
+      prepared ? (this.options.preparedRefillDelayMs ?? PREPARED_REFILL_DELAY_MS) : REFILL_HOLD_MAX_MS,
+    );
     timer.unref();
     this.holds.set(id, timer);
     if (prepared) this.delayed.add(id);
@@ -285,7 +301,8 @@ export class WarmPool implements MachineProvider {
       this.initialLeft.delete(slug);
     }
     this.labTargets = targets;
-    for (const set of this.ready.filter((s) => s.labSlug !== undefined && !wanted.has(s.labSlug))) this.discard(set, "the lab's target was removed");
+    for (const set of this.ready.filter((s) => s.labSlug !== undefined && !wanted.has(s.labSlug)))
+      this.discard(set, "the lab's target was removed");
     for (const t of targets) {
       const sets = this.ready.filter((s) => s.labSlug === t.labSlug);
       for (const extra of sets.slice(this.wanted(t))) this.discard(extra, "more than the lab's target");
@@ -321,7 +338,14 @@ export class WarmPool implements MachineProvider {
 
   /** A background request for a set of the lab's template (a new pool id). */
   private labRequest(lab: LabPoolTarget, version: string): MachineRequest & { labVersion: string } {
-    return { sessionId: `pool-${randomBytes(6).toString("hex")}`, labSlug: lab.labSlug, machines: lab.machines, image: lab.image, background: true, labVersion: version };
+    return {
+      sessionId: `pool-${randomBytes(6).toString("hex")}`,
+      labSlug: lab.labSlug,
+      machines: lab.machines,
+      image: lab.image,
+      background: true,
+      labVersion: version,
+    };
   }
 
   private refill(): void {
@@ -371,7 +395,10 @@ export class WarmPool implements MachineProvider {
           this.lastError = undefined;
           if (this.stopped) return void (await this.inner.destroy(id, machines).catch(() => undefined));
           this.ready.push({ machines, labSlug: lab?.labSlug, version });
-          this.options.log.info({ id, lab: lab?.labSlug, ms: Date.now() - started, ready: this.ready.length }, lab ? "warm pool prepared set ready" : "warm pool set ready");
+          this.options.log.info(
+            { id, lab: lab?.labSlug, ms: Date.now() - started, ready: this.ready.length },
+            lab ? "warm pool prepared set ready" : "warm pool set ready",
+          );
         },
         (error: Error) => {
           this.lastError = error.message;

@@ -78,7 +78,8 @@ export function opsHandler(options: OpsOptions): (req: http.IncomingMessage, res
     }
     if (path === "/readyz") {
       void readiness(options.readiness).then(
-        ({ ready, failing }) => send(res, ready ? 200 : 503, JSON.stringify(ready ? { status: "ready" } : { status: "not ready", failing })),
+        ({ ready, failing }) =>
+          send(res, ready ? 200 : 503, JSON.stringify(ready ? { status: "ready" } : { status: "not ready", failing })),
         () => send(res, 503, JSON.stringify({ status: "not ready" })),
       );
       return true;

@@ -49,11 +49,34 @@ function createMetrics(): Metrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
       registers,
     }),
-    terminalBytes: new Counter({ name: "labdeck_terminal_bytes_total", help: "Terminal bytes relayed (out: to browsers, in: typed)", labelNames: ["direction"], registers }),
-    backpressurePauses: new Counter({ name: "labdeck_terminal_backpressure_pauses_total", help: "Terminal output paused for a slow browser", registers }),
-    terminalSnapshots: new Counter({ name: "labdeck_terminal_snapshots_total", help: "Screen snapshots sent to viewers whose offset was no longer held", registers }),
-    terminalSockets: new Gauge({ name: "labdeck_terminal_sockets", help: "Open terminal WebSockets by mode", labelNames: ["mode"], registers }),
-    hostGroupResets: new Counter({ name: "labdeck_host_group_resets_total", help: "Static host group resets by outcome (failed: held out, retried with backoff)", labelNames: ["outcome"], registers }),
+    terminalBytes: new Counter({
+      name: "labdeck_terminal_bytes_total",
+      help: "Terminal bytes relayed (out: to browsers, in: typed)",
+      labelNames: ["direction"],
+      registers,
+    }),
+    backpressurePauses: new Counter({
+      name: "labdeck_terminal_backpressure_pauses_total",
+      help: "Terminal output paused for a slow browser",
+      registers,
+    }),
+    terminalSnapshots: new Counter({
+      name: "labdeck_terminal_snapshots_total",
+      help: "Screen snapshots sent to viewers whose offset was no longer held",
+      registers,
+    }),
+    terminalSockets: new Gauge({
+      name: "labdeck_terminal_sockets",
+      help: "Open terminal WebSockets by mode",
+      labelNames: ["mode"],
+      registers,
+    }),
+    hostGroupResets: new Counter({
+      name: "labdeck_host_group_resets_total",
+      help: "Static host group resets by outcome (failed: held out, retried with backoff)",
+      labelNames: ["outcome"],
+      registers,
+    }),
   };
 }
 
@@ -77,7 +100,13 @@ export interface ProcessSources {
 /** Registers the scrape-time gauges; call once per process (later calls replace the sources). */
 export function observeProcess(sources: ProcessSources): void {
   const { registry } = metrics();
-  for (const name of ["labdeck_sessions", "labdeck_warm_pool_sets", "labdeck_warm_pool_handouts", "labdeck_grader_lag_seconds", "labdeck_db_pool_connections"]) {
+  for (const name of [
+    "labdeck_sessions",
+    "labdeck_warm_pool_sets",
+    "labdeck_warm_pool_handouts",
+    "labdeck_grader_lag_seconds",
+    "labdeck_db_pool_connections",
+  ]) {
     registry.removeSingleMetric(name);
   }
   const registers = [registry];

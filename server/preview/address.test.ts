@@ -15,7 +15,17 @@ describe("preview addresses", () => {
   });
 
   it("labels that name nothing", () => {
-    for (const label of ["", "x", `0-node01-${sid}`, `65536-node01-${sid}`, `080-node01-${sid}`, `80-Node01-${sid}`, `80--${sid}`, `80-node01-`, "80-node01-short"]) {
+    for (const label of [
+      "",
+      "x",
+      `0-node01-${sid}`,
+      `65536-node01-${sid}`,
+      `080-node01-${sid}`,
+      `80-Node01-${sid}`,
+      `80--${sid}`,
+      `80-node01-`,
+      "80-node01-short",
+    ]) {
       expect(parseLabel(label), label).toBeNull();
     }
     // Too long for a DNS label: no origin rather than a broken one.
@@ -24,7 +34,10 @@ describe("preview addresses", () => {
   });
 
   it("which requests are preview requests (by Host), case and port aside", () => {
-    expect(previewHostOf(base, `80-NODE01-${sid.toUpperCase()}.Preview.Localhost:3217`)).toEqual({ label: `80-node01-${sid}`, target: { sessionId: sid, machine: "node01", port: 80 } });
+    expect(previewHostOf(base, `80-NODE01-${sid.toUpperCase()}.Preview.Localhost:3217`)).toEqual({
+      label: `80-node01-${sid}`,
+      target: { sessionId: sid, machine: "node01", port: 80 },
+    });
     expect(previewHostOf(base, "127.0.0.1:3217")).toBeNull();
     expect(previewHostOf(base, "evilpreview.localhost")).toBeNull();
     expect(previewHostOf(base, undefined)).toBeNull();
@@ -35,6 +48,7 @@ describe("preview addresses", () => {
   it("paths a preview opens at", () => {
     expect(PreviewPath.parse(undefined)).toBe("/");
     expect(PreviewPath.parse("/app?x=1#y")).toBe("/app?x=1#y");
-    for (const bad of ["//evil.example/", "http://evil.example/", "app", "/a b", "/a\\b", "/\r\nx", "/" + "a".repeat(2048)]) expect(PreviewPath.safeParse(bad).success, bad).toBe(false);
+    for (const bad of ["//evil.example/", "http://evil.example/", "app", "/a b", "/a\\b", "/\r\nx", "/" + "a".repeat(2048)])
+      expect(PreviewPath.safeParse(bad).success, bad).toBe(false);
   });
 });

@@ -42,7 +42,10 @@ export async function previewEntryUrl(
   sessionId: string,
   query: z.infer<typeof PreviewQuery>,
 ): Promise<string> {
-  const session = await deps.db.labSession.findUnique({ where: { id: sessionId }, select: { state: true, machines: { where: { name: query.machine }, select: { name: true } } } });
+  const session = await deps.db.labSession.findUnique({
+    where: { id: sessionId },
+    select: { state: true, machines: { where: { name: query.machine }, select: { name: true } } },
+  });
   if (!session) throw new Denied(404, "noSuchSession");
   if (session.state !== "ready") throw new Denied(409, "sessionNotLive");
   if (session.machines.length === 0) throw new Denied(404, "noSuchMachine");

@@ -49,7 +49,13 @@ export function signPreview(secret: Buffer, claims: Omit<PreviewClaims, "exp">, 
 }
 
 /** The claims of a code or grant of kind `kind` for `target`, or null (malformed, forged, expired, another target). */
-export function verifyPreview(secret: Buffer, kind: "code" | "grant", value: string, target: PreviewTarget, now = Date.now()): PreviewClaims | null {
+export function verifyPreview(
+  secret: Buffer,
+  kind: "code" | "grant",
+  value: string,
+  target: PreviewTarget,
+  now = Date.now(),
+): PreviewClaims | null {
   const c = verifyClaims(previewKey(secret), value, Claims);
   if (!c) return null;
   if (c.k !== kind || c.exp <= now) return null;

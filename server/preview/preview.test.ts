@@ -44,7 +44,9 @@ const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 /** GET /api/sessions/:id/preview as `actor`. */
 function entry(actor: Actor, id: string, query: string): Promise<Response> {
   const headers = new Headers(cookies[actor] ? { cookie: cookies[actor] } : {});
-  return sessionPreviewRoute.GET(new Request(`http://127.0.0.1:3000/api/sessions/${id}/preview?${query}`, { headers }), { params: Promise.resolve({ id }) });
+  return sessionPreviewRoute.GET(new Request(`http://127.0.0.1:3000/api/sessions/${id}/preview?${query}`, { headers }), {
+    params: Promise.resolve({ id }),
+  });
 }
 
 interface Answer {
@@ -54,11 +56,20 @@ interface Answer {
 }
 
 /** A request to the proxy for an absolute preview URL (the Host header is the URL's host). */
-function fetchPreview(url: string, init: { method?: string; headers?: Record<string, string>; body?: Buffer | string } = {}): Promise<Answer> {
+function fetchPreview(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: Buffer | string } = {},
+): Promise<Answer> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: "127.0.0.1", port: (server.address() as { port: number }).port, method: init.method ?? "GET", path: target.pathname + target.search, headers: { host: target.host, ...init.headers } },
+      {
+        host: "127.0.0.1",
+        port: (server.address() as { port: number }).port,
+        method: init.method ?? "GET",
+        path: target.pathname + target.search,
+        headers: { host: target.host, ...init.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -72,7 +83,12 @@ function fetchPreview(url: string, init: { method?: string; headers?: Record<str
 }
 
 /** Entry route → code → grant cookie, as the browser follows the redirects. Returns the cookie header and the origin. */
-async function enter(actor: Actor, machine = "node01", port = WEB_PORT, path = "/"): Promise<{ cookie: string; origin: string; location: string }> {
+async function enter(
+  actor: Actor,
+  machine = "node01",
+  port = WEB_PORT,
+  path = "/",
+): Promise<{ cookie: string; origin: string; location: string }> {
   const res = await entry(actor, sessionId, `machine=${machine}&port=${port}&path=${encodeURIComponent(path)}`);
   expect(res.status).toBe(303);
   const location = res.headers.get("location")!;
@@ -99,7 +115,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = { scheme: "http", host: "preview.localhost", port: String((server.address() as { port: number }).port) };
-  proxy = new PreviewProxy({ secret: stack.secret, base: () => base, access: previewAccess(stack.db), endpoint: (sid, m) => machineEndpoint(stack.db, sid, m), log });
+  proxy = new PreviewProxy({
+    secret: stack.secret,
+    base: () => base,
+    access: previewAccess(stack.db),
+    endpoint: (sid, m) => machineEndpoint(stack.db, sid, m),
+    log,
+  });
   setServices({ ...stack, env, refuseUnbuiltImage: async () => null, previewBase: () => base });
   const make = (key: string, role: "learner" | "instructor") =>
     createUserWithPassword(stack.db, stack.auth, { email: `${key.toLowerCase()}@preview.test`, name: key, role, password: PASSWORD });
@@ -117,7 +139,8 @@ beforeAll(async () => {
   for (const actor of ACTORS) if (actor !== "anonymous") cookies[actor] = await signIn(users[actor].email);
   sessionId = await stack.startSession(users.owner.id, LAB);
   otherSessionId = await stack.startSession(users.otherLearner.id, LAB);
-  for (const machine of ["node01", "node02"]) stops.push(await startLabWebServer(stack.pool, (await machineEndpoint(stack.db, sessionId, machine))!, WEB_PORT));
+  for (const machine of ["node01", "node02"])
+    stops.push(await startLabWebServer(stack.pool, (await machineEndpoint(stack.db, sessionId, machine))!, WEB_PORT));
 }, 180_000);
 
 afterAll(async () => {
@@ -133,22 +156,47 @@ describe("entry route × actors (GET /api/sessions/:id/preview)", () => {
     it(`${actor} → ${expected[actor]}`, async () => {
       const res = await entry(actor, sessionId, `machine=node01&port=${WEB_PORT}&path=/`);
       expect(res.status).toBe(expected[actor]);
-      if (res.status === 303) expect(res.headers.get("location")).toMatch(new RegExp(`^http://${WEB_PORT}-node01-${sessionId}\\.preview\\.localhost:\\d+/__labdeck/enter\\?code=`));
+      if (res.status === 303)
+        expect(res.headers.get("location")).toMatch(
+          new RegExp(`^http://${WEB_PORT}-node01-${sessionId}\\.preview\\.localhost:\\d+/__labdeck/enter\\?code=`),
+        );
     });
   }
 
   it("the lab route opens the caller's own session only", async () => {
-    const mine = await labPreviewRoute.GET(new Request(`http://127.0.0.1:3000/api/labs/${LAB}/preview?machine=node02&port=${WEB_PORT}`, { headers: { cookie: cookies.owner } }), { params: Promise.resolve({ slug: LAB }) });
+    const mine = await labPreviewRoute.GET(
+      new Request(`http://127.0.0.1:3000/api/labs/${LAB}/preview?machine=node02&port=${WEB_PORT}`, { headers: { cookie: cookies.owner } }),
+      { params: Promise.resolve({ slug: LAB }) },
+    );
     expect(mine.status).toBe(303);
     expect(new URL(mine.headers.get("location")!).hostname).toBe(`${WEB_PORT}-node02-${sessionId}.preview.localhost`);
-    const theirs = await labPreviewRoute.GET(new Request(`http://127.0.0.1:3000/api/labs/${LAB}/preview?machine=node02&port=${WEB_PORT}`, { headers: { cookie: cookies.otherLearner } }), { params: Promise.resolve({ slug: LAB }) });
+    const theirs = await labPreviewRoute.GET(
+      new Request(`http://127.0.0.1:3000/api/labs/${LAB}/preview?machine=node02&port=${WEB_PORT}`, {
+        headers: { cookie: cookies.otherLearner },
+      }),
+      { params: Promise.resolve({ slug: LAB }) },
+    );
     expect(new URL(theirs.headers.get("location")!).hostname).toBe(`${WEB_PORT}-node02-${otherSessionId}.preview.localhost`);
-    const none = await labPreviewRoute.GET(new Request(`http://127.0.0.1:3000/api/labs/no-such-lab/preview?machine=node02&port=${WEB_PORT}`, { headers: { cookie: cookies.owner } }), { params: Promise.resolve({ slug: "no-such-lab" }) });
+    const none = await labPreviewRoute.GET(
+      new Request(`http://127.0.0.1:3000/api/labs/no-such-lab/preview?machine=node02&port=${WEB_PORT}`, {
+        headers: { cookie: cookies.owner },
+      }),
+      { params: Promise.resolve({ slug: "no-such-lab" }) },
+    );
     expect(none.status).toBe(404);
   });
 
   it("bad input is 400 (port, machine name, path), an unknown machine 404", async () => {
-    for (const query of ["machine=node01&port=0", "machine=node01&port=70000", "machine=node01&port=x", "machine=NODE01&port=80", "machine=node01", "machine=node01&port=80&path=//evil.example/", "machine=node01&port=80&path=http://evil.example/", "machine=node01&port=80&path=/a%0d%0aSet-Cookie:x"]) {
+    for (const query of [
+      "machine=node01&port=0",
+      "machine=node01&port=70000",
+      "machine=node01&port=x",
+      "machine=NODE01&port=80",
+      "machine=node01",
+      "machine=node01&port=80&path=//evil.example/",
+      "machine=node01&port=80&path=http://evil.example/",
+      "machine=node01&port=80&path=/a%0d%0aSet-Cookie:x",
+    ]) {
       expect((await entry("owner", sessionId, query)).status, query).toBe(400);
     }
     expect((await entry("owner", sessionId, "machine=node09&port=80")).status).toBe(404);
@@ -181,7 +229,9 @@ describe("the preview origin × actors", () => {
     // Their Labdeck sign-in cookie means nothing on a preview origin.
     expect((await fetchPreview(`${ownersOrigin}/`, { headers: { cookie: cookies.otherLearner } })).status).toBe(403);
     // Nor does the owner's entry code replayed for another port or machine.
-    const code = new URL((await entry("owner", sessionId, `machine=node01&port=${WEB_PORT}`)).headers.get("location")!).searchParams.get("code")!;
+    const code = new URL((await entry("owner", sessionId, `machine=node01&port=${WEB_PORT}`)).headers.get("location")!).searchParams.get(
+      "code",
+    )!;
     const otherPort = previewOrigin(base, { sessionId, machine: "node01", port: WEB_PORT + 1 })!;
     expect((await fetchPreview(`${otherPort}/__labdeck/enter?code=${encodeURIComponent(code)}`)).status).toBe(403);
   });
@@ -210,9 +260,16 @@ describe("the preview origin × actors", () => {
   it("a POST body goes through; one over the limit is 413", async () => {
     const { cookie, origin } = await enter("owner");
     const body = Buffer.alloc(3 * 1024 * 1024, 1);
-    const ok = await fetchPreview(`${origin}/size`, { method: "POST", headers: { cookie, "content-type": "application/octet-stream" }, body });
+    const ok = await fetchPreview(`${origin}/size`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/octet-stream" },
+      body,
+    });
     expect(ok.body.toString()).toBe(String(body.length));
-    const big = await fetchPreview(`${origin}/size`, { method: "POST", headers: { cookie, "content-length": String(PREVIEW_BODY_LIMIT + 1) } });
+    const big = await fetchPreview(`${origin}/size`, {
+      method: "POST",
+      headers: { cookie, "content-length": String(PREVIEW_BODY_LIMIT + 1) },
+    });
     expect(big.status).toBe(413);
   });
 
@@ -230,7 +287,12 @@ describe("the preview origin × actors", () => {
     expect(res.status).toBe(502);
     expect(res.headers["x-labdeck-preview-error"]).toBe("previewRefused");
     expect(res.body.toString()).toContain("待ち受けているものがありません");
-    for (const host of [`nonsense.preview.localhost`, `0-node01-${sessionId}.preview.localhost`, `a.b.preview.localhost`, "preview.localhost"]) {
+    for (const host of [
+      `nonsense.preview.localhost`,
+      `0-node01-${sessionId}.preview.localhost`,
+      `a.b.preview.localhost`,
+      "preview.localhost",
+    ]) {
       expect((await fetchPreview(`http://${host}/`)).status, host).toBe(404);
     }
     // Not a preview host at all: left to Labdeck (here the test's 404 "labdeck").

@@ -18,7 +18,15 @@ import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import type { SshEndpoint } from "../terminal/ssh";
 import type { PreviewAccess } from "./access";
 import { PreviewPath, previewHostOf, previewOrigin, type PreviewBase, type PreviewTarget } from "./address";
-import { grantCookieName, PREVIEW_ENTER_PATH, PREVIEW_GRANT_TTL_MS, PREVIEW_RESERVED_PREFIX, signPreview, verifyPreview, type PreviewClaims } from "./grant";
+import {
+  grantCookieName,
+  PREVIEW_ENTER_PATH,
+  PREVIEW_GRANT_TTL_MS,
+  PREVIEW_RESERVED_PREFIX,
+  signPreview,
+  verifyPreview,
+  type PreviewClaims,
+} from "./grant";
 import { TunnelError, TunnelPool } from "./tunnels";
 
 /** Request bodies relayed to a machine, bytes (an upload form, a manifest): beyond, 413. */
@@ -35,7 +43,18 @@ const ENDPOINT_CACHE_MS = 30_000;
 const ACCESS_CACHE_ENTRIES = 10_000;
 
 /** Headers of one hop only: never relayed (RFC 9110 §7.6.1), plus what only Labdeck may set. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "x-labdeck-client-address"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "x-labdeck-client-address",
+]);
 
 export interface PreviewDeps {
   secret: Buffer;
@@ -152,7 +171,13 @@ export class PreviewProxy {
     req.pipe(upstream);
   }
 
-  private async upgrade(base: PreviewBase, target: PreviewTarget | null, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  private async upgrade(
+    base: PreviewBase,
+    target: PreviewTarget | null,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+  ): Promise<void> {
     if (!target) return refuseSocket(socket, 404);
     // A WebSocket from another page (another preview of the same site included) is refused: the
     // grant cookie would ride along with it.
@@ -214,7 +239,8 @@ export class PreviewProxy {
 
   /** `/__labdeck/enter?code=…&`: the code for this origin becomes its grant cookie, then the page. */
   private async reserved(base: PreviewBase, target: PreviewTarget, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (url.pathname !== PREVIEW_ENTER_PATH || (req.method !== "GET" && req.method !== "HEAD")) return refuse(req, res, { status: 404, code: "previewNotFound" });
+    if (url.pathname !== PREVIEW_ENTER_PATH || (req.method !== "GET" && req.method !== "HEAD"))
+      return refuse(req, res, { status: 404, code: "previewNotFound" });
     const code = url.searchParams.get("code") ?? "";
     const claims = verifyPreview(this.deps.secret, "code", code, target);
     if (!claims || !(await this.decide(claims, true))) return refuse(req, res, { status: 403, code: "previewDenied" });

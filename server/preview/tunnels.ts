@@ -41,7 +41,10 @@ export class TunnelPool {
     const key = `${endpoint.user}@${endpoint.host}:${endpoint.port}#${endpoint.hostKey}`;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TunnelError("timeout", `${endpoint.name}:${port} did not answer within ${TUNNEL_OPEN_TIMEOUT_MS / 1000} s`)), TUNNEL_OPEN_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new TunnelError("timeout", `${endpoint.name}:${port} did not answer within ${TUNNEL_OPEN_TIMEOUT_MS / 1000} s`)),
+        TUNNEL_OPEN_TIMEOUT_MS,
+      );
     });
     try {
       return await Promise.race([this.openOn(key, endpoint, port, true), timeout]);
@@ -117,7 +120,10 @@ export class TunnelPool {
     if (conn.idle) clearTimeout(conn.idle);
     conn.idle = null;
     if (this.connections.get(key) === conn) this.connections.delete(key);
-    void conn.client.then((c) => c.end(), () => undefined);
+    void conn.client.then(
+      (c) => c.end(),
+      () => undefined,
+    );
   }
 
   /** Machines with an open connection (tests, metrics). */

@@ -6,7 +6,11 @@
 import { Denied, requireSession, type CurrentUser } from "../auth/guard";
 import type { Db } from "../db/client";
 
-export async function requireRecordingAccess(db: Db, user: CurrentUser, sessionId: string): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
+export async function requireRecordingAccess(
+  db: Db,
+  user: CurrentUser,
+  sessionId: string,
+): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
   const session = await requireSession(db, user, sessionId, "watch");
   if (session.access === "owner" || user.role === "admin") return session;
   const cohort = await db.cohort.findFirst({

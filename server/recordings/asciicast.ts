@@ -55,8 +55,17 @@ type Chunk = { events: ChunkEvent[]; data: Buffer };
  * a recording of up to the per-session limit (64 MiB) is never held in memory whole, by the
  * server or by the page's player fetching it. Null when the terminal has no recording.
  */
-export async function castLines(db: Db, sessionId: string, machine: string, markers: RecordingMarker[], title?: string): Promise<AsyncGenerator<string> | null> {
-  const recording = await db.terminalRecording.findUnique({ where: { sessionId_machine: { sessionId, machine } }, select: { id: true, startedAt: true } });
+export async function castLines(
+  db: Db,
+  sessionId: string,
+  machine: string,
+  markers: RecordingMarker[],
+  title?: string,
+): Promise<AsyncGenerator<string> | null> {
+  const recording = await db.terminalRecording.findUnique({
+    where: { sessionId_machine: { sessionId, machine } },
+    select: { id: true, startedAt: true },
+  });
   if (!recording) return null;
   const page = (after: number) =>
     db.recordingChunk.findMany({
@@ -79,7 +88,13 @@ export async function castLines(db: Db, sessionId: string, machine: string, mark
 }
 
 /** Builds the cast of one recording in memory (tests, benches); null when the terminal has none. */
-export async function loadCast(db: Db, sessionId: string, machine: string, markers: RecordingMarker[], title?: string): Promise<Cast | null> {
+export async function loadCast(
+  db: Db,
+  sessionId: string,
+  machine: string,
+  markers: RecordingMarker[],
+  title?: string,
+): Promise<Cast | null> {
   const lines = await castLines(db, sessionId, machine, markers, title);
   if (!lines) return null;
   let text = "";
@@ -104,7 +119,13 @@ function firstSize(chunks: { events: ChunkEvent[] }[]): string | null {
   return null;
 }
 
-async function* castStream(startedAt: Date, size: string | null, chunks: AsyncIterable<Chunk>, markers: RecordingMarker[], title?: string): AsyncGenerator<string> {
+async function* castStream(
+  startedAt: Date,
+  size: string | null,
+  chunks: AsyncIterable<Chunk>,
+  markers: RecordingMarker[],
+  title?: string,
+): AsyncGenerator<string> {
   const writer = new CastWriter(startedAt, size, markers, title);
   yield JSON.stringify(writer.header) + "\n";
   for await (const chunk of chunks) {
@@ -138,7 +159,13 @@ class CastWriter {
   ) {
     this.t0 = startedAt.getTime();
     const [cols, rows] = (headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`).split("x").map(Number);
-    this.header = { version: 2, width: cols || DEFAULT_SIZE.cols, height: rows || DEFAULT_SIZE.rows, timestamp: Math.floor(this.t0 / 1000), ...(title ? { title } : {}) };
+    this.header = {
+      version: 2,
+      width: cols || DEFAULT_SIZE.cols,
+      height: rows || DEFAULT_SIZE.rows,
+      timestamp: Math.floor(this.t0 / 1000),
+      ...(title ? { title } : {}),
+    };
     this.marks = markers.map((m) => [round(Math.max(0, m.at.getTime() - this.t0) / 1000), "m", markerLabel(m)]);
   }
 

@@ -94,32 +94,73 @@ it("retention deletes recordings older than the setting, with their chunks", asy
 });
 
 it("splits events at byte positions and keeps a split UTF-8 character whole", () => {
-  expect(splitEvents([[1, "o", 4], [2, "r", "80x24"], [3, "o", 4]], 2, 6, false)).toEqual([[1, "o", 2], [2, "r", "80x24"], [3, "o", 2]]);
+  expect(
+    splitEvents(
+      [
+        [1, "o", 4],
+        [2, "r", "80x24"],
+        [3, "o", 4],
+      ],
+      2,
+      6,
+      false,
+    ),
+  ).toEqual([
+    [1, "o", 2],
+    [2, "r", "80x24"],
+    [3, "o", 2],
+  ]);
   const text = Buffer.from("あい");
-  const cast = buildCast(new Date(0), [
-    { events: [[1000, "o", 2]], data: text.subarray(0, 2) },
-    { events: [[2000, "o", 4]], data: text.subarray(2) },
-  ], [{ at: new Date(1500), kind: "step", stepId: "s", title: "S" }]);
-  expect(cast.events).toEqual([[1.5, "m", "✓ S"], [2, "o", "あい"]]);
+  const cast = buildCast(
+    new Date(0),
+    [
+      { events: [[1000, "o", 2]], data: text.subarray(0, 2) },
+      { events: [[2000, "o", 4]], data: text.subarray(2) },
+    ],
+    [{ at: new Date(1500), kind: "step", stepId: "s", title: "S" }],
+  );
+  expect(cast.events).toEqual([
+    [1.5, "m", "✓ S"],
+    [2, "o", "あい"],
+  ]);
 });
 
 it("streams a recording of many rows a page at a time, line for line what the whole-recording build gives (resizes, markers, a UTF-8 character split between pages)", async () => {
   const id = await session();
   const startedAt = new Date(1_700_000_000_000);
-  const recording = await db.terminalRecording.create({ data: { sessionId: id, machine: "node01", startedAt, bootId: "b", holderEnd: 0n } });
+  const recording = await db.terminalRecording.create({
+    data: { sessionId: id, machine: "node01", startedAt, bootId: "b", holderEnd: 0n },
+  });
   const rows: { offset: number; events: ChunkEvent[]; data: Buffer }[] = [];
   let offset = 0;
   for (let i = 0; i < CAST_PAGE_ROWS * 3 + 5; i++) {
     // Row i ends with the first bytes of "語" and row i+1 starts with the rest, across page boundaries too.
-    const text = Buffer.concat([i === 0 ? Buffer.alloc(0) : Buffer.from("語").subarray(1), Buffer.from(`row ${i} `), Buffer.from("語").subarray(0, 1)]);
+    const text = Buffer.concat([
+      i === 0 ? Buffer.alloc(0) : Buffer.from("語").subarray(1),
+      Buffer.from(`row ${i} `),
+      Buffer.from("語").subarray(0, 1),
+    ]);
     const t = startedAt.getTime() + i * 1000;
-    const events: ChunkEvent[] = i % 10 === 3 ? [[t, "r", `${80 + i}x24`], [t, "o", text.length]] : [[t, "o", text.length]];
+    const events: ChunkEvent[] =
+      i % 10 === 3
+        ? [
+            [t, "r", `${80 + i}x24`],
+            [t, "o", text.length],
+          ]
+        : [[t, "o", text.length]];
     rows.push({ offset, events, data: text });
     offset += text.length;
   }
   rows[0]!.events.unshift([startedAt.getTime(), "r", "100x30"]);
-  await db.recordingChunk.createMany({ data: rows.map((r) => ({ recordingId: recording.id, offset: r.offset, events: r.events, data: new Uint8Array(r.data) })) });
-  const markers = [5, 17, 33, 60].map((n) => ({ at: new Date(startedAt.getTime() + n * 1000 + 500), kind: "step" as const, stepId: `s${n}`, title: `Step ${n}` }));
+  await db.recordingChunk.createMany({
+    data: rows.map((r) => ({ recordingId: recording.id, offset: r.offset, events: r.events, data: new Uint8Array(r.data) })),
+  });
+  const markers = [5, 17, 33, 60].map((n) => ({
+    at: new Date(startedAt.getTime() + n * 1000 + 500),
+    kind: "step" as const,
+    stepId: `s${n}`,
+    title: `Step ${n}`,
+  }));
 
   const lines = (await castLines(db, id, "node01", markers, "t"))!;
   let streamed = "";

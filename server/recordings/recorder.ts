@@ -217,12 +217,21 @@ export class TerminalRecorder {
     do {
       const to = Math.min(data.length, from + MAX_CHUNK_BYTES);
       const events = splitEvents(pending.events, from, to, to === data.length);
-      await this.writePiece(sessionId, machine, { bootId: pending.bootId, start: pending.start + from, bytes: data.subarray(from, to), events });
+      await this.writePiece(sessionId, machine, {
+        bootId: pending.bootId,
+        start: pending.start + from,
+        bytes: data.subarray(from, to),
+        events,
+      });
       from = to;
     } while (from < data.length);
   }
 
-  private async writePiece(sessionId: string, machine: string, piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] }): Promise<void> {
+  private async writePiece(
+    sessionId: string,
+    machine: string,
+    piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] },
+  ): Promise<void> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const row = await this.recording(sessionId, machine, piece);
       if (!row || row.truncated) return;
@@ -273,7 +282,11 @@ export class TerminalRecorder {
   }
 
   /** The recording row, made on first output (its time zero is then). */
-  private async recording(sessionId: string, machine: string, piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] }) {
+  private async recording(
+    sessionId: string,
+    machine: string,
+    piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] },
+  ) {
     const where = { sessionId_machine: { sessionId, machine } };
     const existing = await this.db.terminalRecording.findUnique({ where });
     if (existing) return existing;

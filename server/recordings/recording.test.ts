@@ -35,7 +35,9 @@ const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 function get(actor: keyof typeof cookies, machine?: string): Promise<Response> {
   const path = `/api/sessions/${sessionId}/recordings${machine ? `/${machine}` : ""}`;
   const request = new Request(`http://127.0.0.1${path}`, { headers: cookies[actor] ? { cookie: cookies[actor] } : {} });
-  return machine ? castRoute.GET(request, { params: Promise.resolve({ id: sessionId, machine }) }) : listRoute.GET(request, { params: Promise.resolve({ id: sessionId }) });
+  return machine
+    ? castRoute.GET(request, { params: Promise.resolve({ id: sessionId, machine }) })
+    : listRoute.GET(request, { params: Promise.resolve({ id: sessionId }) });
 }
 
 /** Waits until no new output has arrived for `quietMs`. */
@@ -112,7 +114,10 @@ describe("a scripted session's recording", () => {
     expect(response.headers.get("content-type")).toMatch(/^application\/x-asciicast/);
     const text = await response.text();
     expect(text.endsWith("\n")).toBe(true);
-    lines = text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as unknown);
+    lines = text
+      .slice(0, -1)
+      .split("\n")
+      .map((line) => JSON.parse(line) as unknown);
   });
 
   it("parses as asciicast v2 line by line", () => {
@@ -133,7 +138,10 @@ describe("a scripted session's recording", () => {
 
   it("replays exactly the bytes the browser received", () => {
     const events = lines.slice(1) as [number, string, string][];
-    const output = events.filter((e) => e[1] === "o").map((e) => e[2]).join("");
+    const output = events
+      .filter((e) => e[1] === "o")
+      .map((e) => e[2])
+      .join("");
     expect(received.length).toBeGreaterThan(100);
     expect(Buffer.from(output, "utf8").equals(received)).toBe(true);
   });
@@ -142,7 +150,12 @@ describe("a scripted session's recording", () => {
     const events = lines.slice(1) as [number, string, string][];
     const markers = events.map((e, i) => ({ e, i })).filter(({ e }) => e[1] === "m");
     expect(markers.map(({ e }) => e[2])).toEqual(["✓ node01 にファイルを作る"]);
-    const output = (upTo: number) => events.slice(0, upTo).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+    const output = (upTo: number) =>
+      events
+        .slice(0, upTo)
+        .filter((e) => e[1] === "o")
+        .map((e) => e[2])
+        .join("");
     const at = markers[0]!.i;
     expect(output(at)).toContain("before-unlock\r\n");
     expect(output(at)).not.toContain("after-unlock\r\n");
@@ -152,7 +165,10 @@ describe("a scripted session's recording", () => {
   it("is listed with its size and the session's markers", async () => {
     const response = await get("owner");
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { recordings: { machine: string; bytes: number }[]; markers: { label: string; kind: string }[] };
+    const body = (await response.json()) as {
+      recordings: { machine: string; bytes: number }[];
+      markers: { label: string; kind: string }[];
+    };
     expect(body.recordings.find((r) => r.machine === "node01")?.bytes).toBe(received.length);
     expect(body.markers).toEqual([expect.objectContaining({ kind: "step", label: "✓ node01 にファイルを作る" })]);
   });

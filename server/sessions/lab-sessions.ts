@@ -7,7 +7,15 @@ import type { Db } from "../db/client";
 import { openPrivateKey, sealIfPlain, sealPrivateKey } from "./machine-keys";
 import { isNoCapacity, NoCapacityError, type MachineProvider, type ProvisionedMachine } from "../machines/provider";
 import { providerSessionOf } from "../machines/warm-pool";
-import { LIVE_NOT_QUEUED, QUEUE_MAX_WAIT_MS, QUEUE_POLL_MS, queuedAhead, setStartStage, setupProgress, type StartSource } from "./start-progress";
+import {
+  LIVE_NOT_QUEUED,
+  QUEUE_MAX_WAIT_MS,
+  QUEUE_POLL_MS,
+  queuedAhead,
+  setStartStage,
+  setupProgress,
+  type StartSource,
+} from "./start-progress";
 import type { SshExecPool } from "../machines/ssh-exec";
 import type { SshEndpoint } from "../terminal/ssh";
 import { advance, finishEnding, LEASE_MS, LIVE_STATES, reconcileSessions, withLease } from "./lifecycle";
@@ -23,7 +31,6 @@ export interface SessionView {
   machines: string[];
   expiresAt: Date | null;
 }
-
 
 /** What a start asks for: the learner, the lab and how its machines are made. */
 export interface StartRequest {
@@ -97,7 +104,8 @@ export async function startOrResumeSession(
       await reconcileSessions(db, provider);
       continue;
     }
-    if (waited >= CONCURRENT_START_WAIT_MS && existing.startStage !== "queued") throw new Error("the lab session is still starting; try again");
+    if (waited >= CONCURRENT_START_WAIT_MS && existing.startStage !== "queued")
+      throw new Error("the lab session is still starting; try again");
     await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
   }
 
@@ -147,7 +155,16 @@ export async function startOrResumeSession(
       }
       const now = new Date();
       const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
-      if (!(await advance(db, id, ["starting"], "ready", { currentStepSince: now, lastActivityAt: now, expiresAt, readyAt: now, startStage: null, startDetail: null }))) {
+      if (
+        !(await advance(db, id, ["starting"], "ready", {
+          currentStepSince: now,
+          lastActivityAt: now,
+          expiresAt,
+          readyAt: now,
+          startStage: null,
+          startDetail: null,
+        }))
+      ) {
         // Ended meanwhile (an admin ended the cohort, or the reconciler failed a start it thought dead).
         throw new Error("the lab session was ended while it was starting");
       }
@@ -157,7 +174,12 @@ export async function startOrResumeSession(
   } catch (error) {
     // Nothing usable was made: the session ends as failed (its progress rows are empty), with
     // the reason for a page that waits on it; unless someone else moved it on meanwhile.
-    if (await advance(db, id, ["starting"], "ending", { endReason: "failed", startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS) }).catch(() => false)) {
+    if (
+      await advance(db, id, ["starting"], "ending", {
+        endReason: "failed",
+        startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS),
+      }).catch(() => false)
+    ) {
       await advance(db, id, ["ending"], "ended").catch(() => undefined);
     }
     throw error;
@@ -199,7 +221,12 @@ async function obtainMachines(
  * cap; while the host has no room (NoCapacityError) it waits in the queue, stage `queued`,
  * looking again every QUEUE_POLL_MS, oldest start first, for at most QUEUE_MAX_WAIT_MS.
  */
-async function admitted<T>(db: Db, session: { id: string; provider: string; createdAt: Date }, labSlug: string, attempt: () => Promise<T>): Promise<T> {
+async function admitted<T>(
+  db: Db,
+  session: { id: string; provider: string; createdAt: Date },
+  labSlug: string,
+  attempt: () => Promise<T>,
+): Promise<T> {
   const deadline = Date.now() + QUEUE_MAX_WAIT_MS;
   for (;;) {
     const waitFor = (await queuedAhead(db, session)) > 0 ? "turn" : await labAtCap(db, labSlug, session.id);
@@ -258,12 +285,19 @@ export async function suspendSession(db: Db, provider: MachineProvider, sessionI
  * Powers a suspended session's machines on again and serves it (new SSH ports are stored). A
  * failure (no capacity) leaves it suspended.
  */
-export async function resumeSession(db: Db, provider: MachineProvider, sessionId: string, onStarted?: (sessionId: string) => void): Promise<SessionView> {
+export async function resumeSession(
+  db: Db,
+  provider: MachineProvider,
+  sessionId: string,
+  onStarted?: (sessionId: string) => void,
+): Promise<SessionView> {
   if (!provider.resume) throw new Error(`provider ${provider.name} cannot resume sessions`);
   if (!(await advance(db, sessionId, ["suspended"], "starting", { startStage: "machines", startDetail: null }))) {
     // Someone else is resuming it: wait as for a start.
     const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
-    return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] }, undefined, { onStarted });
+    return startOrResumeSession(db, provider, { learnerId: session.learnerId, labSlug: session.labSlug, machines: [] }, undefined, {
+      onStarted,
+    });
   }
   onStarted?.(sessionId);
   try {
@@ -272,7 +306,9 @@ export async function resumeSession(db: Db, provider: MachineProvider, sessionId
       const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
       await db.labSession.updateMany({ where: { id: sessionId }, data: { startSource: "resume" } });
       // A resume takes the host's room as a start does: it waits in the same queue (from now).
-      const now = await admitted(db, { id: sessionId, provider: session.provider, createdAt: new Date() }, session.labSlug, () => provider.resume!(sessionId, machines));
+      const now = await admitted(db, { id: sessionId, provider: session.provider, createdAt: new Date() }, session.labSlug, () =>
+        provider.resume!(sessionId, machines),
+      );
       for (const m of now) {
         await db.machine.updateMany({ where: { sessionId, name: m.name }, data: { host: m.host, port: m.port } });
       }
@@ -307,7 +343,12 @@ export interface SweepReport {
 export async function sweepSessions(
   db: Db,
   provider: MachineProvider,
-  options: { now?: Date; idleMs: number; onOver?: (sessionId: string, why: "expired" | "suspended") => void; onError?: (sessionId: string, error: Error) => void },
+  options: {
+    now?: Date;
+    idleMs: number;
+    onOver?: (sessionId: string, why: "expired" | "suspended") => void;
+    onError?: (sessionId: string, error: Error) => void;
+  },
 ): Promise<SweepReport> {
   const now = options.now ?? new Date();
   const report: SweepReport = { expired: [], suspended: [] };
@@ -327,7 +368,10 @@ export async function sweepSessions(
   }
   if (provider.suspend) {
     // Each session's own idle time (its cohort's) or the platform's; 0 never suspends.
-    const ready = await db.labSession.findMany({ where: { state: "ready" }, select: { id: true, lastActivityAt: true, idleMinutes: true } });
+    const ready = await db.labSession.findMany({
+      where: { state: "ready" },
+      select: { id: true, lastActivityAt: true, idleMinutes: true },
+    });
     const idle = ready.filter((s) => {
       const idleMs = s.idleMinutes != null ? s.idleMinutes * 60_000 : options.idleMs;
       return idleMs > 0 && now.getTime() - s.lastActivityAt.getTime() > idleMs;
@@ -382,10 +426,16 @@ const REBOOT_REQUEST_TIMEOUT_S = 20;
  * is back; false when the machine does not exist or refused the request.
  */
 export async function requestReboot(db: Db, pool: SshExecPool, sessionId: string, name: string): Promise<boolean> {
-  const endpoint = await db.labSession.count({ where: { id: sessionId, state: "ready" } }).then((n) => (n === 1 ? machineEndpoint(db, sessionId, name) : null));
+  const endpoint = await db.labSession
+    .count({ where: { id: sessionId, state: "ready" } })
+    .then((n) => (n === 1 ? machineEndpoint(db, sessionId, name) : null));
   if (!endpoint) return false;
   // The reboot runs detached so the exec channel can answer before sshd goes away.
-  const result = await pool.run(endpoint, "/usr/bin/systemd-run --no-block --on-active=1 /usr/bin/systemctl reboot >/dev/null 2>&1 || /usr/bin/systemctl --no-block reboot\n", REBOOT_REQUEST_TIMEOUT_S);
+  const result = await pool.run(
+    endpoint,
+    "/usr/bin/systemd-run --no-block --on-active=1 /usr/bin/systemctl reboot >/dev/null 2>&1 || /usr/bin/systemctl --no-block reboot\n",
+    REBOOT_REQUEST_TIMEOUT_S,
+  );
   pool.close(endpoint);
   return result.outcome === "pass";
 }
@@ -433,7 +483,13 @@ export async function providerRefsInUse(db: Db, provider: string): Promise<Set<s
   return new Set(rows.map((r) => r.providerRef));
 }
 
-function view(session: { id: string; labSlug: string; learnerId: string; expiresAt: Date | null; machines: { name: string }[] }): SessionView {
+function view(session: {
+  id: string;
+  labSlug: string;
+  learnerId: string;
+  expiresAt: Date | null;
+  machines: { name: string }[];
+}): SessionView {
   return {
     id: session.id,
     labSlug: session.labSlug,

@@ -32,7 +32,16 @@ function writeLab(steps: StepSpec[]) {
     fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     fs.writeFileSync(path.join(dir, file), content, { mode });
   };
-  put("lab.yaml", ["title: versions", "summary: lab versions test", "durationMinutes: 5", "steps:", ...steps.map((s) => `  - { id: ${s.id}, title: step ${s.id}, machine: node01, timeoutSeconds: 5 }`)].join("\n"));
+  put(
+    "lab.yaml",
+    [
+      "title: versions",
+      "summary: lab versions test",
+      "durationMinutes: 5",
+      "steps:",
+      ...steps.map((s) => `  - { id: ${s.id}, title: step ${s.id}, machine: node01, timeoutSeconds: 5 }`),
+    ].join("\n"),
+  );
   put("lesson.md", "# versions\n");
   for (const s of steps) {
     put(`steps/${s.id}/step.md`, `do ${s.id}\n`);
@@ -98,10 +107,18 @@ describe("lab versions pinned per session", () => {
 
   it("a session started after the edit gets the new step", async () => {
     const fresh = await stack.startSession("learner-new", SLUG);
-    expect(await stateOf(fresh)).toEqual({ version: v2, steps: ["a:current", "x:locked", "b:locked", "c:locked"], current: "a", completed: false });
+    expect(await stateOf(fresh)).toEqual({
+      version: v2,
+      steps: ["a:current", "x:locked", "b:locked", "c:locked"],
+      current: "a",
+      completed: false,
+    });
     // Graded against the new checks: a passes (its flag is there), x does not yet, b's edited check never does.
     await stack.grader.checkNow(fresh);
-    expect(await stack.grader.checkNow(fresh)).toMatchObject({ currentStepId: "x", lastCheck: { stepId: "x", outcome: "fail", output: "no lv-x" } });
+    expect(await stack.grader.checkNow(fresh)).toMatchObject({
+      currentStepId: "x",
+      lastCheck: { stepId: "x", outcome: "fail", output: "no lv-x" },
+    });
     expect(await outdatedSessions(stack.db, stack.labs, SLUG)).toEqual([live]);
     await stack.db.labSession.update({ where: { id: fresh }, data: { state: "ended", endedAt: new Date() } });
   });
@@ -113,7 +130,12 @@ describe("lab versions pinned per session", () => {
     const v3 = (await currentLabVersion(stack.db, stack.labs, SLUG)).hash;
     const move = await moveSessionToCurrentVersion(stack.db, stack.labs, live, "admin-1");
     expect(move).toMatchObject({ moved: true, from: v1, to: v3, kept: ["a"], dropped: ["b"], currentStepId: "x" });
-    expect(await stateOf(live)).toEqual({ version: v3, steps: ["a:done", "x:current", "c:locked", "d:locked"], current: "x", completed: false });
+    expect(await stateOf(live)).toEqual({
+      version: v3,
+      steps: ["a:done", "x:current", "c:locked", "d:locked"],
+      current: "x",
+      completed: false,
+    });
     expect((await stack.db.stepCompletion.findMany({ where: { sessionId: live } })).map((c) => c.stepId)).toEqual(["a"]);
     const audit = await stack.db.auditLog.findFirstOrThrow({ where: { action: "session.labVersion", targetId: live } });
     expect(audit).toMatchObject({ actorId: "admin-1", detail: { from: v1, to: v3, kept: ["a"], dropped: ["b"], currentStepId: "x" } });
@@ -131,13 +153,23 @@ describe("lab versions pinned per session", () => {
     expect(await stack.grader.checkNow(live)).toMatchObject({ currentStepId: null, completed: true });
     writeLab([flag("a"), flag("c")]);
     await sleep(CATALOG_TTL_MS);
-    expect(await moveSessionToCurrentVersion(stack.db, stack.labs, live, null)).toMatchObject({ moved: true, kept: ["a", "c"], dropped: ["x", "d"], currentStepId: null });
+    expect(await moveSessionToCurrentVersion(stack.db, stack.labs, live, null)).toMatchObject({
+      moved: true,
+      kept: ["a", "c"],
+      dropped: ["x", "d"],
+      currentStepId: null,
+    });
     expect(await stateOf(live)).toMatchObject({ steps: ["a:done", "c:done"], current: null, completed: true });
   });
 
   it("refuses ended and unknown sessions (409, 404) and changes nothing", async () => {
-    const ended = await stack.db.labSession.create({ data: { learnerId: "gone", labSlug: SLUG, provider: "static", state: "ended", labVersion: v1, currentStepId: "b" } });
-    await expect(moveSessionToCurrentVersion(stack.db, stack.labs, ended.id, null)).rejects.toMatchObject({ code: "sessionNotLive", status: 409 });
+    const ended = await stack.db.labSession.create({
+      data: { learnerId: "gone", labSlug: SLUG, provider: "static", state: "ended", labVersion: v1, currentStepId: "b" },
+    });
+    await expect(moveSessionToCurrentVersion(stack.db, stack.labs, ended.id, null)).rejects.toMatchObject({
+      code: "sessionNotLive",
+      status: 409,
+    });
     await expect(moveSessionToCurrentVersion(stack.db, stack.labs, "nope", null)).rejects.toBeInstanceOf(VersionMoveError);
     expect(await stack.db.labSession.findUniqueOrThrow({ where: { id: ended.id } })).toMatchObject({ labVersion: v1, currentStepId: "b" });
   });
@@ -147,12 +179,26 @@ describe("lab versions pinned per session", () => {
     // Signed in as an admin through the real auth: the route's own checks, as the authz matrix does.
     const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
     setServices({ ...stack, env, refuseUnbuiltImage: async () => null });
-    await createUserWithPassword(stack.db, stack.auth, { email: "admin-lv@example.test", name: "admin", role: "admin", password: "correct horse battery" });
-    const signIn = await stack.auth.api.signInEmail({ body: { email: "admin-lv@example.test", password: "correct horse battery" }, asResponse: true });
+    await createUserWithPassword(stack.db, stack.auth, {
+      email: "admin-lv@example.test",
+      name: "admin",
+      role: "admin",
+      password: "correct horse battery",
+    });
+    const signIn = await stack.auth.api.signInEmail({
+      body: { email: "admin-lv@example.test", password: "correct horse battery" },
+      asResponse: true,
+    });
     expect(signIn.status).toBe(200);
-    const cookie = signIn.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+    const cookie = signIn.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
     const res = await labVersionRoute.POST(
-      new Request(`http://127.0.0.1:3000/api/sessions/${ended.id}/lab-version`, { method: "POST", headers: { cookie, origin: "http://127.0.0.1:3000" } }),
+      new Request(`http://127.0.0.1:3000/api/sessions/${ended.id}/lab-version`, {
+        method: "POST",
+        headers: { cookie, origin: "http://127.0.0.1:3000" },
+      }),
       { params: Promise.resolve({ id: ended.id }) },
     );
     expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([409, "sessionNotLive"]);
@@ -165,13 +211,25 @@ describe("sessions from before versions (the start-up backfill)", () => {
     const midway = await stack.db.labSession.create({ data: { learnerId: "old-1", labSlug: SLUG, provider: "static", state: "ready" } });
     await stack.db.stepCompletion.create({ data: { sessionId: midway.id, stepId: "a" } });
     const fresh = await stack.db.labSession.create({ data: { learnerId: "old-2", labSlug: SLUG, provider: "static", state: "suspended" } });
-    const done = await stack.db.labSession.create({ data: { learnerId: "old-3", labSlug: SLUG, provider: "static", state: "ended", completedAt: new Date() } });
-    await stack.db.stepCompletion.createMany({ data: [{ sessionId: done.id, stepId: "a" }, { sessionId: done.id, stepId: "c" }] });
-    const broken = await stack.db.labSession.create({ data: { learnerId: "old-4", labSlug: "no-such-lab", provider: "static", state: "ended" } });
+    const done = await stack.db.labSession.create({
+      data: { learnerId: "old-3", labSlug: SLUG, provider: "static", state: "ended", completedAt: new Date() },
+    });
+    await stack.db.stepCompletion.createMany({
+      data: [
+        { sessionId: done.id, stepId: "a" },
+        { sessionId: done.id, stepId: "c" },
+      ],
+    });
+    const broken = await stack.db.labSession.create({
+      data: { learnerId: "old-4", labSlug: "no-such-lab", provider: "static", state: "ended" },
+    });
     const report = await backfillLabVersions(stack.db, stack.labs);
     expect(report.pinned).toBe(3);
     expect(report.failed.map((f) => f.sessionId)).toEqual([broken.id]);
-    const rows = await stack.db.labSession.findMany({ where: { id: { in: [midway.id, fresh.id, done.id, broken.id] } }, orderBy: { learnerId: "asc" } });
+    const rows = await stack.db.labSession.findMany({
+      where: { id: { in: [midway.id, fresh.id, done.id, broken.id] } },
+      orderBy: { learnerId: "asc" },
+    });
     expect(rows.map((r) => [r.learnerId, r.labVersion, r.currentStepId])).toEqual([
       ["old-1", hash, "c"],
       ["old-2", hash, "a"],

@@ -39,7 +39,10 @@ async function pinLegacySession(db: Db, labs: CurrentLabs, sessionId: string, sl
       // A session already marked complete stays complete (no step re-opens under it).
       data: { labVersion: current.hash, currentStepId: open },
     });
-    await tx.labSession.updateMany({ where: { id: sessionId, completedAt: { not: null }, labVersion: current.hash }, data: { currentStepId: null } });
+    await tx.labSession.updateMany({
+      where: { id: sessionId, completedAt: { not: null }, labVersion: current.hash },
+      data: { currentStepId: null },
+    });
   });
   const row = await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, select: { labVersion: true } });
   if (row.labVersion && row.labVersion !== current.hash) {
@@ -54,7 +57,10 @@ async function pinLegacySession(db: Db, labs: CurrentLabs, sessionId: string, sl
  * current lab, current step = first step not passed. Sessions whose lab no longer loads are left
  * as they are (reported) and pinned when it loads again.
  */
-export async function backfillLabVersions(db: Db, labs: CurrentLabs): Promise<{ pinned: number; failed: { sessionId: string; labSlug: string; error: string }[] }> {
+export async function backfillLabVersions(
+  db: Db,
+  labs: CurrentLabs,
+): Promise<{ pinned: number; failed: { sessionId: string; labSlug: string; error: string }[] }> {
   const rows = await db.labSession.findMany({ where: { labVersion: null }, select: { id: true, labSlug: true } });
   const failed: { sessionId: string; labSlug: string; error: string }[] = [];
   let pinned = 0;
@@ -102,18 +108,35 @@ export interface VersionMove {
  * session had, so a check passing meanwhile on the old version (the grader's advance is
  * conditional on the version too) does not interleave. Audited as `session.labVersion`.
  */
-export async function moveSessionToCurrentVersion(db: Db, labs: CurrentLabs, sessionId: string, actorId: string | null): Promise<VersionMove> {
-  const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { id: true, labSlug: true, labVersion: true, state: true, currentStepId: true } });
+export async function moveSessionToCurrentVersion(
+  db: Db,
+  labs: CurrentLabs,
+  sessionId: string,
+  actorId: string | null,
+): Promise<VersionMove> {
+  const session = await db.labSession.findUnique({
+    where: { id: sessionId },
+    select: { id: true, labSlug: true, labVersion: true, state: true, currentStepId: true },
+  });
   if (!session) throw new VersionMoveError("noSuchSession", 404, `no lab session ${sessionId}`);
-  if (!(LIVE_STATES as readonly string[]).includes(session.state)) throw new VersionMoveError("sessionNotLive", 409, `lab session ${sessionId} is ${session.state}`);
+  if (!(LIVE_STATES as readonly string[]).includes(session.state))
+    throw new VersionMoveError("sessionNotLive", 409, `lab session ${sessionId} is ${session.state}`);
   let current: LabVersion;
   try {
     current = await currentLabVersion(db, labs, session.labSlug);
   } catch (error) {
-    throw new VersionMoveError("labUnavailable", 409, `lab ${session.labSlug} cannot be loaded: ${(error as Error).message.split("\n")[0]}`);
+    throw new VersionMoveError(
+      "labUnavailable",
+      409,
+      `lab ${session.labSlug} cannot be loaded: ${(error as Error).message.split("\n")[0]}`,
+    );
   }
   return db.$transaction(async (tx) => {
-    const completions = await tx.stepCompletion.findMany({ where: { sessionId }, select: { stepId: true }, orderBy: { completedAt: "asc" } });
+    const completions = await tx.stepCompletion.findMany({
+      where: { sessionId },
+      select: { stepId: true },
+      orderBy: { completedAt: "asc" },
+    });
     const ids = new Set(current.lab.steps.map((s) => s.id));
     const kept = completions.map((c) => c.stepId).filter((id) => ids.has(id));
     const dropped = completions.map((c) => c.stepId).filter((id) => !ids.has(id));
@@ -156,6 +179,9 @@ export async function outdatedSessions(db: Db, labs: CurrentLabs, slug: string):
 
 /** `sessionLab` by session id (routes and pages that hold only the id). */
 export async function sessionLabById(db: Db, labs: CurrentLabs, sessionId: string): Promise<LabVersion> {
-  const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, select: { id: true, labSlug: true, labVersion: true } });
+  const session = await db.labSession.findUniqueOrThrow({
+    where: { id: sessionId },
+    select: { id: true, labSlug: true, labVersion: true },
+  });
   return sessionLab(db, labs, session);
 }

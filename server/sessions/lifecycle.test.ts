@@ -33,7 +33,9 @@ describe("session lifecycle", () => {
     client.input("echo hi\r");
     await client.waitForText("hi\r\n");
     await expect
-      .poll(async () => (await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).lastActivityAt.getTime(), { timeout: 5_000 })
+      .poll(async () => (await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).lastActivityAt.getTime(), {
+        timeout: 5_000,
+      })
       .toBeGreaterThan(before.getTime());
 
     const report = await stack.sweeper.sweep(new Date(Date.now() + 30_000));
@@ -84,7 +86,9 @@ describe("session lifecycle", () => {
     };
     const twoMinutesAgo = new Date(Date.now() - 2 * 60_000);
     const make = (learnerId: string, idleMinutes: number | null) =>
-      stack.db.labSession.create({ data: { learnerId, labSlug: "idle-lab", provider: "recording", state: "ready", lastActivityAt: twoMinutesAgo, idleMinutes } });
+      stack.db.labSession.create({
+        data: { learnerId, labSlug: "idle-lab", provider: "recording", state: "ready", lastActivityAt: twoMinutesAgo, idleMinutes },
+      });
     const cohort5 = await make("idle-cohort-5", 5);
     const platform = await make("idle-platform", null);
     const never = await make("idle-never", 0);

@@ -81,7 +81,10 @@ export async function advance(
 export async function withLease<T>(db: Db, sessionId: string, work: () => Promise<T>): Promise<T> {
   const renew = setInterval(() => {
     void db.labSession
-      .updateMany({ where: { id: sessionId, state: { in: ["starting", "ending"] } }, data: { leaseUntil: new Date(Date.now() + LEASE_MS) } })
+      .updateMany({
+        where: { id: sessionId, state: { in: ["starting", "ending"] } },
+        data: { leaseUntil: new Date(Date.now() + LEASE_MS) },
+      })
       .catch(() => undefined);
   }, LEASE_RENEW_MS);
   try {

@@ -22,7 +22,9 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 const storedKeys = (sessionId: string) =>
-  stack.db.$queryRaw<{ name: string; privateKey: string }[]>`SELECT name, "privateKey" FROM "Machine" WHERE "sessionId" = ${sessionId} ORDER BY name`;
+  stack.db.$queryRaw<
+    { name: string; privateKey: string }[]
+  >`SELECT name, "privateKey" FROM "Machine" WHERE "sessionId" = ${sessionId} ORDER BY name`;
 
 describe("machine private keys at rest", () => {
   it("a started session's rows hold only sealed keys, and SSH with the opened key works", async () => {
@@ -55,7 +57,8 @@ describe("machine private keys at rest", () => {
   it("the start-up step seals every plaintext row left", async () => {
     const sessionId = await stack.startSession("startup-learner");
     const rows = await storedKeys(sessionId);
-    for (const r of rows) await stack.db.machine.updateMany({ where: { sessionId, name: r.name }, data: { privateKey: openPrivateKey(r.privateKey) } });
+    for (const r of rows)
+      await stack.db.machine.updateMany({ where: { sessionId, name: r.name }, data: { privateKey: openPrivateKey(r.privateKey) } });
     expect(await sealPlaintextMachineKeys(stack.db)).toBeGreaterThanOrEqual(rows.length);
     const all = await stack.db.$queryRaw<{ privateKey: string }[]>`SELECT "privateKey" FROM "Machine"`;
     for (const r of all) expect(r.privateKey).not.toContain("PRIVATE KEY");

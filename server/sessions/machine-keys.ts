@@ -56,7 +56,9 @@ export function openPrivateKey(stored: string): string {
   try {
     return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString("utf8");
   } catch {
-    throw new Error("machine private key cannot be decrypted: the platform secret (LABDECK_SECRET / secret.key) changed since it was stored");
+    throw new Error(
+      "machine private key cannot be decrypted: the platform secret (LABDECK_SECRET / secret.key) changed since it was stored",
+    );
   }
 }
 

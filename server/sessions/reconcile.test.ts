@@ -33,7 +33,15 @@ function recordingProvider() {
   const provider: MachineProvider = {
     name: "fake-recording",
     async create(request) {
-      const set = request.machines.map((name, i) => ({ name, host: "127.0.0.1", port: 1000 + i, user: "root", privateKey: "k", hostKey: "h", providerRef: `${request.sessionId}/${name}` }));
+      const set = request.machines.map((name, i) => ({
+        name,
+        host: "127.0.0.1",
+        port: 1000 + i,
+        user: "root",
+        privateKey: "k",
+        hostKey: "h",
+        providerRef: `${request.sessionId}/${name}`,
+      }));
       live.set(request.sessionId, set);
       return set;
     },
@@ -57,8 +65,14 @@ const later = () => new Date(Date.now() + LEASE_MS + 1_000);
 
 describe("session lifecycle with a fake provider at the far edge", () => {
   it("a process killed -9 during a start: the reconciler fails the start once its lease runs out; the learner can start again", async () => {
-    const child = spawn("npx", ["tsx", "server/testing/hanging-start.ts", "killed-learner"], { env: { ...process.env, DATABASE_URL: url }, stdio: ["ignore", "pipe", "inherit"], detached: true });
-    await expect.poll(() => db.labSession.count({ where: { learnerId: "killed-learner", state: "starting" } }), { timeout: 30_000 }).toBe(1);
+    const child = spawn("npx", ["tsx", "server/testing/hanging-start.ts", "killed-learner"], {
+      env: { ...process.env, DATABASE_URL: url },
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+    });
+    await expect
+      .poll(() => db.labSession.count({ where: { learnerId: "killed-learner", state: "starting" } }), { timeout: 30_000 })
+      .toBe(1);
     process.kill(-child.pid!, "SIGKILL");
     const stuck = await db.labSession.findFirstOrThrow({ where: { learnerId: "killed-learner" } });
     const { provider, live } = recordingProvider();
@@ -70,7 +84,11 @@ describe("session lifecycle with a fake provider at the far edge", () => {
     expect(after.state).toBe("ended");
     expect(after.endReason).toBe("failed");
     // The learner is not blocked by the dead start.
-    const fresh = await startOrResumeSession(db, provider, { learnerId: "killed-learner", labSlug: "hello-terminal", machines: ["controlplane"] });
+    const fresh = await startOrResumeSession(db, provider, {
+      learnerId: "killed-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane"],
+    });
     expect(fresh.id).not.toBe(stuck.id);
     expect((await db.labSession.findUniqueOrThrow({ where: { id: fresh.id } })).state).toBe("ready");
     expect([...live.keys()]).toEqual([fresh.id]);
@@ -78,9 +96,15 @@ describe("session lifecycle with a fake provider at the far edge", () => {
 
   it("a start the learner retries after its process died is settled inline, not waited on for minutes", async () => {
     const { provider } = recordingProvider();
-    const dead = await db.labSession.create({ data: { learnerId: "retry-learner", labSlug: "hello-terminal", provider: "fake", leaseUntil: new Date(Date.now() - 1) } });
+    const dead = await db.labSession.create({
+      data: { learnerId: "retry-learner", labSlug: "hello-terminal", provider: "fake", leaseUntil: new Date(Date.now() - 1) },
+    });
     const started = Date.now();
-    const session = await startOrResumeSession(db, provider, { learnerId: "retry-learner", labSlug: "hello-terminal", machines: ["controlplane"] });
+    const session = await startOrResumeSession(db, provider, {
+      learnerId: "retry-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane"],
+    });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(session.id).not.toBe(dead.id);
     expect((await db.labSession.findUniqueOrThrow({ where: { id: dead.id } })).endReason).toBe("failed");
@@ -88,7 +112,11 @@ describe("session lifecycle with a fake provider at the far edge", () => {
 
   it("a resume whose process died goes back to suspended (machines kept), and resumes on the next visit", async () => {
     const { provider, live } = recordingProvider();
-    const s = await startOrResumeSession(db, provider, { learnerId: "resume-learner", labSlug: "hello-terminal", machines: ["controlplane"] });
+    const s = await startOrResumeSession(db, provider, {
+      learnerId: "resume-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane"],
+    });
     expect(await suspendSession(db, provider, s.id)).toBe(true);
     expect(await advance(db, s.id, ["suspended"], "starting")).toBe(true); // a resume began; its process died
     const report = await reconcileSessions(db, provider, { now: later() });
@@ -101,7 +129,11 @@ describe("session lifecycle with a fake provider at the far edge", () => {
 
   it("a teardown that fails stays `ending` and is retried until it succeeds; endReason is written once", async () => {
     const { provider, live, state } = recordingProvider();
-    const s = await startOrResumeSession(db, provider, { learnerId: "end-learner", labSlug: "hello-terminal", machines: ["controlplane", "node01"] });
+    const s = await startOrResumeSession(db, provider, {
+      learnerId: "end-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane", "node01"],
+    });
     state.failDestroys = 2;
     await expect(endSession(db, provider, s.id, "admin")).rejects.toThrow(/teardown failed/);
     let row = await db.labSession.findUniqueOrThrow({ where: { id: s.id } });
@@ -110,7 +142,11 @@ describe("session lifecycle with a fake provider at the far edge", () => {
     // A second end (the clock, the learner) changes nothing: the reason stays the first one's.
     expect(await endSession(db, provider, s.id, "expired")).toBe(false);
     // The learner may start the lab again while the old machines are still being released.
-    const next = await startOrResumeSession(db, provider, { learnerId: "end-learner", labSlug: "hello-terminal", machines: ["controlplane"] });
+    const next = await startOrResumeSession(db, provider, {
+      learnerId: "end-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane"],
+    });
     expect(next.id).not.toBe(s.id);
     // Within the lease nobody retries; after it, one retry (fails), after the next, success.
     expect((await reconcileSessions(db, provider)).stillEnding).toEqual([]);
@@ -127,7 +163,11 @@ describe("session lifecycle with a fake provider at the far edge", () => {
 
   it("two reconcilers at once retry a teardown once", async () => {
     const { provider, state } = recordingProvider();
-    const s = await startOrResumeSession(db, provider, { learnerId: "race-learner", labSlug: "hello-terminal", machines: ["controlplane"] });
+    const s = await startOrResumeSession(db, provider, {
+      learnerId: "race-learner",
+      labSlug: "hello-terminal",
+      machines: ["controlplane"],
+    });
     state.failDestroys = 1;
     await expect(endSession(db, provider, s.id)).rejects.toThrow();
     await db.labSession.update({ where: { id: s.id }, data: { leaseUntil: new Date(Date.now() - 1) } });

@@ -44,7 +44,10 @@ export async function setStartStage(db: Db, sessionId: string, stage: StartStage
  * "the last one started" would hide the slow one behind a fast one that started after it. Writes
  * are chained so that the row ends with the latest state, whatever order the database answers in.
  */
-export function setupProgress(db: Db, sessionId: string): {
+export function setupProgress(
+  db: Db,
+  sessionId: string,
+): {
   onScript: (machine: string, script: string) => () => void;
   /** Resolves once every write is done (before the start moves on to its next stage). */
   settled: () => Promise<void>;
@@ -87,14 +90,30 @@ export interface StartView {
 /** Starts queued ahead of this one (same provider), oldest first. */
 export async function queuedAhead(db: Db, session: { id: string; provider: string; createdAt: Date }): Promise<number> {
   return db.labSession.count({
-    where: { state: "starting", startStage: "queued", provider: session.provider, createdAt: { lt: session.createdAt }, id: { not: session.id } },
+    where: {
+      state: "starting",
+      startStage: "queued",
+      provider: session.provider,
+      createdAt: { lt: session.createdAt },
+      id: { not: session.id },
+    },
   });
 }
 
 export async function startView(db: Db, sessionId: string): Promise<StartView | null> {
   const s = await db.labSession.findUnique({
     where: { id: sessionId },
-    select: { id: true, state: true, provider: true, createdAt: true, startStage: true, startDetail: true, startSource: true, startError: true, endReason: true },
+    select: {
+      id: true,
+      state: true,
+      provider: true,
+      createdAt: true,
+      startStage: true,
+      startDetail: true,
+      startSource: true,
+      startError: true,
+      endReason: true,
+    },
   });
   if (!s) return null;
   const stage = s.state === "starting" ? (s.startStage as StartStage | null) : null;

@@ -65,7 +65,8 @@ function startAsync(learnerId: string, slug = LAB, provider = exclusive): { id: 
       stack.db,
       provider,
       req,
-      async (sessionId, onScript) => runLabSetup(stack.pool, await labs.get(slug), (m) => machineEndpoint(stack.db, sessionId, m), undefined, onScript),
+      async (sessionId, onScript) =>
+        runLabSetup(stack.pool, await labs.get(slug), (m) => machineEndpoint(stack.db, sessionId, m), undefined, onScript),
       { onStarted, queue: true },
     ),
   );
@@ -80,7 +81,8 @@ async function follow(sessionId: string, until: (v: StartView) => boolean, timeo
   for (;;) {
     const view = (await startView(stack.db, sessionId))!;
     const last = seen.at(-1);
-    if (!last || last.state !== view.state || last.stage !== view.stage || last.detail !== view.detail || last.position !== view.position) seen.push(view);
+    if (!last || last.state !== view.state || last.stage !== view.stage || last.detail !== view.detail || last.position !== view.position)
+      seen.push(view);
     if (until(view)) return seen;
     if (Date.now() > deadline) throw new Error(`start of ${sessionId} did not get there: ${JSON.stringify(seen)}`);
     await new Promise((r) => setTimeout(r, 100));

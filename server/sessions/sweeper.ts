@@ -40,16 +40,18 @@ export class SessionSweeper {
   /** One sweep now (a running one is joined, not doubled). */
   sweep(now?: Date): Promise<SweepReport> {
     this.running ??= this.reconcile(now)
-      .then(() => sweepSessions(this.deps.db, this.deps.provider, {
-      now,
-      idleMs: this.options.idleMs,
-      onOver: (sessionId, why) => {
-        this.lastWrite.delete(sessionId);
-        this.deps.log.info({ sessionId, why }, "lab session is over for now");
-        void this.deps.terminals.closeSession(sessionId, why);
-      },
-      onError: (sessionId, error) => this.deps.log.error({ sessionId, err: error.message }, "session sweep failed for a session"),
-    }))
+      .then(() =>
+        sweepSessions(this.deps.db, this.deps.provider, {
+          now,
+          idleMs: this.options.idleMs,
+          onOver: (sessionId, why) => {
+            this.lastWrite.delete(sessionId);
+            this.deps.log.info({ sessionId, why }, "lab session is over for now");
+            void this.deps.terminals.closeSession(sessionId, why);
+          },
+          onError: (sessionId, error) => this.deps.log.error({ sessionId, err: error.message }, "session sweep failed for a session"),
+        }),
+      )
       .catch((error: Error) => {
         this.deps.log.error({ err: error.message }, "session sweep failed");
         return { expired: [], suspended: [] };
@@ -83,6 +85,8 @@ export class SessionSweeper {
     const now = Date.now();
     if (now - (this.lastWrite.get(sessionId) ?? 0) < ACTIVITY_WRITE_MS) return;
     this.lastWrite.set(sessionId, now);
-    touchSession(this.deps.db, sessionId).catch((error: Error) => this.deps.log.warn({ sessionId, err: error.message }, "recording activity failed"));
+    touchSession(this.deps.db, sessionId).catch((error: Error) =>
+      this.deps.log.warn({ sessionId, err: error.message }, "recording activity failed"),
+    );
   }
 }

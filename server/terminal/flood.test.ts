@@ -16,7 +16,11 @@ import { terminalUpgrade } from "./upgrade";
 let server: http.Server;
 let url: string;
 const lines: string[] = [];
-const log = { info: (_o: unknown, m: string) => lines.push(m), warn: (_o: unknown, m: string) => lines.push(m), error: (_o: unknown, m: string) => lines.push(m) } as unknown as Logger;
+const log = {
+  info: (_o: unknown, m: string) => lines.push(m),
+  warn: (_o: unknown, m: string) => lines.push(m),
+  error: (_o: unknown, m: string) => lines.push(m),
+} as unknown as Logger;
 
 beforeAll(async () => {
   const gateway = terminalUpgrade({
@@ -41,7 +45,12 @@ afterAll(async () => {
 it("100,000 malformed frames over 20 sockets: each socket closed with a protocol code, ~1 log line per socket", async () => {
   const origin = new URL(url.replace(/^ws/, "http")).origin;
   const before = process.memoryUsage().rss;
-  const frames = [(i: number) => `junk ${i}`, (i: number) => Buffer.from([i & 0xff]), () => '{"type":"input","data":"x"}', () => '{"type":"hello","token":"bad.token","offset":0,"cols":80,"rows":24}'];
+  const frames = [
+    (i: number) => `junk ${i}`,
+    (i: number) => Buffer.from([i & 0xff]),
+    () => '{"type":"input","data":"x"}',
+    () => '{"type":"hello","token":"bad.token","offset":0,"cols":80,"rows":24}',
+  ];
   const one = (n: number) =>
     new Promise<{ sent: number; code: number }>((resolve) => {
       const ws = new WebSocket(url, { headers: { origin } });
@@ -60,7 +69,9 @@ it("100,000 malformed frames over 20 sockets: each socket closed with a protocol
   for (let wave = 0; wave < 5; wave++) results.push(...(await Promise.all([0, 1, 2, 3].map((k) => one(wave * 4 + k)))));
   const after = process.memoryUsage().rss;
   const sent = results.reduce((n, r) => n + r.sent, 0);
-  console.log(`flood: ${sent} frames, ${results.length} sockets, log lines ${lines.length}, RSS ${Math.round(before / 2 ** 20)} → ${Math.round(after / 2 ** 20)} MiB`);
+  console.log(
+    `flood: ${sent} frames, ${results.length} sockets, log lines ${lines.length}, RSS ${Math.round(before / 2 ** 20)} → ${Math.round(after / 2 ** 20)} MiB`,
+  );
   expect(sent).toBeGreaterThanOrEqual(100_000);
   for (const r of results) expect([4400, 4401]).toContain(r.code);
   expect(lines.length).toBeLessThanOrEqual(results.length * 2);

@@ -32,7 +32,7 @@ const CLIENTS_AT_ONCE = 4;
 const BAD: ((i: number) => string | Buffer)[] = [
   (i) => `garbage ${i} \u0000\uffff`,
   (i) => Buffer.from([0, 1, 2, i & 0xff]),
-  () => "{\"type\":",
+  () => '{"type":',
   (i) => JSON.stringify({ type: "input", data: `x${i}` }), // before hello
   () => JSON.stringify({ type: "hello", token: "not.a.token", offset: 0, cols: 80, rows: 24 }),
   () => JSON.stringify({ type: "resize", cols: -1, rows: 1e9 }),
@@ -92,7 +92,9 @@ describe("terminal gateway under a malformed-frame flood", () => {
 
     const results: { sent: number; code: number }[] = [];
     for (let wave = 0; wave < SOCKETS / CLIENTS_AT_ONCE; wave++) {
-      results.push(...(await Promise.all(Array.from({ length: CLIENTS_AT_ONCE }, (_, k) => attack(stack.wsUrl, wave * CLIENTS_AT_ONCE + k)))));
+      results.push(
+        ...(await Promise.all(Array.from({ length: CLIENTS_AT_ONCE }, (_, k) => attack(stack.wsUrl, wave * CLIENTS_AT_ONCE + k)))),
+      );
     }
     flooding = false;
     await echo;

@@ -166,7 +166,11 @@ describe("terminal gateway over real sshd", () => {
     await writer.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000, "connected");
     const sizes = (c: TerminalTestClient) => c.messages.flatMap((m) => (m.type === "size" ? [`${m.cols}x${m.rows}`] : []));
     // The watcher says hello with its own, narrower pane size: the PTY keeps the writer's.
-    const watcher = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(session, "node01", "read", "instructor"), cols: 40, rows: 10 });
+    const watcher = await TerminalTestClient.connect(stack.wsUrl, {
+      token: stack.token(session, "node01", "read", "instructor"),
+      cols: 40,
+      rows: 10,
+    });
     await watcher.waitFor((c) => sizes(c).length > 0, 10_000, "size on attach");
     expect(sizes(watcher)).toEqual(["132x40"]);
 
@@ -213,7 +217,8 @@ describe("terminal gateway over real sshd", () => {
       },
       {
         name: "resize out of bounds in hello",
-        act: (c) => c.sendRaw(JSON.stringify({ type: "hello", token: stack.token(sessionId, "node01"), offset: 0, cols: 100000, rows: 24 })),
+        act: (c) =>
+          c.sendRaw(JSON.stringify({ type: "hello", token: stack.token(sessionId, "node01"), offset: 0, cols: 100000, rows: 24 })),
         code: CloseCode.badMessage,
       },
       {

@@ -302,7 +302,8 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
     if (!claims) return close(CloseCode.unauthorized, "invalid or expired token");
     if (deps.userSockets) {
       const open = deps.userSockets.get(claims.sub) ?? 0;
-      if (open >= (deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER)) return close(CloseCode.tooManySockets, "too many terminal sockets for this user");
+      if (open >= (deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER))
+        return close(CloseCode.tooManySockets, "too many terminal sockets for this user");
       deps.userSockets.set(claims.sub, open + 1);
       countedUser = claims.sub;
     }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { ClientMessage, decodeOutput, encodeOutput, encodeOutputChunks, OUTPUT_HEADER_BYTES, parseClientMessage, parseServerMessage } from "./protocol";
+import {
+  ClientMessage,
+  decodeOutput,
+  encodeOutput,
+  encodeOutputChunks,
+  OUTPUT_HEADER_BYTES,
+  parseClientMessage,
+  parseServerMessage,
+} from "./protocol";
 
 describe("terminal protocol", () => {
   it("round-trips output frames, multi-byte text and large offsets intact", () => {
@@ -17,8 +25,12 @@ describe("terminal protocol", () => {
     const chunks = [Buffer.from("こん"), Buffer.alloc(0), Buffer.from("にちは\r\n"), Buffer.alloc(70_000, "y")];
     const bytes = chunks.reduce((n, c) => n + c.length, 0);
     for (const offset of [0, 2 ** 40 + 3]) {
-      expect(Buffer.from(encodeOutputChunks(offset, chunks, bytes)).equals(Buffer.from(encodeOutput(offset, Buffer.concat(chunks))))).toBe(true);
-      expect(Buffer.from(encodeOutputChunks(offset, [chunks[2]!], chunks[2]!.length)).equals(Buffer.from(encodeOutput(offset, chunks[2]!)))).toBe(true);
+      expect(Buffer.from(encodeOutputChunks(offset, chunks, bytes)).equals(Buffer.from(encodeOutput(offset, Buffer.concat(chunks))))).toBe(
+        true,
+      );
+      expect(
+        Buffer.from(encodeOutputChunks(offset, [chunks[2]!], chunks[2]!.length)).equals(Buffer.from(encodeOutput(offset, chunks[2]!))),
+      ).toBe(true);
     }
   });
 

@@ -187,7 +187,10 @@ export const OUTPUT_HEADER_BYTES = 9;
 
 export function encodeOutput(offset: number, data: Uint8Array): Uint8Array {
   // Every byte is written below, so the frame need not be zero-filled first.
-  const frame = typeof Buffer === "undefined" ? new Uint8Array(OUTPUT_HEADER_BYTES + data.byteLength) : Buffer.allocUnsafe(OUTPUT_HEADER_BYTES + data.byteLength);
+  const frame =
+    typeof Buffer === "undefined"
+      ? new Uint8Array(OUTPUT_HEADER_BYTES + data.byteLength)
+      : Buffer.allocUnsafe(OUTPUT_HEADER_BYTES + data.byteLength);
   const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
   view.setUint8(0, FrameKind.output);
   view.setFloat64(1, offset);

@@ -75,7 +75,11 @@ describe("ReadBudget", () => {
     const { turns } = await readAll(floods(streams, 512 * 1024), new ReadBudget());
     const within = Math.ceil((streams * READ_QUANTUM_BYTES) / TURN_READ_BYTES) + 2;
     const early = turns.slice(0, within);
-    for (let s = 0; s < streams; s++) expect(early.reduce((n, t) => n + t[s]!, 0), `stream ${s}`).toBeGreaterThanOrEqual(READ_QUANTUM_BYTES);
+    for (let s = 0; s < streams; s++)
+      expect(
+        early.reduce((n, t) => n + t[s]!, 0),
+        `stream ${s}`,
+      ).toBeGreaterThanOrEqual(READ_QUANTUM_BYTES);
   });
 
   it("never makes a small read wait, even with the turn's budget spent", async () => {

@@ -52,13 +52,10 @@ export class TerminalRegistry {
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
-          ? new TerminalSession(
-              holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }),
-              {
-                onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
-                isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
-              },
-            )
+          ? new TerminalSession(holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
+              onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
+              isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
+            })
           : null,
       );
       // A failed or empty lookup is not cached: the machine may exist on the next attempt.
@@ -90,7 +87,10 @@ export class TerminalRegistry {
    * After a tab notice (another process closed a tab): ends this process's terminals of the
    * session's tabs that `isOpen` says are closed now (all sessions' when `sessionId` is null).
    */
-  async dropClosedTabs(sessionId: string | null, isOpen: (sessionId: string, machine: string, number: number) => Promise<boolean>): Promise<void> {
+  async dropClosedTabs(
+    sessionId: string | null,
+    isOpen: (sessionId: string, machine: string, number: number) => Promise<boolean>,
+  ): Promise<void> {
     for (const [key, entry] of [...this.terminals]) {
       const match = /^([^/]+)\/(.+)#([0-9]+)$/.exec(key);
       if (!match || (sessionId !== null && match[1] !== sessionId)) continue;

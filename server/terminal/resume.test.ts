@@ -58,7 +58,9 @@ describe("resume through the terminal holder across server processes (real sshd 
     await client.waitFor((c) => PROMPT.test(c.text()), 20_000, "prompt");
     client.input("RESUME_VAR=kept$((40+2))\r");
     // Echo off while streaming, so the tty does not echo the outage input into the numbered lines.
-    client.input("stty -echo; for i in $(seq 1 30000); do echo \"L$i\"; (( i % 1000 == 0 )) && sleep 0.1; done; stty echo; echo STREAM-$((6*7))\r");
+    client.input(
+      'stty -echo; for i in $(seq 1 30000); do echo "L$i"; (( i % 1000 == 0 )) && sleep 0.1; done; stty echo; echo STREAM-$((6*7))\r',
+    );
     await client.waitFor((c) => c.text().includes("L2000\r\n"), 20_000, "the stream to be under way");
 
     await kill9(gateway);
@@ -71,9 +73,11 @@ describe("resume through the terminal holder across server processes (real sshd 
     await client.waitFor((c) => c.isReady && c.pendingInputs === 0, 20_000, "reconnect and the outage input acknowledged");
     const resumedMs = performance.now() - gateway.listeningAt;
     await client.waitFor((c) => /^TYPED-42\r?$/m.test(c.text()), 60_000, "the outage input's output");
-    client.input("echo \"VAR=$RESUME_VAR\"\r");
+    client.input('echo "VAR=$RESUME_VAR"\r');
     await client.waitFor((c) => c.text().includes("VAR=kept42"), 20_000, "the shell variable");
-    console.log(`resume after kill -9: ${resumedMs.toFixed(0)} ms from listening to the outage input acknowledged; resumed at offset ${startOffset}`);
+    console.log(
+      `resume after kill -9: ${resumedMs.toFixed(0)} ms from listening to the outage input acknowledged; resumed at offset ${startOffset}`,
+    );
 
     const text = client.text();
     const numbers = [...text.matchAll(/^L(\d+)\r$/gm)].map((m) => Number(m[1]));
@@ -105,7 +109,8 @@ describe("resume through the terminal holder across server processes (real sshd 
     await watcher.waitFor((c) => /^END-5\r$/m.test(c.text()), 30_000, "watcher: end");
     // The prompt after END-5 may have reached one of them and not yet the other: both must come
     // to the same end (they never did when a byte went missing).
-    for (const deadline = Date.now() + 5_000; learner.offset !== watcher.offset && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+    for (const deadline = Date.now() + 5_000; learner.offset !== watcher.offset && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 20));
     const tail = (c: ResumingTestClient) => {
       const bytes = Buffer.concat(c.chunks);
       return bytes.subarray(bytes.length - (c.offset - from)).toString("utf8");
@@ -168,14 +173,20 @@ describe("resume through the terminal holder across server processes (real sshd 
     expect(floodEnded.seen()).toBe(true);
     const holderPid = stack.hosts.hosts.find((h) => h.name === "node02")!.holderPid!;
     const holderRss = rssMiB(holderPid);
-    console.log(`flood: learner snapshots ${learner.snapshots.length}; learner got ${(learner.offset / 2 ** 20).toFixed(0)} MiB; gateway RSS ${rssBefore.toFixed(0)} -> peak ${rssPeak.toFixed(0)} MiB; holder RSS ${holderRss.toFixed(0)} MiB`);
+    console.log(
+      `flood: learner snapshots ${learner.snapshots.length}; learner got ${(learner.offset / 2 ** 20).toFixed(0)} MiB; gateway RSS ${rssBefore.toFixed(0)} -> peak ${rssPeak.toFixed(0)} MiB; holder RSS ${holderRss.toFixed(0)} MiB`,
+    );
     expect(rssPeak - rssBefore).toBeLessThan(150);
     expect(holderRss).toBeLessThan(100);
     const after = learner.watch("AFTER-7");
     learner.input("\recho AFTER-$((3+4))\r");
     expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(60_000); // the watcher read nothing for a minute
     watcher.resume();
-    await watcher.waitFor((c) => c.snapshots.length > 0 && /AFTER-7/.test(c.tail(4096) + c.snapshots.at(-1)!.data), 30_000, "the watcher's snapshot");
+    await watcher.waitFor(
+      (c) => c.snapshots.length > 0 && /AFTER-7/.test(c.tail(4096) + c.snapshots.at(-1)!.data),
+      30_000,
+      "the watcher's snapshot",
+    );
     await learner.waitFor(() => after.seen(), 10_000, "learner after");
     expect(watcher.offset).toBeLessThanOrEqual(learner.offset);
     expect(watcher.gaps).toEqual([]);

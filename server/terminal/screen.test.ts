@@ -3,7 +3,15 @@
  * comes and what it leaves to a rebuild from the replay buffer.
  */
 import { describe, expect, it } from "vitest";
-import { parseCost, Screen, SCREEN_LINE_FEED_COST, SCREEN_PARSE_BURST_BYTES, SCREEN_PARSE_BYTES_PER_S, SCREEN_PARSE_FREE_BYTES, SCREEN_PARSE_SHARED_BURST_BYTES } from "./screen";
+import {
+  parseCost,
+  Screen,
+  SCREEN_LINE_FEED_COST,
+  SCREEN_PARSE_BURST_BYTES,
+  SCREEN_PARSE_BYTES_PER_S,
+  SCREEN_PARSE_FREE_BYTES,
+  SCREEN_PARSE_SHARED_BURST_BYTES,
+} from "./screen";
 
 const size = { cols: 80, rows: 24 };
 const lines = (from: number, count: number) => Buffer.from(Array.from({ length: count }, (_, i) => `line-${from + i}\r\n`).join(""));

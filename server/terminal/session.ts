@@ -332,7 +332,10 @@ export class TerminalSession {
     if (error) {
       const refused = (error as Partial<HostKeyMismatchError>).hostKeyMismatch === true;
       if (refused) {
-        this.setState("refused", `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`);
+        this.setState(
+          "refused",
+          `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`,
+        );
       } else {
         if (this.state !== "stopped") {
           this.setState("unreachable", `${this.machine} に接続できません（再起動中または停止中の可能性があります）。自動で再接続します…`);
@@ -340,7 +343,11 @@ export class TerminalSession {
         void this.options.isPoweredOff?.().then(
           (off) => {
             if (this.closed || this.channel) return;
-            if (off) this.setState("stopped", `${this.machine} の電源が切れています（poweroff またはクラッシュ）。「起動する」で電源を入れられます。`);
+            if (off)
+              this.setState(
+                "stopped",
+                `${this.machine} の電源が切れています（poweroff またはクラッシュ）。「起動する」で電源を入れられます。`,
+              );
             else if (this.state === "stopped") this.setState("unreachable", `${this.machine} を起動しています…`);
           },
           () => undefined,

@@ -59,7 +59,10 @@ export function connectSsh(endpoint: SshEndpoint, readyTimeoutMs = SSH_READY_TIM
     const sock = net.connect({ host: endpoint.host, port: endpoint.port });
     sock.once("data", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => fail(new Error(`sshd answered but no login within ${SSH_LOGIN_AFTER_BANNER_MS} ms`)), SSH_LOGIN_AFTER_BANNER_MS);
+      timer = setTimeout(
+        () => fail(new Error(`sshd answered but no login within ${SSH_LOGIN_AFTER_BANNER_MS} ms`)),
+        SSH_LOGIN_AFTER_BANNER_MS,
+      );
     });
     const config: ConnectConfig = {
       sock,

@@ -50,7 +50,9 @@ describe("extra shells", () => {
     await main.waitForText("main-[]-42");
     expect(main.text()).not.toContain("tab-2-second");
     await stack.recorder.flushAll();
-    const names = (await stack.db.terminalRecording.findMany({ where: { sessionId }, select: { machine: true } })).map((r) => r.machine).sort();
+    const names = (await stack.db.terminalRecording.findMany({ where: { sessionId }, select: { machine: true } }))
+      .map((r) => r.machine)
+      .sort();
     expect(names).toEqual(["node01", "node01#2"]);
     await main.close();
     await second.close();
@@ -88,7 +90,14 @@ describe("extra shells", () => {
     // Concurrent opens on another machine never pass the bound either.
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => openTab(stack.db, sessionId, "node02")));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(MAX_SHELLS_PER_MACHINE - 1);
-    expect((await openTabs(stack.db, sessionId)).map((t) => `${t.machine}#${t.number}`)).toEqual(["node01#2", "node01#3", "node01#4", "node02#2", "node02#3", "node02#4"]);
+    expect((await openTabs(stack.db, sessionId)).map((t) => `${t.machine}#${t.number}`)).toEqual([
+      "node01#2",
+      "node01#3",
+      "node01#4",
+      "node02#2",
+      "node02#3",
+      "node02#4",
+    ]);
     expect(await closeTab(stack.db, sessionId, "node01", 3)).toBe(true);
     expect(await closeTab(stack.db, sessionId, "node01", 3)).toBe(false);
     expect(await openTab(stack.db, sessionId, "node01")).toEqual({ machine: "node01", number: 5 });
@@ -109,7 +118,11 @@ describe("extra shells", () => {
     expect(await client.waitForClose()).toEqual({ code: CloseCode.sessionOver, reason: "tabClosed" });
     // The shell's job got the hang-up with it.
     const endpoint = (await machineEndpoint(stack.db, sessionId, "node01"))!;
-    await expect.poll(async () => (await stack.pool.run(endpoint, `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`, 10)).output.trim(), { timeout: 10_000 }).toBe("gone");
+    await expect
+      .poll(async () => (await stack.pool.run(endpoint, `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`, 10)).output.trim(), {
+        timeout: 10_000,
+      })
+      .toBe("gone");
   });
 
   it("a tab closed by another process: the bus notice ends this process's terminal of it", async () => {
@@ -132,6 +145,10 @@ describe("extra shells", () => {
     await stack.terminals.closeAll(); // nobody here has it open any more
     expect(await closeTab(stack.db, sessionId, "node02", 3)).toBe(true);
     await stack.terminals.closeTab(sessionId, "node02", 3, endpoint);
-    await expect.poll(async () => (await stack.pool.run(endpoint, `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`, 10)).output.trim(), { timeout: 10_000 }).toBe("gone");
+    await expect
+      .poll(async () => (await stack.pool.run(endpoint, `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`, 10)).output.trim(), {
+        timeout: 10_000,
+      })
+      .toBe("gone");
   });
 });

@@ -16,7 +16,11 @@ import { MAX_SHELLS_PER_MACHINE, MAX_TAB_NUMBER, type TabView } from "./tab-name
 
 /** The session's open extra tabs, by machine and number. */
 export async function openTabs(db: Db, sessionId: string): Promise<TabView[]> {
-  const rows = await db.terminalTab.findMany({ where: { sessionId, closedAt: null }, select: { machine: true, number: true }, orderBy: [{ machine: "asc" }, { number: "asc" }] });
+  const rows = await db.terminalTab.findMany({
+    where: { sessionId, closedAt: null },
+    select: { machine: true, number: true },
+    orderBy: [{ machine: "asc" }, { number: "asc" }],
+  });
   return rows;
 }
 
@@ -28,7 +32,9 @@ export async function openTabs(db: Db, sessionId: string): Promise<TabView[]> {
  */
 export async function openTab(db: Db, sessionId: string, machine: string): Promise<TabView> {
   return db.$transaction(async (tx) => {
-    const [session] = await tx.$queryRaw<{ state: string }[]>`SELECT "state"::text AS state FROM "LabSession" WHERE "id" = ${sessionId} FOR UPDATE`;
+    const [session] = await tx.$queryRaw<
+      { state: string }[]
+    >`SELECT "state"::text AS state FROM "LabSession" WHERE "id" = ${sessionId} FOR UPDATE`;
     if (!session) throw new Denied(404, "noSuchSession");
     if (session.state !== "ready") throw new Denied(409, "sessionNotLive");
     if ((await tx.machine.count({ where: { sessionId, name: machine } })) === 0) throw new Denied(404, "noSuchMachine");
@@ -44,7 +50,10 @@ export async function openTab(db: Db, sessionId: string, machine: string): Promi
 
 /** Marks an open tab closed; false when there is no such open tab. */
 export async function closeTab(db: Db, sessionId: string, machine: string, number: number): Promise<boolean> {
-  const { count } = await db.terminalTab.updateMany({ where: { sessionId, machine, number, closedAt: null }, data: { closedAt: new Date() } });
+  const { count } = await db.terminalTab.updateMany({
+    where: { sessionId, machine, number, closedAt: null },
+    data: { closedAt: new Date() },
+  });
   return count === 1;
 }
 

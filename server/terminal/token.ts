@@ -58,5 +58,9 @@ export function tabTokens(
   mode: "write" | "read",
   sub: string,
 ): { machine: string; number: number; token: string }[] {
-  return tabs.map(({ machine, number }) => ({ machine, number, token: signTerminalToken(secret, { sid: sessionId, m: machine, n: number, mode, sub }) }));
+  return tabs.map(({ machine, number }) => ({
+    machine,
+    number,
+    token: signTerminalToken(secret, { sid: sessionId, m: machine, n: number, mode, sub }),
+  }));
 }

@@ -43,7 +43,9 @@ export function terminalUpgrade(upgradeDeps: UpgradeDeps): TerminalUpgrade {
         socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
         return true;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => (draining ? ws.close(CloseCode.restarting, "server restarting") : handleTerminalSocket(ws, req, deps)));
+      wss.handleUpgrade(req, socket, head, (ws) =>
+        draining ? ws.close(CloseCode.restarting, "server restarting") : handleTerminalSocket(ws, req, deps),
+      );
       return true;
     },
     closeAll() {

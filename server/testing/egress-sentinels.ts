@@ -109,12 +109,17 @@ export async function startEgressSentinels(): Promise<EgressSentinels> {
     for (const address of ALL_NAMESPACE_ADDRESSES) {
       await run("ip", ["route", "replace", `${address}/32`, "via", NS_SIDE, "dev", HOST_LINK]);
       const stdout = await run("ip", ["route", "get", address]);
-      if (!stdout.includes(`dev ${HOST_LINK}`)) throw new Error(`egress sentinels: ${address} is not routed into ${NAMESPACE} (${stdout.trim()}); refusing to probe it`);
+      if (!stdout.includes(`dev ${HOST_LINK}`))
+        throw new Error(`egress sentinels: ${address} is not routed into ${NAMESPACE} (${stdout.trim()}); refusing to probe it`);
     }
 
-    child = spawn("ip", ["netns", "exec", NAMESPACE, process.execPath, "-e", NAMESPACE_LISTENER, String(SENTINEL_PORT), ...ALL_NAMESPACE_ADDRESSES], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    child = spawn(
+      "ip",
+      ["netns", "exec", NAMESPACE, process.execPath, "-e", NAMESPACE_LISTENER, String(SENTINEL_PORT), ...ALL_NAMESPACE_ADDRESSES],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     const spawned = child;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("egress sentinels: the namespace listener did not start")), LISTEN_TIMEOUT_MS);

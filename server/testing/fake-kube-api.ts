@@ -34,7 +34,15 @@ const NODE_NAME = "fake-node-1";
 /** A served group's discovery answer (only its presence matters to the provider). */
 const SERVED_GROUPS = { kubevirt: "kubevirt.io", cdi: "cdi.kubevirt.io", multus: "k8s.cni.cncf.io" } as const;
 
-type Kind = "virtualmachines" | "virtualmachineinstances" | "secrets" | "services" | "networkpolicies" | "network-attachment-definitions" | "datavolumes" | "resourcequotas";
+type Kind =
+  | "virtualmachines"
+  | "virtualmachineinstances"
+  | "secrets"
+  | "services"
+  | "networkpolicies"
+  | "network-attachment-definitions"
+  | "datavolumes"
+  | "resourcequotas";
 const GROUP_OF: Record<Kind, string> = {
   virtualmachines: "kubevirt.io",
   virtualmachineinstances: "kubevirt.io",
@@ -96,7 +104,16 @@ interface Runtime {
   subnet: number;
 }
 
-const Status = (code: number, reason: string, message: string, details?: Record<string, unknown>) => ({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", code, reason, message, details });
+const Status = (code: number, reason: string, message: string, details?: Record<string, unknown>) => ({
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  code,
+  reason,
+  message,
+  details,
+});
 
 export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<FakeKubeApi> {
   const token = randomBytes(16).toString("hex");
@@ -142,7 +159,10 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     const memory = parseQuantity(domain.resources.requests.memory) / 2 ** 20;
     const cores = domain.cpu.cores as number;
     // As KubeVirt renders virt-launcher's requests: the VM's plus its overhead (sizing.ts cites the formula).
-    return { cpu: parseQuantity(domain.resources.requests.cpu), memoryMiB: memory + launcherOverheadMiB({ cores, memoryMiB: parseQuantity(domain.memory.guest) / 2 ** 20 }) };
+    return {
+      cpu: parseQuantity(domain.resources.requests.cpu),
+      memoryMiB: memory + launcherOverheadMiB({ cores, memoryMiB: parseQuantity(domain.memory.guest) / 2 ** 20 }),
+    };
   };
   const quotaUsed = () => {
     let cpu = 0;
@@ -166,7 +186,14 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     const vmi = {
       apiVersion: "kubevirt.io/v1",
       kind: "VirtualMachineInstance",
-      metadata: { name, namespace: ns, uid: randomUUID(), labels: { ...vm.spec.template.metadata?.labels }, annotations: { ...vm.metadata.annotations }, creationTimestamp: new Date().toISOString() },
+      metadata: {
+        name,
+        namespace: ns,
+        uid: randomUUID(),
+        labels: { ...vm.spec.template.metadata?.labels },
+        annotations: { ...vm.metadata.annotations },
+        creationTimestamp: new Date().toISOString(),
+      },
       status: { phase: "Scheduling", conditions: [] as unknown[] },
     };
     const runtime: Runtime = { vmi, subnet: subnet ?? -1 };
@@ -218,7 +245,10 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     })()
       .catch((error: Error) => {
         log.warn({ err: error.message, vm: name }, "fake kube api: VMI failed");
-        vmiStatus(runtime, { phase: "Failed", conditions: [{ type: "Ready", status: "False", reason: "FakeBootFailed", message: error.message }] });
+        vmiStatus(runtime, {
+          phase: "Failed",
+          conditions: [{ type: "Ready", status: "False", reason: "FakeBootFailed", message: error.message }],
+        });
       })
       .finally(() => {
         runtime.booting = undefined;
@@ -264,7 +294,9 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
   const server = http.createServer((req, res) => {
     const started = performance.now();
     const url = new URL(req.url ?? "/", "http://fake");
-    res.on("finish", () => requests.push({ method: req.method ?? "", path: url.pathname, status: res.statusCode, ms: performance.now() - started }));
+    res.on("finish", () =>
+      requests.push({ method: req.method ?? "", path: url.pathname, status: res.statusCode, ms: performance.now() - started }),
+    );
     void handle(req, res, url).catch((error: Error) => {
       log.warn({ err: error.message }, "fake kube api: handler failed");
       if (!res.headersSent) send(res, 500, Status(500, "InternalError", error.message));
@@ -290,7 +322,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     if (sub) {
       if (!serves.kubevirt) return notServed(res);
       if (sub[1] !== ns) return send(res, 403, forbidden("update", `virtualmachines/${sub[3]}`, "subresources.kubevirt.io", sub[1]!));
-      if (deny.has(`update virtualmachines/${sub[3]}.subresources.kubevirt.io`)) return send(res, 403, forbidden("update", `virtualmachines/${sub[3]}`, "subresources.kubevirt.io", ns));
+      if (deny.has(`update virtualmachines/${sub[3]}.subresources.kubevirt.io`))
+        return send(res, 403, forbidden("update", `virtualmachines/${sub[3]}`, "subresources.kubevirt.io", ns));
       return vmAction(res, decodeURIComponent(sub[2]!), sub[3] as "start" | "stop" | "restart", body);
     }
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/([^/]+))\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/.exec(p);
@@ -300,7 +333,16 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     if (group && !groupServed(group)) return notServed(res);
     if (!(kind in GROUP_OF) || GROUP_OF[kind] !== group) return notServed(res);
     const name = m[5] ? decodeURIComponent(m[5]) : undefined;
-    const verb = req.method === "POST" ? "create" : req.method === "DELETE" ? "delete" : url.searchParams.get("watch") === "true" ? "watch" : name ? "get" : "list";
+    const verb =
+      req.method === "POST"
+        ? "create"
+        : req.method === "DELETE"
+          ? "delete"
+          : url.searchParams.get("watch") === "true"
+            ? "watch"
+            : name
+              ? "get"
+              : "list";
     if (m[3] !== ns || deny.has(`${verb} ${kind}${group ? `.${group}` : ""}`)) return send(res, 403, forbidden(verb, kind, group, m[3]!));
     const selector = parseSelector(url.searchParams.get("labelSelector"));
 
@@ -308,14 +350,25 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
       const used = quotaUsed();
       const status = options.quotaWithoutStatus
         ? {}
-        : { hard: options.quota, used: { "requests.cpu": `${Math.round(used.cpu * 1000)}m`, "requests.memory": `${Math.ceil(used.memoryMiB)}Mi`, pods: String(used.pods) } };
-      const items = options.quota ? [{ apiVersion: "v1", kind: "ResourceQuota", metadata: { name: "labdeck", namespace: ns }, spec: { hard: options.quota }, status }] : [];
+        : {
+            hard: options.quota,
+            used: {
+              "requests.cpu": `${Math.round(used.cpu * 1000)}m`,
+              "requests.memory": `${Math.ceil(used.memoryMiB)}Mi`,
+              pods: String(used.pods),
+            },
+          };
+      const items = options.quota
+        ? [{ apiVersion: "v1", kind: "ResourceQuota", metadata: { name: "labdeck", namespace: ns }, spec: { hard: options.quota }, status }]
+        : [];
       return send(res, 200, { kind: "ResourceQuotaList", apiVersion: "v1", metadata: { resourceVersion: String(rv) }, items });
     }
     if (verb === "watch") {
       const since = Number(url.searchParams.get("resourceVersion") ?? rv);
       res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
-      for (const event of history) if (event.rv > since && event.kind === kind && matches(event.object, selector)) res.write(JSON.stringify({ type: event.type, object: event.object }) + "\n");
+      for (const event of history)
+        if (event.rv > since && event.kind === kind && matches(event.object, selector))
+          res.write(JSON.stringify({ type: event.type, object: event.object }) + "\n");
       const watcher = { kind, selector, res };
       watchers.add(watcher);
       const timer = options.watchTimeoutMs ? setTimeout(() => res.end(), options.watchTimeoutMs) : undefined;
@@ -336,7 +389,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     if (verb === "delete") {
       const stored = store.get(key(kind, name!));
       if (!stored) return send(res, 404, notFound(kind, group, name!));
-      if (kind === "virtualmachineinstances") return send(res, 405, Status(405, "MethodNotAllowed", "the fake does not delete VMIs directly"));
+      if (kind === "virtualmachineinstances")
+        return send(res, 405, Status(405, "MethodNotAllowed", "the fake does not delete VMIs directly"));
       if (kind === "virtualmachines") {
         stored.object.metadata.deletionTimestamp = new Date().toISOString();
         put(kind, stored.object, "MODIFIED");
@@ -355,12 +409,16 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
     // create
     const object = body as Record<string, any>;
     const problems = kind === "resourcequotas" ? ["the fake does not create quotas"] : validateObject(object);
-    if (problems.length > 0) return send(res, 422, Status(422, "Invalid", `${object?.kind} is invalid`, { causes: problems.map((message) => ({ message })) }));
+    if (problems.length > 0)
+      return send(res, 422, Status(422, "Invalid", `${object?.kind} is invalid`, { causes: problems.map((message) => ({ message })) }));
     const objectName = object.metadata.name as string;
-    if (store.has(key(kind, objectName))) return send(res, 409, Status(409, "AlreadyExists", `${kind} "${objectName}" already exists`, { name: objectName, kind }));
+    if (store.has(key(kind, objectName)))
+      return send(res, 409, Status(409, "AlreadyExists", `${kind} "${objectName}" already exists`, { name: objectName, kind }));
     object.metadata = { ...object.metadata, namespace: ns, uid: randomUUID(), creationTimestamp: new Date().toISOString() };
     if (kind === "secrets" && object.stringData) {
-      object.data = Object.fromEntries(Object.entries(object.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+      object.data = Object.fromEntries(
+        Object.entries(object.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+      );
     }
     if (kind === "services") {
       const subnet = free.shift();
@@ -399,14 +457,22 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions): Promise<Fak
   };
 
   const groupServed = (group: string) =>
-    (group !== SERVED_GROUPS.kubevirt || serves.kubevirt) && (group !== SERVED_GROUPS.cdi || serves.cdi) && (group !== SERVED_GROUPS.multus || serves.multus);
+    (group !== SERVED_GROUPS.kubevirt || serves.kubevirt) &&
+    (group !== SERVED_GROUPS.cdi || serves.cdi) &&
+    (group !== SERVED_GROUPS.multus || serves.multus);
   const notServed = (res: http.ServerResponse) => {
     res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
     res.end("404 page not found\n");
   };
   const forbidden = (verb: string, resource: string, group: string, namespace: string) =>
-    Status(403, "Forbidden", `${resource}${group ? `.${group}` : ""} is forbidden: User "system:serviceaccount:${ns}:labdeck" cannot ${verb} resource "${resource}" in API group "${group}" in the namespace "${namespace}"`, { kind: resource });
-  const notFound = (kind: string, group: string, name: string) => Status(404, "NotFound", `${kind}${group ? `.${group}` : ""} "${name}" not found`, { name, kind });
+    Status(
+      403,
+      "Forbidden",
+      `${resource}${group ? `.${group}` : ""} is forbidden: User "system:serviceaccount:${ns}:labdeck" cannot ${verb} resource "${resource}" in API group "${group}" in the namespace "${namespace}"`,
+      { kind: resource },
+    );
+  const notFound = (kind: string, group: string, name: string) =>
+    Status(404, "NotFound", `${kind}${group ? `.${group}` : ""} "${name}" not found`, { name, kind });
 
   const sockets = new Set<net.Socket>();
   server.on("connection", (socket) => {

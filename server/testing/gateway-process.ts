@@ -28,8 +28,12 @@ if (!url || !secretHex || !Number.isInteger(port)) {
 const secret = Buffer.from(secretHex, "hex");
 configureMachineKeys(secret);
 const db = createDb(url);
-const terminals = new TerminalRegistry((sid, machine, number) => terminalEndpoint(db, sid, machine, number), undefined, undefined, undefined, (sid, terminal) =>
-  dbEpochStore(db, sid, terminal),
+const terminals = new TerminalRegistry(
+  (sid, machine, number) => terminalEndpoint(db, sid, machine, number),
+  undefined,
+  undefined,
+  undefined,
+  (sid, terminal) => dbEpochStore(db, sid, terminal),
 );
 const gateway = terminalUpgrade({ secret, terminals, log, authorize: async () => null });
 const server = http.createServer((_req, res) => res.writeHead(404).end());
@@ -54,7 +58,10 @@ if (delayFile) {
   delay.enable();
   setInterval(() => {
     const ms = (n: number) => (n / 1e6).toFixed(1);
-    fs.appendFileSync(delayFile, `${new Date().toISOString()} loop delay p50 ${ms(delay.percentile(50))} p99 ${ms(delay.percentile(99))} max ${ms(delay.max)}\n`);
+    fs.appendFileSync(
+      delayFile,
+      `${new Date().toISOString()} loop delay p50 ${ms(delay.percentile(50))} p99 ${ms(delay.percentile(99))} max ${ms(delay.max)}\n`,
+    );
     delay.reset();
   }, 5_000).unref();
 }

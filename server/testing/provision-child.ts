@@ -28,7 +28,11 @@ const args = Args.parse(JSON.parse(process.argv[2] ?? "{}"));
 // The test stack's secret: machine keys this process seals are opened by the test's process.
 configureMachineKeys(Buffer.from(args.secretHex, "hex"));
 const db = createDb(process.env.DATABASE_URL!);
-const provider = staticHostsProvider({ file: args.hostsFile, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) });
+const provider = staticHostsProvider({
+  file: args.hostsFile,
+  groupsInUse: () => providerRefsInUse(db, "static"),
+  claims: dbHostClaims(db),
+});
 const provisioner = new Provisioner(
   { db, provider, labs: new LabCatalog(args.labsDir), pool: new SshExecPool(), log },
   { holder: `child:${process.pid}`, leaseMs: args.leaseMs, renewMs: args.renewMs },

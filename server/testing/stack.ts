@@ -120,7 +120,8 @@ export async function startTestStack(options: StackOptions & { subnet: number })
     await writeStaticHostsFile(hosts, hostsFile, "shared");
     const stack = await startStack({
       ...options,
-      provider: (db) => staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
+      provider: (db) =>
+        staticHostsProvider({ file: hostsFile, groupsInUse: () => providerRefsInUse(db, "static"), claims: dbHostClaims(db) }),
     });
     return {
       ...stack,
@@ -159,7 +160,12 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     configureMachineKeys(secret);
     const bus = new EventBus({ db, databaseUrl: embedded.url, log });
     cleanups.push(() => bus.stop());
-    const auth = createAuth({ db, platformSecret: secret, baseURL: "http://127.0.0.1", onSignInEnded: (userId) => bus.publishAccessChange(userId) });
+    const auth = createAuth({
+      db,
+      platformSecret: secret,
+      baseURL: "http://127.0.0.1",
+      onSignInEnded: (userId) => bus.publishAccessChange(userId),
+    });
     const provider = options.provider(db);
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30, log });
     cleanups.push(() => recorder.stop());
@@ -181,8 +187,14 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     const watchers = new WatchRegistry({ db, bus });
     const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
     cleanups.push(() => provisioner.stop());
-    await bus.start({ progress: (sid) => grader.progress(sid), watchers: (sid) => watchers.watchers(sid), tabs: (sid) => openTabs(db, sid) });
-    const offTabs = bus.onAnyTabsChange((sid) => void terminals.dropClosedTabs(sid, (s, machine, number) => tabIsOpen(db, s, machine, number)));
+    await bus.start({
+      progress: (sid) => grader.progress(sid),
+      watchers: (sid) => watchers.watchers(sid),
+      tabs: (sid) => openTabs(db, sid),
+    });
+    const offTabs = bus.onAnyTabsChange(
+      (sid) => void terminals.dropClosedTabs(sid, (s, machine, number) => tabIsOpen(db, s, machine, number)),
+    );
     cleanups.push(async () => offTabs());
     const gateway = terminalUpgrade({
       onViewer: watchers.onViewer,
@@ -232,8 +244,13 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
         const session = await startOrResumeSession(
           db,
           provider,
-          { learnerId, labSlug: slug, machines: lab?.manifest.machines ?? LAB_MACHINES, limitMinutes: 60,
-            labVersion: version ? { hash: version.hash, firstStepId: version.lab.steps[0]?.id ?? null } : undefined },
+          {
+            learnerId,
+            labSlug: slug,
+            machines: lab?.manifest.machines ?? LAB_MACHINES,
+            limitMinutes: 60,
+            labVersion: version ? { hash: version.hash, firstStepId: version.lab.steps[0]?.id ?? null } : undefined,
+          },
           lab ? (sid) => runLabSetup(pool, lab, (m) => machineEndpoint(db, sid, m)) : undefined,
         );
         return session.id;

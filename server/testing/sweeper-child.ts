@@ -18,12 +18,17 @@ const db = createDb(process.env.DATABASE_URL!);
 const noMachines: MachineProvider = { name: "fake-none", create: async () => [], destroy: async () => {} };
 const terminals = new TerminalRegistry((sid, machine) => machineEndpoint(db, sid, machine));
 const sweeper = new SessionSweeper({ db, provider: noMachines, terminals, log }, { idleMs: 0, intervalMs: sweepMs });
-const role = new SingletonRole({ db, log }, "sweeper", {
-  start: () => {
-    sweeper.start();
-    process.stdout.write("held\n");
+const role = new SingletonRole(
+  { db, log },
+  "sweeper",
+  {
+    start: () => {
+      sweeper.start();
+      process.stdout.write("held\n");
+    },
+    stop: () => sweeper.stop(),
   },
-  stop: () => sweeper.stop(),
-}, { holder: `child:${process.pid}`, leaseMs, renewMs });
+  { holder: `child:${process.pid}`, leaseMs, renewMs },
+);
 role.start();
 setInterval(() => {}, 1_000);

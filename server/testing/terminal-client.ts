@@ -110,7 +110,11 @@ export class TerminalTestClient {
   }
 
   waitForText(needle: string | RegExp, timeoutMs = 10_000): Promise<void> {
-    return this.waitFor((c) => (typeof needle === "string" ? c.text().includes(needle) : needle.test(c.text())), timeoutMs, `output ${needle}`);
+    return this.waitFor(
+      (c) => (typeof needle === "string" ? c.text().includes(needle) : needle.test(c.text())),
+      timeoutMs,
+      `output ${needle}`,
+    );
   }
 
   async waitForClose(timeoutMs = 10_000): Promise<{ code: number; reason: string }> {
@@ -272,7 +276,9 @@ export class ResumingTestClient {
     this.connects++;
     ws.on("open", () => {
       const size = this.options.size ?? { cols: 80, rows: 24 };
-      ws.send(JSON.stringify({ type: "hello", token: this.token, offset: this.offset, writer: this.writer, ...size } satisfies ClientMessage));
+      ws.send(
+        JSON.stringify({ type: "hello", token: this.token, offset: this.offset, writer: this.writer, ...size } satisfies ClientMessage),
+      );
       if (this.paused) this.pause();
     });
     ws.on("message", (data: Buffer, isBinary) => {

@@ -56,7 +56,9 @@ export default async function CapacityPage() {
             <h2 className="text-sm text-slate-500">{t("memory")}</h2>
             {c.memory && (
               <>
-                <p className="mt-2 text-lg font-semibold">{t("memoryValue", { available: gib(c.memory.availableBytes), total: gib(c.memory.totalBytes) })}</p>
+                <p className="mt-2 text-lg font-semibold">
+                  {t("memoryValue", { available: gib(c.memory.availableBytes), total: gib(c.memory.totalBytes) })}
+                </p>
                 <div className="mt-2 h-2 overflow-hidden rounded bg-slate-200">
                   <div className={`h-full ${usedPct > 85 ? "bg-red-500" : "bg-sky-500"}`} style={{ width: `${usedPct}%` }} />
                 </div>
@@ -66,7 +68,9 @@ export default async function CapacityPage() {
           <div className={card}>
             <h2 className="text-sm text-slate-500">{t("pool")}</h2>
             <p className="mt-2 text-lg font-semibold" data-testid="pool">
-              {c.pool ? `${t("poolValue", { ready: c.pool.ready, size: c.pool.size })}${c.pool.filling ? ` · ${t("poolFilling")}` : ""}` : t("noPool")}
+              {c.pool
+                ? `${t("poolValue", { ready: c.pool.ready, size: c.pool.size })}${c.pool.filling ? ` · ${t("poolFilling")}` : ""}`
+                : t("noPool")}
             </p>
             {c.pool?.lastError && <p className="mt-1 text-xs text-red-700">{c.pool.lastError}</p>}
           </div>

@@ -61,23 +61,59 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
     >
       <label className="text-sm sm:col-span-2">
         {t("name")}
-        <input name="name" required maxLength={100} defaultValue={initial?.name} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="name"
+          required
+          maxLength={100}
+          defaultValue={initial?.name}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="text-sm">
-        {t("startsAt")} <span className="text-xs text-slate-500" data-testid="date-zone-note">{zoneNote}</span>
-        <input name="startsAt" type="datetime-local" defaultValue={toInput(initial?.startsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        {t("startsAt")}{" "}
+        <span className="text-xs text-slate-500" data-testid="date-zone-note">
+          {zoneNote}
+        </span>
+        <input
+          name="startsAt"
+          type="datetime-local"
+          defaultValue={toInput(initial?.startsAt ?? null)}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="text-sm">
-        {t("endsAt")} <span className="text-xs text-slate-500" data-testid="date-zone-note">{zoneNote}</span>
-        <input name="endsAt" type="datetime-local" defaultValue={toInput(initial?.endsAt ?? null)} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        {t("endsAt")}{" "}
+        <span className="text-xs text-slate-500" data-testid="date-zone-note">
+          {zoneNote}
+        </span>
+        <input
+          name="endsAt"
+          type="datetime-local"
+          defaultValue={toInput(initial?.endsAt ?? null)}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="text-sm">
         {t("sessionMinutes")}
-        <input name="sessionMinutes" type="number" min={1} max={1440} defaultValue={initial?.sessionMinutes ?? ""} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="sessionMinutes"
+          type="number"
+          min={1}
+          max={1440}
+          defaultValue={initial?.sessionMinutes ?? ""}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="text-sm">
         {t("idleMinutes")}
-        <input name="idleMinutes" type="number" min={1} max={1440} defaultValue={initial?.idleMinutes ?? ""} className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="idleMinutes"
+          type="number"
+          min={1}
+          max={1440}
+          defaultValue={initial?.idleMinutes ?? ""}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <fieldset className="text-sm sm:col-span-2">
         <legend>{t("labs")}</legend>
@@ -91,7 +127,11 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
         </div>
       </fieldset>
       <div className="flex items-center gap-3 sm:col-span-2">
-        <button type="submit" disabled={busy || props.disabled} className="rounded bg-sky-600 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60">
+        <button
+          type="submit"
+          disabled={busy || props.disabled}
+          className="rounded bg-sky-600 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60"
+        >
           {busy ? (initial?.id ? t("saving") : t("creating")) : initial?.id ? t("save") : t("create")}
         </button>
         {message && (

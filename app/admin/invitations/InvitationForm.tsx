@@ -53,9 +53,20 @@ export function InvitationForm() {
         </label>
         <label className="text-sm">
           {t("days")}
-          <input name="days" type="number" min={1} max={90} defaultValue={14} className="mt-1 block w-20 rounded border border-slate-300 px-2 py-1.5" />
+          <input
+            name="days"
+            type="number"
+            min={1}
+            max={90}
+            defaultValue={14}
+            className="mt-1 block w-20 rounded border border-slate-300 px-2 py-1.5"
+          />
         </label>
-        <button type="submit" disabled={busy} className="rounded bg-sky-600 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60">
+        <button
+          type="submit"
+          disabled={busy}
+          className="rounded bg-sky-600 px-4 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60"
+        >
           {busy ? t("creating") : t("create")}
         </button>
       </form>

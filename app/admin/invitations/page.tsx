@@ -26,7 +26,9 @@ export default async function InvitationsPage() {
         <InvitationForm />
         <h2 className="mt-10 text-lg font-semibold">{t("openList")}</h2>
         <OpenInvitations
-          rows={invitations.filter((i) => i.open).map((i) => ({ id: i.id, email: i.email, roleLabel: roles(i.role), expires: when(i.expiresAt), url: i.url }))}
+          rows={invitations
+            .filter((i) => i.open)
+            .map((i) => ({ id: i.id, email: i.email, roleLabel: roles(i.role), expires: when(i.expiresAt), url: i.url }))}
         />
         <h2 className="mt-10 text-lg font-semibold">{t("list")}</h2>
         {invitations.length === 0 ? (

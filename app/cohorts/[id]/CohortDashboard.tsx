@@ -20,7 +20,12 @@ const REFETCH_DEBOUNCE_MS = 300;
 /** Wait before re-opening the event stream after the server refused it, in ms. */
 const STREAM_RETRY_MS = 3_000;
 
-export function CohortDashboard(props: { cohortId: string; labs: { slug: string; title: string }[]; initial: Dashboard; isAdmin?: boolean }) {
+export function CohortDashboard(props: {
+  cohortId: string;
+  labs: { slug: string; title: string }[];
+  initial: Dashboard;
+  isAdmin?: boolean;
+}) {
   const { cohortId, labs } = props;
   const t = useTranslations("dashboard");
   const router = useRouter();
@@ -110,7 +115,10 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
             </select>
           </label>
         )}
-        <span className={`inline-flex items-center gap-1.5 text-xs ${live ? "text-emerald-700" : "text-amber-700"}`} data-testid="dashboard-live">
+        <span
+          className={`inline-flex items-center gap-1.5 text-xs ${live ? "text-emerald-700" : "text-amber-700"}`}
+          data-testid="dashboard-live"
+        >
           <span className={`h-2 w-2 rounded-full ${live ? "bg-emerald-500" : "bg-amber-500"}`} />
           {live ? t("live") : t("reconnecting")}
         </span>
@@ -144,7 +152,15 @@ export function CohortDashboard(props: { cohortId: string; labs: { slug: string;
           <tbody>
             {data.learners.map((l) => (
               <Fragment key={l.userId}>
-                <LearnerRow learner={l} steps={data.steps} now={now} cohortId={cohortId} isAdmin={props.isAdmin === true} onMoved={() => void refetch()} onTimeline={() => setOpen(open === l.userId ? null : l.userId)} />
+                <LearnerRow
+                  learner={l}
+                  steps={data.steps}
+                  now={now}
+                  cohortId={cohortId}
+                  isAdmin={props.isAdmin === true}
+                  onMoved={() => void refetch()}
+                  onTimeline={() => setOpen(open === l.userId ? null : l.userId)}
+                />
                 {open === l.userId && l.sessionId && (
                   <tr>
                     <td colSpan={data.steps.length + 3}>
@@ -183,21 +199,51 @@ function Legend({ className, label }: { className: string; label: string }) {
   );
 }
 
-function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"]; now: number; cohortId: string; isAdmin: boolean; onMoved(): void; onTimeline(): void }) {
+function LearnerRow(props: {
+  learner: DashboardLearner;
+  steps: Dashboard["steps"];
+  now: number;
+  cohortId: string;
+  isAdmin: boolean;
+  onMoved(): void;
+  onTimeline(): void;
+}) {
   const { learner: l, steps, now, cohortId } = props;
   const t = useTranslations("dashboard");
   const onStep = l.currentSince && l.state !== "ended" ? Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000)) : null;
   return (
-    <tr className="bg-white" data-learner={l.email} data-steps-done={l.stepsDone} data-current-step={l.currentStepId ?? ""} data-awaiting-reboot={l.awaitingReboot}>
+    <tr
+      className="bg-white"
+      data-learner={l.email}
+      data-steps-done={l.stepsDone}
+      data-current-step={l.currentStepId ?? ""}
+      data-awaiting-reboot={l.awaitingReboot}
+    >
       <td className="rounded-l border-y border-l border-slate-200 px-2 py-1.5">
         <div className="font-medium">{l.name}</div>
         <div className="text-xs text-slate-500">
-          {l.state === "none" ? t("notStarted") : l.completed ? t("completed") : l.state === "ended" ? t("ended") : l.awaitingReboot ? t("awaitingReboot") : onStep !== null ? t("onStep", { time: formatDuration(onStep) }) : ""}
+          {l.state === "none"
+            ? t("notStarted")
+            : l.completed
+              ? t("completed")
+              : l.state === "ended"
+                ? t("ended")
+                : l.awaitingReboot
+                  ? t("awaitingReboot")
+                  : onStep !== null
+                    ? t("onStep", { time: formatDuration(onStep) })
+                    : ""}
         </div>
         {l.outdated && l.sessionId && <OutdatedVersion sessionId={l.sessionId} isAdmin={props.isAdmin} onMoved={props.onMoved} />}
       </td>
       {steps.map((s, i) => {
-        const state = l.doneStepIds.includes(s.id) ? "done" : s.id === l.currentStepId ? (l.awaitingReboot ? "proving" : "current") : "locked";
+        const state = l.doneStepIds.includes(s.id)
+          ? "done"
+          : s.id === l.currentStepId
+            ? l.awaitingReboot
+              ? "proving"
+              : "current"
+            : "locked";
         return (
           <td key={s.id} className="border-y border-slate-200 px-0.5 text-center" data-step={s.id} data-state={state}>
             <span
@@ -227,7 +273,11 @@ function LearnerRow(props: { learner: DashboardLearner; steps: Dashboard["steps"
               {t("replay")}
             </a>
             {l.state !== "ended" && (
-              <Link href={`/cohorts/${cohortId}/watch/${l.sessionId}`} className="font-semibold text-sky-700 hover:underline" data-testid="watch">
+              <Link
+                href={`/cohorts/${cohortId}/watch/${l.sessionId}`}
+                className="font-semibold text-sky-700 hover:underline"
+                data-testid="watch"
+              >
                 {t("watch")}
               </Link>
             )}
@@ -257,7 +307,13 @@ function OutdatedVersion({ sessionId, isAdmin, onMoved }: { sessionId: string; i
     <div className="mt-0.5 flex flex-wrap items-center gap-2 text-xs" data-testid="outdated-version">
       <span className="rounded bg-slate-200 px-1.5 py-0.5 text-slate-700">{t("olderVersion")}</span>
       {isAdmin && (
-        <button type="button" onClick={() => void move()} disabled={busy} className="text-sky-700 hover:underline disabled:opacity-50" data-testid="move-version">
+        <button
+          type="button"
+          onClick={() => void move()}
+          disabled={busy}
+          className="text-sky-700 hover:underline disabled:opacity-50"
+          data-testid="move-version"
+        >
           {busy ? t("moving") : t("moveToCurrent")}
         </button>
       )}
@@ -277,7 +333,9 @@ export function Timeline({ sessionId, steps, version }: { sessionId: string; ste
   const format = useFormatter();
   const [runs, setRuns] = useState<TimelineEntry[] | null>(null);
   useEffect(() => {
-    void callApi<{ runs: TimelineEntry[] }>(`/api/sessions/${sessionId}/timeline`).then((res) => res.ok && res.body && setRuns(res.body.runs));
+    void callApi<{ runs: TimelineEntry[] }>(`/api/sessions/${sessionId}/timeline`).then(
+      (res) => res.ok && res.body && setRuns(res.body.runs),
+    );
   }, [sessionId, version]);
   const index = new Map(steps.map((s, i) => [s.id, i + 1]));
   if (!runs) return null;
@@ -297,7 +355,9 @@ export function Timeline({ sessionId, steps, version }: { sessionId: string; ste
               <span className="w-16 shrink-0">#{index.get(r.stepId) ?? "?"}</span>
               <span className="w-24 shrink-0">{outcomes(r.outcome as "pass")}</span>
               <span className="w-24 shrink-0 text-slate-500">{t(`trigger.${r.trigger as "poll"}`)}</span>
-              <span className="w-16 shrink-0 text-slate-500" data-testid="timeline-count">{r.count > 1 ? t("runCount", { count: r.count }) : ""}</span>
+              <span className="w-16 shrink-0 text-slate-500" data-testid="timeline-count">
+                {r.count > 1 ? t("runCount", { count: r.count }) : ""}
+              </span>
               <span className="truncate font-mono text-slate-700">{r.output}</span>
             </li>
           ))}

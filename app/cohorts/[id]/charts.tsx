@@ -51,7 +51,8 @@ export function Funnel({ steps, counts, total }: { steps: Dashboard["steps"]; co
 export function Heatmap({ steps, learners, now }: { steps: Dashboard["steps"]; learners: DashboardLearner[]; now: number }) {
   // The current step's time grows live; done steps' times are fixed.
   const seconds = (l: DashboardLearner, i: number): number | null => {
-    if (steps[i]?.id === l.currentStepId && l.currentSince && l.state !== "ended") return Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000));
+    if (steps[i]?.id === l.currentStepId && l.currentSince && l.state !== "ended")
+      return Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000));
     return l.stepSeconds[i] ?? null;
   };
   const max = Math.max(60, ...learners.flatMap((l) => steps.map((_, i) => seconds(l, i) ?? 0)));
@@ -78,7 +79,10 @@ export function Heatmap({ steps, learners, now }: { steps: Dashboard["steps"]; l
                 <td key={s.id} className="p-0.5">
                   <div
                     className="h-6 rounded-sm text-center leading-6"
-                    style={{ backgroundColor: v === null ? "#f1f5f9" : `rgba(234, 88, 12, ${alpha.toFixed(2)})`, color: alpha > 0.55 ? "white" : "#431407" }}
+                    style={{
+                      backgroundColor: v === null ? "#f1f5f9" : `rgba(234, 88, 12, ${alpha.toFixed(2)})`,
+                      color: alpha > 0.55 ? "white" : "#431407",
+                    }}
                     title={v === null ? "" : formatDuration(v)}
                     data-seconds={v ?? ""}
                   >

@@ -11,7 +11,13 @@ import { CohortDashboard } from "./CohortDashboard";
 export const dynamic = "force-dynamic";
 
 /** The instructor dashboard of a cohort: first render on the server, then live (CohortDashboard). */
-export default async function CohortDashboardPage({ params, searchParams }: { params: Promise<{ id: string }>; searchParams: Promise<{ lab?: string }> }) {
+export default async function CohortDashboardPage({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ id: string }>;
+  searchParams: Promise<{ lab?: string }>;
+}) {
   const { id } = await params;
   const { lab } = await searchParams;
   const user = await pageRole(`/cohorts/${id}`, "instructor", "admin");
@@ -33,7 +39,9 @@ export default async function CohortDashboardPage({ params, searchParams }: { pa
   }
   const cohort = await getCohortOrThrow(db, id);
   const initial = await cohortDashboard(db, labs, id, lab);
-  const titles = await Promise.all(cohort.labs.map(async (slug) => ({ slug, title: (await labs.get(slug).catch(() => null))?.manifest.title ?? slug })));
+  const titles = await Promise.all(
+    cohort.labs.map(async (slug) => ({ slug, title: (await labs.get(slug).catch(() => null))?.manifest.title ?? slug })),
+  );
   const t = await getTranslations("dashboard");
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">

@@ -28,7 +28,13 @@ export function AcceptForm({ token, minPassword }: { token: string; minPassword:
     >
       <label className="block text-sm">
         {t("name")}
-        <input name="name" required maxLength={100} autoComplete="name" className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5" />
+        <input
+          name="name"
+          required
+          maxLength={100}
+          autoComplete="name"
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
       </label>
       <label className="block text-sm">
         {t("password")}
@@ -47,7 +53,11 @@ export function AcceptForm({ token, minPassword }: { token: string; minPassword:
           {error}
         </p>
       )}
-      <button type="submit" disabled={busy} className="w-full rounded bg-sky-600 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60">
+      <button
+        type="submit"
+        disabled={busy}
+        className="w-full rounded bg-sky-600 py-2 text-sm font-semibold text-white hover:bg-sky-700 disabled:opacity-60"
+      >
         {busy ? t("submitting") : t("submit")}
       </button>
     </form>

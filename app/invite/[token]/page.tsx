@@ -51,7 +51,10 @@ export default async function InvitePage({ params }: { params: Promise<{ token: 
           <p>{t("existingIntro", { email: invitation.email, cohort: cohort.name, role: roles(invitation.role) })}</p>
         )}
         {!user ? (
-          <Link href={`/login?next=${encodeURIComponent(here)}`} className="inline-block rounded bg-sky-600 px-4 py-2 font-semibold text-white hover:bg-sky-700">
+          <Link
+            href={`/login?next=${encodeURIComponent(here)}`}
+            className="inline-block rounded bg-sky-600 px-4 py-2 font-semibold text-white hover:bg-sky-700"
+          >
             {t("signInToJoin")}
           </Link>
         ) : user.id !== account.id ? (

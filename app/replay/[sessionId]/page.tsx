@@ -26,7 +26,10 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
   const [recordings, learner, lab] = await Promise.all([
     db.terminalRecording.findMany({ where: { sessionId }, orderBy: { machine: "asc" }, select: { machine: true, truncated: true } }),
     db.user.findUnique({ where: { id: session.learnerId }, select: { name: true } }),
-    sessionLabById(db, labs, sessionId).then((v) => v.lab, () => null),
+    sessionLabById(db, labs, sessionId).then(
+      (v) => v.lab,
+      () => null,
+    ),
   ]);
   const t = await getTranslations("recording");
   return (
@@ -35,9 +38,15 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
         <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
           ← {t("back")}
         </Link>
-        <h1 className="truncate text-sm font-semibold">{t("title", { name: learner?.name ?? "?", lab: lab?.manifest.title ?? session.labSlug })}</h1>
+        <h1 className="truncate text-sm font-semibold">
+          {t("title", { name: learner?.name ?? "?", lab: lab?.manifest.title ?? session.labSlug })}
+        </h1>
       </div>
-      {recordings.length === 0 ? <p className="p-4 text-sm text-slate-500">{t("none")}</p> : <RecordingPlayer sessionId={sessionId} recordings={recordings} />}
+      {recordings.length === 0 ? (
+        <p className="p-4 text-sm text-slate-500">{t("none")}</p>
+      ) : (
+        <RecordingPlayer sessionId={sessionId} recordings={recordings} />
+      )}
     </main>
   );
 }

@@ -31,9 +31,15 @@
 import { z } from "zod";
 
 /** DNS-1123 label: most object names (Secrets, VMs, Roles …). */
-export const Dns1123Label = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label");
+export const Dns1123Label = z
+  .string()
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label");
 /** DNS-1035 label: Service names (must start with a letter). */
-export const Dns1035Label = z.string().max(63).regex(/^[a-z]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1035 label");
+export const Dns1035Label = z
+  .string()
+  .max(63)
+  .regex(/^[a-z]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1035 label");
 /** DNS-1123 subdomain: names of DataVolumes, PVCs, Ingresses, Deployments. */
 export const Dns1123Subdomain = z
   .string()
@@ -48,12 +54,16 @@ export const LabelKey = z.string().refine((key) => {
   const name = slash >= 0 ? key.slice(slash + 1) : key;
   return LabelName.test(name) && (prefix === null || Dns1123Subdomain.safeParse(prefix).success);
 }, "must be a label key ([prefix/]name)");
-export const LabelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, "must be a label value (≤ 63, alphanumeric at both ends)");
+export const LabelValue = z
+  .string()
+  .regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, "must be a label value (≤ 63, alphanumeric at both ends)");
 export const Labels = z.record(LabelKey, LabelValue);
 export const Annotations = z.record(LabelKey, z.string());
 
 /** resource.Quantity's serialised form. */
-export const Quantity = z.string().regex(/^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/, "must be a Kubernetes quantity");
+export const Quantity = z
+  .string()
+  .regex(/^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/, "must be a Kubernetes quantity");
 const Cidr = z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR");
 const Port = z.number().int().min(1).max(65535);
 const Protocol = z.enum(["TCP", "UDP", "SCTP"]);
@@ -70,7 +80,15 @@ function meta<N extends z.ZodType<string>>(name: N, namespaced = true) {
 
 const LabelSelector = z.strictObject({
   matchLabels: Labels.optional(),
-  matchExpressions: z.array(z.strictObject({ key: LabelKey, operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"]), values: z.array(z.string()).optional() })).optional(),
+  matchExpressions: z
+    .array(
+      z.strictObject({
+        key: LabelKey,
+        operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"]),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -85,7 +103,12 @@ export const Secret = z.strictObject({
   data: z.record(z.string().regex(/^[-._a-zA-Z0-9]+$/), z.string().regex(/^[A-Za-z0-9+/]*=*$/, "must be base64")).optional(),
 });
 
-const ServicePort = z.strictObject({ name: Dns1123Label.optional(), protocol: Protocol.optional(), port: Port, targetPort: z.union([Port, Dns1123Label]).optional() });
+const ServicePort = z.strictObject({
+  name: Dns1123Label.optional(),
+  protocol: Protocol.optional(),
+  port: Port,
+  targetPort: z.union([Port, Dns1123Label]).optional(),
+});
 export const Service = z.strictObject({
   apiVersion: z.literal("v1"),
   kind: z.literal("Service"),
@@ -112,7 +135,11 @@ const NetworkPolicyPeer = z.strictObject({
   namespaceSelector: LabelSelector.optional(),
   ipBlock: z.strictObject({ cidr: Cidr, except: z.array(Cidr).optional() }).optional(),
 });
-const NetworkPolicyPort = z.strictObject({ protocol: Protocol.optional(), port: z.union([Port, z.string()]).optional(), endPort: Port.optional() });
+const NetworkPolicyPort = z.strictObject({
+  protocol: Protocol.optional(),
+  port: z.union([Port, z.string()]).optional(),
+  endPort: Port.optional(),
+});
 export const NetworkPolicy = z.strictObject({
   apiVersion: z.literal("networking.k8s.io/v1"),
   kind: z.literal("NetworkPolicy"),
@@ -120,12 +147,19 @@ export const NetworkPolicy = z.strictObject({
   spec: z.strictObject({
     podSelector: LabelSelector,
     policyTypes: z.array(z.enum(["Ingress", "Egress"])).optional(),
-    ingress: z.array(z.strictObject({ from: z.array(NetworkPolicyPeer).optional(), ports: z.array(NetworkPolicyPort).optional() })).optional(),
+    ingress: z
+      .array(z.strictObject({ from: z.array(NetworkPolicyPeer).optional(), ports: z.array(NetworkPolicyPort).optional() }))
+      .optional(),
     egress: z.array(z.strictObject({ to: z.array(NetworkPolicyPeer).optional(), ports: z.array(NetworkPolicyPort).optional() })).optional(),
   }),
 });
 
-const IngressBackend = z.strictObject({ service: z.strictObject({ name: Dns1035Label, port: z.union([z.strictObject({ number: Port }), z.strictObject({ name: Dns1123Label })]) }) });
+const IngressBackend = z.strictObject({
+  service: z.strictObject({
+    name: Dns1035Label,
+    port: z.union([z.strictObject({ number: Port }), z.strictObject({ name: Dns1123Label })]),
+  }),
+});
 export const Ingress = z.strictObject({
   apiVersion: z.literal("networking.k8s.io/v1"),
   kind: z.literal("Ingress"),
@@ -137,7 +171,17 @@ export const Ingress = z.strictObject({
       .array(
         z.strictObject({
           host: z.string().optional(),
-          http: z.strictObject({ paths: z.array(z.strictObject({ path: z.string().startsWith("/"), pathType: z.enum(["Exact", "Prefix", "ImplementationSpecific"]), backend: IngressBackend })).min(1) }),
+          http: z.strictObject({
+            paths: z
+              .array(
+                z.strictObject({
+                  path: z.string().startsWith("/"),
+                  pathType: z.enum(["Exact", "Prefix", "ImplementationSpecific"]),
+                  backend: IngressBackend,
+                }),
+              )
+              .min(1),
+          }),
         }),
       )
       .min(1),
@@ -175,8 +219,12 @@ const Container = z.strictObject({
   livenessProbe: Probe.optional(),
   readinessProbe: Probe.optional(),
   startupProbe: Probe.optional(),
-  resources: z.strictObject({ requests: z.record(z.string(), Quantity).optional(), limits: z.record(z.string(), Quantity).optional() }).optional(),
-  volumeMounts: z.array(z.strictObject({ name: Dns1123Label, mountPath: z.string().startsWith("/"), readOnly: z.boolean().optional() })).optional(),
+  resources: z
+    .strictObject({ requests: z.record(z.string(), Quantity).optional(), limits: z.record(z.string(), Quantity).optional() })
+    .optional(),
+  volumeMounts: z
+    .array(z.strictObject({ name: Dns1123Label, mountPath: z.string().startsWith("/"), readOnly: z.boolean().optional() }))
+    .optional(),
   securityContext: z.record(z.string(), z.unknown()).optional(),
 });
 export const Deployment = z.strictObject({
@@ -186,14 +234,32 @@ export const Deployment = z.strictObject({
   spec: z.strictObject({
     replicas: z.number().int().min(0),
     selector: LabelSelector,
-    strategy: z.strictObject({ type: z.enum(["RollingUpdate", "Recreate"]), rollingUpdate: z.strictObject({ maxUnavailable: z.union([z.number(), z.string()]).optional(), maxSurge: z.union([z.number(), z.string()]).optional() }).optional() }).optional(),
+    strategy: z
+      .strictObject({
+        type: z.enum(["RollingUpdate", "Recreate"]),
+        rollingUpdate: z
+          .strictObject({
+            maxUnavailable: z.union([z.number(), z.string()]).optional(),
+            maxSurge: z.union([z.number(), z.string()]).optional(),
+          })
+          .optional(),
+      })
+      .optional(),
     template: z.strictObject({
       metadata: z.strictObject({ labels: Labels, annotations: Annotations.optional() }),
       spec: z.strictObject({
         serviceAccountName: Dns1123Subdomain.optional(),
         terminationGracePeriodSeconds: z.number().int().min(0).optional(),
         containers: z.array(Container).min(1),
-        volumes: z.array(z.strictObject({ name: Dns1123Label, secret: z.strictObject({ secretName: Dns1123Subdomain }).optional(), emptyDir: z.strictObject({}).optional() })).optional(),
+        volumes: z
+          .array(
+            z.strictObject({
+              name: Dns1123Label,
+              secret: z.strictObject({ secretName: Dns1123Subdomain }).optional(),
+              emptyDir: z.strictObject({}).optional(),
+            }),
+          )
+          .optional(),
         securityContext: z.record(z.string(), z.unknown()).optional(),
       }),
     }),
@@ -204,7 +270,11 @@ export const PodDisruptionBudget = z.strictObject({
   apiVersion: z.literal("policy/v1"),
   kind: z.literal("PodDisruptionBudget"),
   metadata: meta(Dns1123Subdomain),
-  spec: z.strictObject({ minAvailable: z.union([z.number().int(), z.string()]).optional(), maxUnavailable: z.union([z.number().int(), z.string()]).optional(), selector: LabelSelector }),
+  spec: z.strictObject({
+    minAvailable: z.union([z.number().int(), z.string()]).optional(),
+    maxUnavailable: z.union([z.number().int(), z.string()]).optional(),
+    selector: LabelSelector,
+  }),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -216,13 +286,26 @@ export const PolicyRule = z.strictObject({
   verbs: z.array(z.enum(["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"])).min(1),
   resourceNames: z.array(z.string()).optional(),
 });
-export const Role = z.strictObject({ apiVersion: z.literal("rbac.authorization.k8s.io/v1"), kind: z.literal("Role"), metadata: meta(Dns1123Subdomain), rules: z.array(PolicyRule).min(1) });
+export const Role = z.strictObject({
+  apiVersion: z.literal("rbac.authorization.k8s.io/v1"),
+  kind: z.literal("Role"),
+  metadata: meta(Dns1123Subdomain),
+  rules: z.array(PolicyRule).min(1),
+});
 export const RoleBinding = z.strictObject({
   apiVersion: z.literal("rbac.authorization.k8s.io/v1"),
   kind: z.literal("RoleBinding"),
   metadata: meta(Dns1123Subdomain),
-  roleRef: z.strictObject({ apiGroup: z.literal("rbac.authorization.k8s.io"), kind: z.enum(["Role", "ClusterRole"]), name: z.string().min(1) }),
-  subjects: z.array(z.strictObject({ kind: z.enum(["ServiceAccount", "User", "Group"]), name: z.string().min(1), namespace: Dns1123Label.optional() })).min(1),
+  roleRef: z.strictObject({
+    apiGroup: z.literal("rbac.authorization.k8s.io"),
+    kind: z.enum(["Role", "ClusterRole"]),
+    name: z.string().min(1),
+  }),
+  subjects: z
+    .array(
+      z.strictObject({ kind: z.enum(["ServiceAccount", "User", "Group"]), name: z.string().min(1), namespace: Dns1123Label.optional() }),
+    )
+    .min(1),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -253,7 +336,9 @@ export const NetworkAttachmentDefinition = z.strictObject({
 
 const DataVolumeSource = z
   .strictObject({
-    registry: z.strictObject({ url: z.string().regex(/^(docker|oci-archive):\/\/\S+$/, "must be docker://… or oci-archive://…") }).optional(),
+    registry: z
+      .strictObject({ url: z.string().regex(/^(docker|oci-archive):\/\/\S+$/, "must be docker://… or oci-archive://…") })
+      .optional(),
     pvc: z.strictObject({ namespace: Dns1123Label, name: Dns1123Subdomain }).optional(),
     http: z.strictObject({ url: z.string().url() }).optional(),
     blank: z.strictObject({}).optional(),
@@ -266,7 +351,12 @@ const StorageSpec = z.strictObject({
   volumeMode: z.enum(["Filesystem", "Block"]).optional(),
 });
 const DataVolumeSpec = z.strictObject({ source: DataVolumeSource, storage: StorageSpec });
-export const DataVolume = z.strictObject({ apiVersion: z.literal("cdi.kubevirt.io/v1beta1"), kind: z.literal("DataVolume"), metadata: meta(Dns1123Subdomain), spec: DataVolumeSpec });
+export const DataVolume = z.strictObject({
+  apiVersion: z.literal("cdi.kubevirt.io/v1beta1"),
+  kind: z.literal("DataVolume"),
+  metadata: meta(Dns1123Subdomain),
+  spec: DataVolumeSpec,
+});
 
 // ---------------------------------------------------------------------------------------------
 // KubeVirt
@@ -280,10 +370,16 @@ const Interface = z
     sriov: z.strictObject({}).optional(),
     passt: z.strictObject({}).optional(),
     model: z.enum(["virtio", "e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139"]).optional(),
-    macAddress: z.string().regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/).optional(),
+    macAddress: z
+      .string()
+      .regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/)
+      .optional(),
     ports: z.array(KubeVirtPort).optional(),
   })
-  .refine((i) => [i.masquerade, i.bridge, i.sriov, i.passt].filter((b) => b !== undefined).length === 1, "exactly one binding (masquerade, bridge, sriov, passt)");
+  .refine(
+    (i) => [i.masquerade, i.bridge, i.sriov, i.passt].filter((b) => b !== undefined).length === 1,
+    "exactly one binding (masquerade, bridge, sriov, passt)",
+  );
 const Network = z
   .strictObject({
     name: Dns1123Label,
@@ -291,12 +387,18 @@ const Network = z
     multus: z.strictObject({ networkName: z.string().min(1), default: z.boolean().optional() }).optional(),
   })
   .refine((n) => (n.pod === undefined) !== (n.multus === undefined), "exactly one of pod, multus");
-const Disk = z.strictObject({ name: Dns1123Label, disk: z.strictObject({ bus: z.enum(["virtio", "sata", "scsi", "usb"]) }), bootOrder: z.number().int().min(1).optional() });
+const Disk = z.strictObject({
+  name: Dns1123Label,
+  disk: z.strictObject({ bus: z.enum(["virtio", "sata", "scsi", "usb"]) }),
+  bootOrder: z.number().int().min(1).optional(),
+});
 const Volume = z
   .strictObject({
     name: Dns1123Label,
     dataVolume: z.strictObject({ name: Dns1123Subdomain }).optional(),
-    containerDisk: z.strictObject({ image: z.string().min(1), path: z.string().optional(), imagePullPolicy: ImagePullPolicy.optional() }).optional(),
+    containerDisk: z
+      .strictObject({ image: z.string().min(1), path: z.string().optional(), imagePullPolicy: ImagePullPolicy.optional() })
+      .optional(),
     cloudInitNoCloud: z
       .strictObject({
         secretRef: z.strictObject({ name: Dns1123Subdomain }).optional(),
@@ -307,7 +409,10 @@ const Volume = z
       .refine((c) => c.secretRef !== undefined || c.userData !== undefined, "user data from secretRef or userData")
       .optional(),
   })
-  .refine((v) => [v.dataVolume, v.containerDisk, v.cloudInitNoCloud].filter((s) => s !== undefined).length === 1, "exactly one volume source");
+  .refine(
+    (v) => [v.dataVolume, v.containerDisk, v.cloudInitNoCloud].filter((s) => s !== undefined).length === 1,
+    "exactly one volume source",
+  );
 const KernelBoot = z.strictObject({
   kernelArgs: z.string().optional(),
   container: z.strictObject({
@@ -322,9 +427,16 @@ const PodAffinityTerm = z.strictObject({ labelSelector: LabelSelector, topologyK
 const VmiSpec = z
   .strictObject({
     domain: z.strictObject({
-      cpu: z.strictObject({ cores: z.number().int().min(1), sockets: z.number().int().min(1).optional(), threads: z.number().int().min(1).optional() }),
+      cpu: z.strictObject({
+        cores: z.number().int().min(1),
+        sockets: z.number().int().min(1).optional(),
+        threads: z.number().int().min(1).optional(),
+      }),
       memory: z.strictObject({ guest: Quantity }),
-      resources: z.strictObject({ requests: z.strictObject({ cpu: Quantity.optional(), memory: Quantity.optional() }), overcommitGuestOverhead: z.boolean().optional() }),
+      resources: z.strictObject({
+        requests: z.strictObject({ cpu: Quantity.optional(), memory: Quantity.optional() }),
+        overcommitGuestOverhead: z.boolean().optional(),
+      }),
       firmware: z.strictObject({ kernelBoot: KernelBoot.optional() }).optional(),
       devices: z.strictObject({
         autoattachGraphicsDevice: z.boolean().optional(),
@@ -334,20 +446,24 @@ const VmiSpec = z
       }),
     }),
     networks: z.array(Network).min(1),
-    affinity: z.strictObject({ podAffinity: z.strictObject({ requiredDuringSchedulingIgnoredDuringExecution: z.array(PodAffinityTerm).min(1) }) }).optional(),
+    affinity: z
+      .strictObject({ podAffinity: z.strictObject({ requiredDuringSchedulingIgnoredDuringExecution: z.array(PodAffinityTerm).min(1) }) })
+      .optional(),
     terminationGracePeriodSeconds: z.number().int().min(0).optional(),
     volumes: z.array(Volume).min(1),
   })
   .superRefine((spec, ctx) => {
     // Every disk and interface names a volume and network of the spec (the webhook refuses others).
     const volumes = new Set(spec.volumes.map((v) => v.name));
-    for (const disk of spec.domain.devices.disks) if (!volumes.has(disk.name)) ctx.addIssue({ code: "custom", message: `disk ${disk.name} has no volume` });
+    for (const disk of spec.domain.devices.disks)
+      if (!volumes.has(disk.name)) ctx.addIssue({ code: "custom", message: `disk ${disk.name} has no volume` });
     const networks = new Map(spec.networks.map((n) => [n.name, n]));
     for (const iface of spec.domain.devices.interfaces) {
       const network = networks.get(iface.name);
       if (!network) ctx.addIssue({ code: "custom", message: `interface ${iface.name} has no network` });
       // "Masquerade is only allowed to connect to the pod network" (user guide).
-      else if (iface.masquerade && !network.pod) ctx.addIssue({ code: "custom", message: `interface ${iface.name}: masquerade needs the pod network` });
+      else if (iface.masquerade && !network.pod)
+        ctx.addIssue({ code: "custom", message: `interface ${iface.name}: masquerade needs the pod network` });
     }
   });
 export const VirtualMachine = z.strictObject({
@@ -356,8 +472,13 @@ export const VirtualMachine = z.strictObject({
   metadata: meta(Dns1123Label),
   spec: z.strictObject({
     runStrategy: z.enum(["Always", "RerunOnFailure", "Manual", "Halted", "Once", "WaitAsReceiver"]),
-    dataVolumeTemplates: z.array(z.strictObject({ metadata: z.strictObject({ name: Dns1123Subdomain, labels: Labels.optional() }), spec: DataVolumeSpec })).optional(),
-    template: z.strictObject({ metadata: z.strictObject({ labels: Labels.optional(), annotations: Annotations.optional() }).optional(), spec: VmiSpec }),
+    dataVolumeTemplates: z
+      .array(z.strictObject({ metadata: z.strictObject({ name: Dns1123Subdomain, labels: Labels.optional() }), spec: DataVolumeSpec }))
+      .optional(),
+    template: z.strictObject({
+      metadata: z.strictObject({ labels: Labels.optional(), annotations: Annotations.optional() }).optional(),
+      spec: VmiSpec,
+    }),
   }),
 });
 

@@ -9,7 +9,8 @@ import { z } from "zod";
 import { NoCapacityError } from "../provider";
 
 /** Shown to the learner (NoCapacityError), as the other providers' messages. */
-export const QUOTA_FULL_MESSAGE = "ラボ用マシンの空きがありません(クラスターの割り当て量に達しています)。ほかのセッションが終わってから、もう一度お試しください。";
+export const QUOTA_FULL_MESSAGE =
+  "ラボ用マシンの空きがありません(クラスターの割り当て量に達しています)。ほかのセッションが終わってから、もう一度お試しください。";
 
 /** The namespace's quota has no room: the learner reads QUOTA_FULL_MESSAGE, operators `detail` (logged). */
 export class QuotaExceededError extends NoCapacityError {
@@ -32,7 +33,9 @@ export interface SessionUsage {
 
 const ResourceQuotaItem = z.looseObject({
   metadata: z.looseObject({ name: z.string() }),
-  status: z.looseObject({ hard: z.record(z.string(), z.string()).optional(), used: z.record(z.string(), z.string()).optional() }).optional(),
+  status: z
+    .looseObject({ hard: z.record(z.string(), z.string()).optional(), used: z.record(z.string(), z.string()).optional() })
+    .optional(),
 });
 
 /** A quota's resource name → what the session adds to it, in the quota's base unit (cores, bytes, counts). */
@@ -73,7 +76,8 @@ export function quotaShortfalls(quotas: readonly unknown[], usage: SessionUsage)
       const add = adds[resource];
       if (add === undefined) continue;
       const now = parseQuantity(used[resource] ?? "0");
-      if (now + add > parseQuantity(limit) + 1e-9) problems.push(`${quota.data.metadata.name}/${resource}: ${used[resource] ?? "0"} used + ${format(resource, add)} > ${limit}`);
+      if (now + add > parseQuantity(limit) + 1e-9)
+        problems.push(`${quota.data.metadata.name}/${resource}: ${used[resource] ?? "0"} used + ${format(resource, add)} > ${limit}`);
     }
   }
   return problems;

@@ -42,7 +42,8 @@ export function userData(identity: CloudInitIdentity): string {
     { path: "/etc/hosts", content: hostsFile(id.machines), permissions: "0644", owner: "root:root" },
     { path: `${GUEST_PLATFORM_KEYS_DIR}/root`, content: ensureNewline(id.authorizedKeys), permissions: "0644", owner: "root:root" },
   ];
-  if (id.nameserver) files.push({ path: "/etc/resolv.conf", content: `nameserver ${id.nameserver}\n`, permissions: "0644", owner: "root:root" });
+  if (id.nameserver)
+    files.push({ path: "/etc/resolv.conf", content: `nameserver ${id.nameserver}\n`, permissions: "0644", owner: "root:root" });
   const config = {
     hostname: id.hostname,
     preserve_hostname: false,

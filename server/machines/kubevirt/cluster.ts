@@ -36,7 +36,8 @@ export interface ApiResource {
 
 const KUBEVIRT_MISSING =
   "KubeVirt is not installed in this cluster (the kubevirt.io API group is not served): install the KubeVirt operator and its KubeVirt custom resource, or choose another LABDECK_MACHINES";
-const CDI_MISSING = "CDI (the Containerized Data Importer) is not installed in this cluster (cdi.kubevirt.io is not served): lab VMs clone their disks with it; install the CDI operator";
+const CDI_MISSING =
+  "CDI (the Containerized Data Importer) is not installed in this cluster (cdi.kubevirt.io is not served): lab VMs clone their disks with it; install the CDI operator";
 const MULTUS_MISSING =
   "Multus is not installed in this cluster (k8s.cni.cncf.io NetworkAttachmentDefinitions are not served): each lab session's eth1 is a Multus network; install Multus and the bridge CNI plugin";
 const CORE_MISSING = "the Kubernetes API does not serve this resource (is the API server address right?)";
@@ -45,7 +46,12 @@ export const RESOURCES = {
   virtualMachines: { group: "kubevirt.io", version: "v1", plural: "virtualmachines", missing: KUBEVIRT_MISSING },
   virtualMachineInstances: { group: "kubevirt.io", version: "v1", plural: "virtualmachineinstances", missing: KUBEVIRT_MISSING },
   dataVolumes: { group: "cdi.kubevirt.io", version: "v1beta1", plural: "datavolumes", missing: CDI_MISSING },
-  networkAttachmentDefinitions: { group: "k8s.cni.cncf.io", version: "v1", plural: "network-attachment-definitions", missing: MULTUS_MISSING },
+  networkAttachmentDefinitions: {
+    group: "k8s.cni.cncf.io",
+    version: "v1",
+    plural: "network-attachment-definitions",
+    missing: MULTUS_MISSING,
+  },
   networkPolicies: { group: "networking.k8s.io", version: "v1", plural: "networkpolicies", missing: CORE_MISSING },
   secrets: { group: "", version: "v1", plural: "secrets", missing: CORE_MISSING },
   services: { group: "", version: "v1", plural: "services", missing: CORE_MISSING },
@@ -64,7 +70,11 @@ export type VmAction = "start" | "stop" | "restart";
 export const REQUIRED_ACCESS: readonly { group: string; resources: string[]; verbs: string[] }[] = [
   { group: "kubevirt.io", resources: ["virtualmachines"], verbs: ["create", "get", "list", "delete"] },
   { group: "kubevirt.io", resources: ["virtualmachineinstances"], verbs: ["get", "list", "watch"] },
-  { group: "subresources.kubevirt.io", resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart"], verbs: ["update"] },
+  {
+    group: "subresources.kubevirt.io",
+    resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart"],
+    verbs: ["update"],
+  },
   { group: "cdi.kubevirt.io", resources: ["datavolumes"], verbs: ["create", "get"] },
   { group: "k8s.cni.cncf.io", resources: ["network-attachment-definitions"], verbs: ["create", "list", "delete"] },
   { group: "networking.k8s.io", resources: ["networkpolicies"], verbs: ["create", "list", "delete"] },
@@ -78,7 +88,13 @@ const Status = z.looseObject({
   kind: z.literal("Status").optional(),
   reason: z.string().optional(),
   message: z.string().optional(),
-  details: z.looseObject({ name: z.string().optional(), kind: z.string().optional(), causes: z.array(z.looseObject({ field: z.string().optional(), message: z.string().optional() })).optional() }).optional(),
+  details: z
+    .looseObject({
+      name: z.string().optional(),
+      kind: z.string().optional(),
+      causes: z.array(z.looseObject({ field: z.string().optional(), message: z.string().optional() })).optional(),
+    })
+    .optional(),
 });
 
 /** An API answer that is none of the named cases below. */
@@ -126,7 +142,14 @@ export function loadKubeConfig(connection: KubeConnection): { config: KubeConfig
     const host = connection.inCluster.host.includes(":") ? `[${connection.inCluster.host}]` : connection.inCluster.host;
     // As KubeConfig.loadFromCluster, without it reading process.env (config.ts is the one reader).
     config.loadFromOptions({
-      clusters: [{ name: "in-cluster", server: `https://${host}:${connection.inCluster.port}`, caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`, skipTLSVerify: false }],
+      clusters: [
+        {
+          name: "in-cluster",
+          server: `https://${host}:${connection.inCluster.port}`,
+          caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
+          skipTLSVerify: false,
+        },
+      ],
       users: [{ name: "service-account", authProvider: { name: "tokenFile", config: { tokenFile: `${SERVICE_ACCOUNT_DIR}/token` } } }],
       contexts: [{ name: "in-cluster", cluster: "in-cluster", user: "service-account", namespace: connection.namespace }],
       currentContext: "in-cluster",
@@ -136,7 +159,8 @@ export function loadKubeConfig(connection: KubeConnection): { config: KubeConfig
   }
   const namespace = connection.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace;
   if (!namespace) throw new Error("no namespace for lab VMs: set LABDECK_KUBEVIRT_NAMESPACE (or a namespace in the kubeconfig context)");
-  if (!config.getCurrentCluster()) throw new Error(`kubeconfig ${connection.kubeconfig ?? "(in-cluster)"} has no cluster for context ${config.getCurrentContext()}`);
+  if (!config.getCurrentCluster())
+    throw new Error(`kubeconfig ${connection.kubeconfig ?? "(in-cluster)"} has no cluster for context ${config.getCurrentContext()}`);
   return { config, namespace };
 }
 
@@ -202,7 +226,11 @@ export class KubeApi {
    * Watches the collection (by label selector) from `resourceVersion` until `signal` aborts or the
    * server ends the watch (it does after a few minutes: the caller lists and watches again).
    */
-  async watch(resource: ResourceName, options: { labelSelector?: string; resourceVersion?: string; signal: AbortSignal }, onEvent: (event: WatchEvent) => void): Promise<void> {
+  async watch(
+    resource: ResourceName,
+    options: { labelSelector?: string; resourceVersion?: string; signal: AbortSignal },
+    onEvent: (event: WatchEvent) => void,
+  ): Promise<void> {
     const r = RESOURCES[resource];
     const query = new URLSearchParams({ watch: "true", allowWatchBookmarks: "true" });
     if (options.labelSelector) query.set("labelSelector", options.labelSelector);
@@ -221,7 +249,9 @@ export class KubeApi {
           const line = buffered.slice(0, newline).trim();
           buffered = buffered.slice(newline + 1);
           if (!line) continue;
-          const event = z.looseObject({ type: z.enum(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]), object: z.unknown() }).safeParse(safeJson(line));
+          const event = z
+            .looseObject({ type: z.enum(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]), object: z.unknown() })
+            .safeParse(safeJson(line));
           if (event.success) onEvent(event.data);
         }
       });
@@ -236,7 +266,12 @@ export class KubeApi {
     const r = RESOURCES[resource];
     const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : "";
     const body = await this.expectOk(await this.request("GET", collectionPath(r, this.namespace) + query), "list", r);
-    const parsed = z.looseObject({ items: z.array(z.unknown()).nullable().default([]), metadata: z.looseObject({ resourceVersion: z.string().optional() }).optional() }).parse(body);
+    const parsed = z
+      .looseObject({
+        items: z.array(z.unknown()).nullable().default([]),
+        metadata: z.looseObject({ resourceVersion: z.string().optional() }).optional(),
+      })
+      .parse(body);
     return { items: parsed.items ?? [], resourceVersion: parsed.metadata?.resourceVersion };
   }
 
@@ -251,7 +286,9 @@ export class KubeApi {
 
   /** Each of REQUIRED_ACCESS's (group, resource, verb) the service account is not allowed, by SelfSubjectAccessReview. */
   async missingAccess(): Promise<string[]> {
-    const checks = REQUIRED_ACCESS.flatMap((rule) => rule.resources.flatMap((resource) => rule.verbs.map((verb) => ({ group: rule.group, resource, verb }))));
+    const checks = REQUIRED_ACCESS.flatMap((rule) =>
+      rule.resources.flatMap((resource) => rule.verbs.map((verb) => ({ group: rule.group, resource, verb }))),
+    );
     const denied = await Promise.all(
       checks.map(async ({ group, resource, verb }) => {
         const [plural, subresource] = resource.split("/");
@@ -261,7 +298,12 @@ export class KubeApi {
           spec: { resourceAttributes: { namespace: this.namespace, group, resource: plural, subresource, verb } },
         };
         const answer = await this.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review);
-        const body = await this.expectOk(answer, "create", { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", missing: CORE_MISSING });
+        const body = await this.expectOk(answer, "create", {
+          group: "authorization.k8s.io",
+          version: "v1",
+          plural: "selfsubjectaccessreviews",
+          missing: CORE_MISSING,
+        });
         const allowed = z.looseObject({ status: z.looseObject({ allowed: z.boolean() }).optional() }).parse(body).status?.allowed ?? false;
         return allowed ? null : `${verb} ${resource}${group ? `.${group}` : ""}`;
       }),
@@ -284,9 +326,16 @@ export class KubeApi {
         `Labdeck's Kubernetes account may not ${verb} ${what} in namespace ${this.namespace} (${message}); grant it with the Role in deploy/kubernetes/base/rbac.yaml`,
       );
     }
-    if (answer.status === 401) throw new KubePermissionError(`the Kubernetes API refused Labdeck's credentials (401: ${message}); check the kubeconfig or the service account token`);
+    if (answer.status === 401)
+      throw new KubePermissionError(
+        `the Kubernetes API refused Labdeck's credentials (401: ${message}); check the kubeconfig or the service account token`,
+      );
     const causes = status.success ? (status.data.details?.causes ?? []).map((c) => `${c.field ?? ""}: ${c.message ?? ""}`).join("; ") : "";
-    throw new KubeApiError(answer.status, reason, `${verb} ${what}: ${answer.status} ${reason ?? ""} ${message}${causes ? ` (${causes})` : ""}`.replace(/\s+/g, " ").trim());
+    throw new KubeApiError(
+      answer.status,
+      reason,
+      `${verb} ${what}: ${answer.status} ${reason ?? ""} ${message}${causes ? ` (${causes})` : ""}`.replace(/\s+/g, " ").trim(),
+    );
   }
 
   private async request(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
@@ -294,7 +343,13 @@ export class KubeApi {
     return { status: response.statusCode ?? 0, body: await readBody(response) };
   }
 
-  private async open(method: string, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<{ response: http.IncomingMessage }> {
+  private async open(
+    method: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<{ response: http.IncomingMessage }> {
     const url = new URL(this.server.pathname.replace(/\/+$/, "") + path, this.server);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const options: https.RequestOptions = {
@@ -311,8 +366,13 @@ export class KubeApi {
     if (url.protocol === "http:") delete options.agent; // an https.Agent cannot carry plain HTTP
     return new Promise((resolve, reject) => {
       const request = transport.request(options, (response) => resolve({ response }));
-      if (timeoutMs > 0) request.setTimeout(timeoutMs, () => request.destroy(new Error(`Kubernetes API ${method} ${url.pathname}: no answer within ${timeoutMs} ms`)));
-      request.once("error", (error) => reject(new Error(`Kubernetes API at ${this.server.origin}: ${method} ${url.pathname}: ${error.message}`)));
+      if (timeoutMs > 0)
+        request.setTimeout(timeoutMs, () =>
+          request.destroy(new Error(`Kubernetes API ${method} ${url.pathname}: no answer within ${timeoutMs} ms`)),
+        );
+      request.once("error", (error) =>
+        reject(new Error(`Kubernetes API at ${this.server.origin}: ${method} ${url.pathname}: ${error.message}`)),
+      );
       request.end(payload);
     });
   }

@@ -8,14 +8,18 @@ import { ImageRecipe, recipeHash } from "../qemu/recipe";
 /** cloud-init's settings in the image: NoCloud only (no network metadata probes at boot), networkd renders network-config. */
 export const CLOUD_INIT_IMAGE_CONFIG = {
   path: "/etc/cloud/cloud.cfg.d/90-labdeck.cfg",
-  content: "# Installed by Labdeck (server/machines/kubevirt/containerdisk-recipe.ts).\ndatasource_list: [ NoCloud, None ]\nsystem_info:\n  network:\n    renderers: [ networkd ]\n",
+  content:
+    "# Installed by Labdeck (server/machines/kubevirt/containerdisk-recipe.ts).\ndatasource_list: [ NoCloud, None ]\nsystem_info:\n  network:\n    renderers: [ networkd ]\n",
 };
 
 export function containerDiskRecipe(recipe: ImageRecipe): ImageRecipe {
   return ImageRecipe.parse({
     ...recipe,
     packages: [...recipe.packages, "cloud-init"],
-    setup: [...recipe.setup, `mkdir -p /etc/cloud/cloud.cfg.d && printf '%s' '${CLOUD_INIT_IMAGE_CONFIG.content.replaceAll("'", "'\\''")}' > ${CLOUD_INIT_IMAGE_CONFIG.path}`],
+    setup: [
+      ...recipe.setup,
+      `mkdir -p /etc/cloud/cloud.cfg.d && printf '%s' '${CLOUD_INIT_IMAGE_CONFIG.content.replaceAll("'", "'\\''")}' > ${CLOUD_INIT_IMAGE_CONFIG.path}`,
+    ],
   });
 }
 

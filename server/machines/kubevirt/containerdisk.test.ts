@@ -31,7 +31,12 @@ const Descriptor = z.object({ mediaType: z.string(), digest: z.string().regex(/^
 
 describe("containerDisk as an OCI archive (written without Docker)", () => {
   it("is an OCI image layout that GNU tar reads, with consistent digests and the disk in /disk", async () => {
-    const input = { disk: path.join(dir, "base.qcow2"), kernel: path.join(dir, "vmlinuz"), initrd: path.join(dir, "initrd.img"), reference: "debian-base:0123456789abcdef" };
+    const input = {
+      disk: path.join(dir, "base.qcow2"),
+      kernel: path.join(dir, "vmlinuz"),
+      initrd: path.join(dir, "initrd.img"),
+      reference: "debian-base:0123456789abcdef",
+    };
     const result = await writeContainerDisk(input, path.join(dir, "image.tar"));
     expect(result.bytes).toBe((await fs.stat(result.file)).size);
 
@@ -45,19 +50,32 @@ describe("containerDisk as an OCI archive (written without Docker)", () => {
       expect(data.length).toBe(d.size);
       return data;
     };
-    const index = z.object({ schemaVersion: z.literal(2), mediaType: z.literal(MEDIA_TYPES.index), manifests: z.array(Descriptor.extend({ annotations: z.record(z.string(), z.string()) })).length(1) }).parse(
-      JSON.parse(await fs.readFile(path.join(outer, "index.json"), "utf8")),
-    );
+    const index = z
+      .object({
+        schemaVersion: z.literal(2),
+        mediaType: z.literal(MEDIA_TYPES.index),
+        manifests: z.array(Descriptor.extend({ annotations: z.record(z.string(), z.string()) })).length(1),
+      })
+      .parse(JSON.parse(await fs.readFile(path.join(outer, "index.json"), "utf8")));
     expect(index.manifests[0]!.annotations["org.opencontainers.image.ref.name"]).toBe("debian-base:0123456789abcdef");
     expect(index.manifests[0]!.digest).toBe(result.manifestDigest);
     const manifest = z
-      .object({ schemaVersion: z.literal(2), mediaType: z.literal(MEDIA_TYPES.manifest), config: Descriptor, layers: z.array(Descriptor).length(1) })
+      .object({
+        schemaVersion: z.literal(2),
+        mediaType: z.literal(MEDIA_TYPES.manifest),
+        config: Descriptor,
+        layers: z.array(Descriptor).length(1),
+      })
       .parse(JSON.parse((await blob(index.manifests[0]!)).toString("utf8")));
     expect(manifest.config.mediaType).toBe(MEDIA_TYPES.config);
     expect(manifest.layers[0]!.mediaType).toBe(MEDIA_TYPES.layer);
-    const config = z.object({ architecture: z.literal("amd64"), os: z.literal("linux"), rootfs: z.object({ type: z.literal("layers"), diff_ids: z.array(z.string()) }) }).parse(
-      JSON.parse((await blob(manifest.config)).toString("utf8")),
-    );
+    const config = z
+      .object({
+        architecture: z.literal("amd64"),
+        os: z.literal("linux"),
+        rootfs: z.object({ type: z.literal("layers"), diff_ids: z.array(z.string()) }),
+      })
+      .parse(JSON.parse((await blob(manifest.config)).toString("utf8")));
     const layer = await blob(manifest.layers[0]!);
     // Uncompressed layer: its diff id is its digest.
     expect(config.rootfs.diff_ids).toEqual([manifest.layers[0]!.digest]);
@@ -65,12 +83,22 @@ describe("containerDisk as an OCI archive (written without Docker)", () => {
     const layerFile = path.join(dir, "layer.tar");
     await fs.writeFile(layerFile, layer);
     const listing = execFileSync("tar", ["--numeric-owner", "-tvf", layerFile], { encoding: "utf8" }).trim().split("\n");
-    expect(listing.map((l) => l.split(/\s+/).slice(-1)[0])).toEqual(["boot/", "boot/vmlinuz", "boot/initrd.img", "disk/", "disk/root.qcow2"]);
+    expect(listing.map((l) => l.split(/\s+/).slice(-1)[0])).toEqual([
+      "boot/",
+      "boot/vmlinuz",
+      "boot/initrd.img",
+      "disk/",
+      "disk/root.qcow2",
+    ]);
     for (const line of listing) expect(line.split(/\s+/)[1]).toBe(`${QEMU_UID}/${QEMU_UID}`);
     const inner = path.join(dir, "inner");
     await fs.mkdir(inner);
     execFileSync("tar", ["-xf", layerFile, "-C", inner]);
-    for (const [inside, source] of [["disk/root.qcow2", input.disk], ["boot/vmlinuz", input.kernel], ["boot/initrd.img", input.initrd]] as const) {
+    for (const [inside, source] of [
+      ["disk/root.qcow2", input.disk],
+      ["boot/vmlinuz", input.kernel],
+      ["boot/initrd.img", input.initrd],
+    ] as const) {
       expect((await fs.readFile(path.join(inner, inside))).equals(await fs.readFile(source))).toBe(true);
     }
 
@@ -86,8 +114,16 @@ describe("containerDisk as an OCI archive (written without Docker)", () => {
     expect(big.readBigUInt64BE(128)).toBe(BigInt(9 * 2 ** 30));
     // A header alone (size 0) and the end blocks: GNU tar lists it with the name and owner we wrote.
     const file = path.join(dir, "header.tar");
-    await fs.writeFile(file, Buffer.concat([tarHeader({ name: "a/".repeat(60) + "long-name", mode: 0o444, uid: 107, gid: 107, size: 0, type: "file" }), Buffer.alloc(1024)]));
-    expect(execFileSync("tar", ["--numeric-owner", "-tvf", file], { encoding: "utf8" })).toMatch(new RegExp(`^-r--r--r-- 107/107 +0 1970-01-01 00:00 ${"a/".repeat(60)}long-name\\n$`));
+    await fs.writeFile(
+      file,
+      Buffer.concat([
+        tarHeader({ name: "a/".repeat(60) + "long-name", mode: 0o444, uid: 107, gid: 107, size: 0, type: "file" }),
+        Buffer.alloc(1024),
+      ]),
+    );
+    expect(execFileSync("tar", ["--numeric-owner", "-tvf", file], { encoding: "utf8" })).toMatch(
+      new RegExp(`^-r--r--r-- 107/107 +0 1970-01-01 00:00 ${"a/".repeat(60)}long-name\\n$`),
+    );
   });
 });
 
@@ -105,7 +141,16 @@ describe("labdeck image build --format containerdisk", () => {
     const imageDir = path.join(dataDir, "images", hash);
     await fs.mkdir(imageDir, { recursive: true });
     for (const file of ["base.qcow2", "vmlinuz", "initrd.img"]) await fs.copyFile(path.join(dir, file), path.join(imageDir, file));
-    const manifest = { hash, recipe, packages: recipePackages(recipe), mirror: "http://deb.debian.org/debian", kernelVersion: "6.1.0-test-amd64", builtAt: "2026-12-02T00:00:00.000Z", seconds: {}, baseBytes: 1 };
+    const manifest = {
+      hash,
+      recipe,
+      packages: recipePackages(recipe),
+      mirror: "http://deb.debian.org/debian",
+      kernelVersion: "6.1.0-test-amd64",
+      builtAt: "2026-12-02T00:00:00.000Z",
+      seconds: {},
+      baseBytes: 1,
+    };
     await fs.writeFile(path.join(imageDir, "manifest.json"), JSON.stringify(manifest));
 
     const out: string[] = [];
@@ -120,11 +165,21 @@ describe("labdeck image build --format containerdisk", () => {
       console.log = log;
       console.error = error;
     }
-    const result = z.object({ hash: z.string(), reference: z.string(), archive: z.object({ file: z.string(), manifestDigest: z.string() }) }).parse(JSON.parse(out.join("\n")));
-    expect(result).toMatchObject({ hash, reference: `debian-base:${hash}`, archive: { file: path.join(imageDir, "containerdisk.oci.tar") } });
-    expect(err.join("\n")).toContain(`skopeo copy oci-archive:${result.archive.file} docker://<LABDECK_KUBEVIRT_IMAGE_REPOSITORY>/debian-base:${hash}`);
+    const result = z
+      .object({ hash: z.string(), reference: z.string(), archive: z.object({ file: z.string(), manifestDigest: z.string() }) })
+      .parse(JSON.parse(out.join("\n")));
+    expect(result).toMatchObject({
+      hash,
+      reference: `debian-base:${hash}`,
+      archive: { file: path.join(imageDir, "containerdisk.oci.tar") },
+    });
+    expect(err.join("\n")).toContain(
+      `skopeo copy oci-archive:${result.archive.file} docker://<LABDECK_KUBEVIRT_IMAGE_REPOSITORY>/debian-base:${hash}`,
+    );
     const listing = execFileSync("tar", ["-tf", result.archive.file], { encoding: "utf8" });
     expect(listing).toContain(`blobs/sha256/${result.archive.manifestDigest.slice(7)}`);
-    await expect(runQemuCli(["image", "build", "--out", "x.tar", "--data-dir", dataDir])).rejects.toThrow(/--out is for --format containerdisk/);
+    await expect(runQemuCli(["image", "build", "--out", "x.tar", "--data-dir", dataDir])).rejects.toThrow(
+      /--out is for --format containerdisk/,
+    );
   });
 });

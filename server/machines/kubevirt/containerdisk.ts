@@ -93,7 +93,14 @@ export async function writeContainerDisk(input: ContainerDiskInput, out: string)
   const index = json({
     schemaVersion: 2,
     mediaType: MEDIA_TYPES.index,
-    manifests: [{ mediaType: MEDIA_TYPES.manifest, digest: digest(manifest), size: manifest.length, annotations: { "org.opencontainers.image.ref.name": input.reference } }],
+    manifests: [
+      {
+        mediaType: MEDIA_TYPES.manifest,
+        digest: digest(manifest),
+        size: manifest.length,
+        annotations: { "org.opencontainers.image.ref.name": input.reference },
+      },
+    ],
   });
   const blob = (d: string) => `blobs/sha256/${d.slice("sha256:".length)}`;
   const outer: OuterEntry[] = [
@@ -103,7 +110,13 @@ export async function writeContainerDisk(input: ContainerDiskInput, out: string)
     { name: "blobs/sha256/", mode: 0o555, type: "dir" },
     { name: blob(digest(config)), mode: 0o444, type: "file", data: config },
     { name: blob(digest(manifest)), mode: 0o444, type: "file", data: manifest },
-    { name: blob(layerDigest), mode: 0o444, type: "file", size: layerBytes, stream: () => tarStream(entries.map((e) => ({ ...e, uid: QEMU_UID, gid: QEMU_UID }))) },
+    {
+      name: blob(layerDigest),
+      mode: 0o444,
+      type: "file",
+      size: layerBytes,
+      stream: () => tarStream(entries.map((e) => ({ ...e, uid: QEMU_UID, gid: QEMU_UID }))),
+    },
   ];
 
   const target = path.resolve(out);

@@ -28,7 +28,9 @@ const Kustomization = z.strictObject({
   replicas: z.array(z.strictObject({ name: z.string(), count: z.number().int() })).optional(),
   patches: z.array(z.strictObject({ target: z.strictObject({ kind: z.string(), name: z.string() }), patch: z.string() })).optional(),
 });
-const JsonPatch = z.array(z.strictObject({ op: z.enum(["replace", "add", "remove"]), path: z.string().startsWith("/"), value: z.unknown().optional() }));
+const JsonPatch = z.array(
+  z.strictObject({ op: z.enum(["replace", "add", "remove"]), path: z.string().startsWith("/"), value: z.unknown().optional() }),
+);
 
 /** The subset of `kustomize build` the deployment uses; anything else in a kustomization is refused by the schema. */
 async function build(dir: string): Promise<Obj[]> {
@@ -59,7 +61,10 @@ async function build(dir: string): Promise<Obj[]> {
 }
 
 function applyPatch(target: Obj, op: { op: string; path: string; value?: unknown }): void {
-  const keys = op.path.slice(1).split("/").map((k) => k.replaceAll("~1", "/").replaceAll("~0", "~"));
+  const keys = op.path
+    .slice(1)
+    .split("/")
+    .map((k) => k.replaceAll("~1", "/").replaceAll("~0", "~"));
   const last = keys.pop()!;
   let at: any = target;
   for (const key of keys) {
@@ -88,15 +93,19 @@ describe("deploy/kubernetes (kustomize), rendered here", () => {
   it("renders to the committed manifest, and every object is valid against the API types", async () => {
     for (const object of objects) expect(validateObject(object), `${object.kind} ${object.metadata.name}`).toEqual([]);
     expect(objects.every((o) => o.metadata.namespace === "labdeck")).toBe(true);
-    await expect(`# Rendered from deploy/kubernetes/overlays/example by server/machines/kubevirt/deploy-manifests.test.ts (vitest -u rewrites it).\n${objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n")}`).toMatchFileSnapshot(
-      path.join(DEPLOY, "overlays/example/rendered.yaml"),
-    );
+    await expect(
+      `# Rendered from deploy/kubernetes/overlays/example by server/machines/kubevirt/deploy-manifests.test.ts (vitest -u rewrites it).\n${objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n")}`,
+    ).toMatchFileSnapshot(path.join(DEPLOY, "overlays/example/rendered.yaml"));
   });
 
   it("the Role grants exactly what the provider does (REQUIRED_ACCESS), bound to the Deployment's service account, in its own namespace", () => {
     const role = one("Role");
     const grants = (rules: { apiGroups?: string[]; group?: string; resources: string[]; verbs: string[] }[]) =>
-      new Set(rules.flatMap((r) => (r.apiGroups ?? [r.group!]).flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
+      new Set(
+        rules.flatMap((r) =>
+          (r.apiGroups ?? [r.group!]).flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`))),
+        ),
+      );
     expect(grants(role.rules)).toEqual(grants(REQUIRED_ACCESS as never));
     expect(objects.some((o) => o.kind === "ClusterRole" || o.kind === "ClusterRoleBinding")).toBe(false);
     const binding = one("RoleBinding");
@@ -112,10 +121,23 @@ describe("deploy/kubernetes (kustomize), rendered here", () => {
     expect(names.filter((n) => !(n in Env.shape))).toEqual([]);
     // Secret and field references get stand-ins of their kind, as the kubelet would fill them in.
     const stand = (e: Obj): string =>
-      e.value ?? (e.valueFrom.fieldRef ? "labdeck" : e.valueFrom.secretKeyRef.key === "database-url" ? "postgresql://labdeck:x@postgres:5432/labdeck" : "0".repeat(64));
+      e.value ??
+      (e.valueFrom.fieldRef
+        ? "labdeck"
+        : e.valueFrom.secretKeyRef.key === "database-url"
+          ? "postgresql://labdeck:x@postgres:5432/labdeck"
+          : "0".repeat(64));
     const env = parseEnv(Object.fromEntries((container.env as Obj[]).map((e) => [e.name, stand(e)])));
-    expect(env).toMatchObject({ LABDECK_MACHINES: "kubevirt", HOST: "0.0.0.0", LABDECK_PUBLIC_URL: "https://labs.example.org", LABDECK_METRICS_PORT: 9464 });
-    expect(container.env.find((e: Obj) => e.name === "DATABASE_URL").valueFrom.secretKeyRef).toEqual({ name: "labdeck", key: "database-url" });
+    expect(env).toMatchObject({
+      LABDECK_MACHINES: "kubevirt",
+      HOST: "0.0.0.0",
+      LABDECK_PUBLIC_URL: "https://labs.example.org",
+      LABDECK_METRICS_PORT: 9464,
+    });
+    expect(container.env.find((e: Obj) => e.name === "DATABASE_URL").valueFrom.secretKeyRef).toEqual({
+      name: "labdeck",
+      key: "database-url",
+    });
     // The lab VMs' NetworkPolicy admits pods with these labels to SSH: the app's pods must have them.
     expect(deployment.spec.template.metadata.labels).toMatchObject(env.LABDECK_KUBEVIRT_PLATFORM_LABELS);
   });

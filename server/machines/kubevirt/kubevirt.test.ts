@@ -11,7 +11,15 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { log } from "../../log";
-import { endSession, machineEndpoint, machinePoweredOff, resetMachine, restartMachine, resumeSession, suspendSession } from "../../sessions/lab-sessions";
+import {
+  endSession,
+  machineEndpoint,
+  machinePoweredOff,
+  resetMachine,
+  restartMachine,
+  resumeSession,
+  suspendSession,
+} from "../../sessions/lab-sessions";
 import { startFakeKubeApi, type FakeKubeApi } from "../../testing/fake-kube-api";
 import { startStack, type Stack } from "../../testing/stack";
 import { TerminalTestClient } from "../../testing/terminal-client";
@@ -24,7 +32,12 @@ import { kubevirtProvider, presentsHostKey, type KubevirtProvider } from "./prov
 const NAMESPACE = "labdeck-test";
 /** Third octets of the fake VMs' addresses (10.213.S.0/24); unused by every other test (grep `subnet:` and `SUBNET =`). */
 const SUBNETS = [100, 101, 102, 103, 104, 105, 106, 107, 108, 109];
-const SETTINGS: FleetSettings = { namespace: NAMESPACE, imageRepository: "registry.test/labdeck", overcommit: { cpu: 4, memory: 1 }, platformLabels: { "app.kubernetes.io/name": "labdeck" } };
+const SETTINGS: FleetSettings = {
+  namespace: NAMESPACE,
+  imageRepository: "registry.test/labdeck",
+  overcommit: { cpu: 4, memory: 1 },
+  platformLabels: { "app.kubernetes.io/name": "labdeck" },
+};
 
 let dir: string;
 let fake: FakeKubeApi;
@@ -34,7 +47,13 @@ let sessionId: string;
 
 function newProvider(): KubevirtProvider {
   const { config, namespace } = loadKubeConfig({ kubeconfig: fake.kubeconfig });
-  return kubevirtProvider({ api: new KubeApi(config, namespace), settings: SETTINGS, log, imageHash: () => "0123456789abcdef", bootTimeoutMs: 60_000 });
+  return kubevirtProvider({
+    api: new KubeApi(config, namespace),
+    settings: SETTINGS,
+    log,
+    imageHash: () => "0123456789abcdef",
+    bootTimeoutMs: 60_000,
+  });
 }
 
 async function exec(name: string, command: string): Promise<string> {
@@ -56,13 +75,24 @@ async function exec(name: string, command: string): Promise<string> {
   }
 }
 
-const vmOf = (machine: string) => fake.objects("virtualmachines").find((vm) => vm.metadata.annotations["labdeck.io/session-id"] === sessionId && vm.metadata.labels["labdeck.io/machine"] === machine)!;
-const vmiUid = (machine: string) => fake.objects("virtualmachineinstances").find((vmi) => vmi.metadata.name === vmOf(machine).metadata.name)?.metadata.uid as string | undefined;
+const vmOf = (machine: string) =>
+  fake
+    .objects("virtualmachines")
+    .find((vm) => vm.metadata.annotations["labdeck.io/session-id"] === sessionId && vm.metadata.labels["labdeck.io/machine"] === machine)!;
+const vmiUid = (machine: string) =>
+  fake.objects("virtualmachineinstances").find((vmi) => vmi.metadata.name === vmOf(machine).metadata.name)?.metadata.uid as
+    string | undefined;
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-kubevirt-"));
   // Watches end every 2 s (a real API server's after minutes): waits must list and watch again.
-  fake = await startFakeKubeApi({ namespace: NAMESPACE, dir, subnets: SUBNETS, quota: { "requests.memory": "20Gi", "requests.cpu": "8", pods: "20" }, watchTimeoutMs: 2_000 });
+  fake = await startFakeKubeApi({
+    namespace: NAMESPACE,
+    dir,
+    subnets: SUBNETS,
+    quota: { "requests.memory": "20Gi", "requests.cpu": "8", pods: "20" },
+    watchTimeoutMs: 2_000,
+  });
   provider = newProvider();
   await provider.preflight();
   stack = await startStack({ provider: () => provider, grader: { intervalMs: 60_000 } });
@@ -95,7 +125,9 @@ describe("kubevirt provider against a FAKE Kubernetes API (VMs are real netns ss
     expect(await exec("node02", "hostname")).toBe("node02");
     // The provider's readiness probe tells the pinned host key from another one.
     await presentsHostKey(rows[0]!, 5_000);
-    await expect(presentsHostKey({ ...rows[0]!, hostKey: generateEd25519("other").publicKey }, 5_000)).rejects.toThrow(/another host key than the pinned one/);
+    await expect(presentsHostKey({ ...rows[0]!, hostKey: generateEd25519("other").publicKey }, 5_000)).rejects.toThrow(
+      /another host key than the pinned one/,
+    );
 
     // The learner types into node01's terminal; the grader passes the step.
     const node01 = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node01") });
@@ -116,7 +148,11 @@ describe("kubevirt provider against a FAKE Kubernetes API (VMs are real netns ss
   it("a guest that powered itself off is stopped for the provider; the start button (reboot) brings it back with its pinned host key", async () => {
     await fake.guestPowerOff(vmOf("node01").metadata.name);
     expect(await machinePoweredOff(stack.db, provider, sessionId, "node01")).toBe(true);
-    expect((await provider.health(sessionId, await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } }))).map((h) => h.state)).toEqual(["running", "stopped", "running"]);
+    expect(
+      (await provider.health(sessionId, await stack.db.machine.findMany({ where: { sessionId }, orderBy: { name: "asc" } }))).map(
+        (h) => h.state,
+      ),
+    ).toEqual(["running", "stopped", "running"]);
     expect(await restartMachine(stack.db, provider, sessionId, "node01")).toBe(true);
     expect(await machinePoweredOff(stack.db, provider, sessionId, "node01")).toBe(false);
     expect(await exec("node01", "hostname")).toBe("node01");
@@ -145,14 +181,23 @@ describe("kubevirt provider against a FAKE Kubernetes API (VMs are real netns ss
 
   it("suspend stops every VMI, keeping VMs, Secrets and Services; resume starts them and the machines answer as before", async () => {
     expect(await suspendSession(stack.db, provider, sessionId)).toBe(true);
-    expect(fake.objects("virtualmachineinstances").filter((v) => v.metadata.labels["labdeck.io/session"] === vmOf("node01").metadata.labels["labdeck.io/session"])).toEqual([]);
+    expect(
+      fake
+        .objects("virtualmachineinstances")
+        .filter((v) => v.metadata.labels["labdeck.io/session"] === vmOf("node01").metadata.labels["labdeck.io/session"]),
+    ).toEqual([]);
     expect(fake.objects("virtualmachines")).toHaveLength(3);
     await resumeSession(stack.db, provider, sessionId);
     expect(await exec("controlplane", "hostname")).toBe("controlplane");
   });
 
   it("a restarted platform adopts the sessions the database keeps and deletes the others' objects", async () => {
-    const spare = await provider.create({ sessionId: "pool-0123456789ab", labSlug: "(warm pool)", machines: ["node01"], image: "debian-base" });
+    const spare = await provider.create({
+      sessionId: "pool-0123456789ab",
+      labSlug: "(warm pool)",
+      machines: ["node01"],
+      image: "debian-base",
+    });
     expect(spare[0]!.providerRef).toBe("pool-0123456789ab/node01");
     const restarted = newProvider();
     const report = await restarted.adoptOrCleanup({ keep: (id) => id === sessionId });
@@ -164,7 +209,14 @@ describe("kubevirt provider against a FAKE Kubernetes API (VMs are real netns ss
 
   it("ending the session deletes every object it had", async () => {
     await endSession(stack.db, provider, sessionId, "learner");
-    for (const kind of ["virtualmachines", "virtualmachineinstances", "secrets", "services", "networkpolicies", "network-attachment-definitions"] as const) {
+    for (const kind of [
+      "virtualmachines",
+      "virtualmachineinstances",
+      "secrets",
+      "services",
+      "networkpolicies",
+      "network-attachment-definitions",
+    ] as const) {
       await expect.poll(() => fake.objects(kind).length, { timeout: 10_000 }).toBe(0);
     }
   });

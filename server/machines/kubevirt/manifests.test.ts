@@ -11,7 +11,15 @@ import { listLabs } from "../../labs/load";
 import { RECIPES } from "../qemu/recipe";
 import { validateObject } from "./api-types";
 import { quotaShortfalls } from "./capacity";
-import { goldenDataVolume, INTERNET_EXCEPT, quotaUsage, sessionObjects, type FleetSettings, type KubeObject, type SessionObjects } from "./manifests";
+import {
+  goldenDataVolume,
+  INTERNET_EXCEPT,
+  quotaUsage,
+  sessionObjects,
+  type FleetSettings,
+  type KubeObject,
+  type SessionObjects,
+} from "./manifests";
 import { launcherOverheadMiB, sizeOf } from "./sizing";
 
 const SETTINGS: FleetSettings = {
@@ -66,7 +74,9 @@ describe("fleet manifests per lab", () => {
       for (const m of session.machines) {
         expect(JSON.stringify(m.vm)).not.toContain("PRIVATE KEY");
         expect(JSON.stringify(m.secret)).toContain(`FIXTURE-HOST-KEY-OF-${m.name}`);
-        expect(JSON.stringify(session.machines.filter((o) => o !== m).map((o) => o.secret))).not.toContain(`FIXTURE-HOST-KEY-OF-${m.name}\\n`);
+        expect(JSON.stringify(session.machines.filter((o) => o !== m).map((o) => o.secret))).not.toContain(
+          `FIXTURE-HOST-KEY-OF-${m.name}\\n`,
+        );
       }
       // Each machine its own eth1 address; all on one node (the bridge is per node).
       expect(new Set(session.machines.map((m) => m.eth1Address)).size).toBe(lab.manifest.machines.length);
@@ -78,7 +88,15 @@ describe("fleet manifests per lab", () => {
 });
 
 describe("the API types refuse what the API server would", () => {
-  const base = sessionObjects(SETTINGS, { sessionId: SESSION_ID, labSlug: "x", variant: "debian-base", imageHash: "0123456789abcdef", internet: false, machines: [fixedKey("controlplane")], authorizedKeys: "k" });
+  const base = sessionObjects(SETTINGS, {
+    sessionId: SESSION_ID,
+    labSlug: "x",
+    variant: "debian-base",
+    imageHash: "0123456789abcdef",
+    internet: false,
+    machines: [fixedKey("controlplane")],
+    authorizedKeys: "k",
+  });
   const vm = base.machines[0]!.vm;
   const edit = (object: KubeObject, change: (o: any) => void) => {
     const copy = structuredClone(object);
@@ -88,7 +106,9 @@ describe("the API types refuse what the API server would", () => {
 
   it("a VM with an unknown runStrategy, masquerade on a Multus network, a disk without volume, a misspelt field", () => {
     expect(edit(vm, (o) => (o.spec.runStrategy = "Sometimes"))[0]).toMatch(/spec\.runStrategy/);
-    expect(edit(vm, (o) => (o.spec.template.spec.domain.devices.interfaces[1] = { name: "session", masquerade: {} })).join()).toMatch(/masquerade needs the pod network/);
+    expect(edit(vm, (o) => (o.spec.template.spec.domain.devices.interfaces[1] = { name: "session", masquerade: {} })).join()).toMatch(
+      /masquerade needs the pod network/,
+    );
     expect(edit(vm, (o) => o.spec.template.spec.volumes.pop()).join()).toMatch(/disk cloudinit has no volume/);
     expect(edit(vm, (o) => (o.spec.template.spec.domain.cpu.core = 1)).join()).toMatch(/Unrecognized key.*core/);
     expect(edit(vm, (o) => (o.metadata.name = "LD_Upper")).join()).toMatch(/DNS-1123 label/);
@@ -96,14 +116,27 @@ describe("the API types refuse what the API server would", () => {
   });
 
   it("a warm pool set's objects are valid too (its lab slug is no label value)", () => {
-    const pool = sessionObjects(SETTINGS, { sessionId: "pool-0123456789ab", labSlug: "(warm pool)", variant: "debian-base", imageHash: "0123456789abcdef", internet: false, machines: [fixedKey("node01")], authorizedKeys: "k" });
+    const pool = sessionObjects(SETTINGS, {
+      sessionId: "pool-0123456789ab",
+      labSlug: "(warm pool)",
+      variant: "debian-base",
+      imageHash: "0123456789abcdef",
+      internet: false,
+      machines: [fixedKey("node01")],
+      authorizedKeys: "k",
+    });
     for (const object of objectsOf(pool)) expect(validateObject(object), `${object.kind}`).toEqual([]);
     expect(pool.machines[0]!.vm.metadata.labels!["labdeck.io/lab"]).toBe("warm-pool");
   });
 
   it("a Service name that is not a DNS-1035 label, a bridge name over 15 characters, a bad quantity", () => {
     expect(edit(base.machines[0]!.service, (o) => (o.metadata.name = "1-starts-with-a-digit")).join()).toMatch(/DNS-1035/);
-    expect(edit(base.network, (o) => (o.spec.config = JSON.stringify({ cniVersion: "0.3.1", type: "bridge", bridge: "a-bridge-name-too-long" }))).join()).toMatch(/15 characters/);
+    expect(
+      edit(
+        base.network,
+        (o) => (o.spec.config = JSON.stringify({ cniVersion: "0.3.1", type: "bridge", bridge: "a-bridge-name-too-long" })),
+      ).join(),
+    ).toMatch(/15 characters/);
     expect(edit(vm, (o) => (o.spec.template.spec.domain.resources.requests.memory = "512 MB")).join()).toMatch(/quantity/);
   });
 });
@@ -112,14 +145,32 @@ describe("sizes and quota", () => {
   it("virt-launcher overhead by KubeVirt's formula; requests with overcommit", () => {
     expect(launcherOverheadMiB({ cores: 1, memoryMiB: 512 })).toBe(237);
     expect(launcherOverheadMiB({ cores: 2, memoryMiB: 2048 })).toBe(248);
-    expect(quotaUsage({ overcommit: { cpu: 4, memory: 1 } }, "k8s-v1.31")).toEqual({ cpuMilli: 500, memoryMiB: 2048 + 248, pods: 1, storageGiB: 12 });
-    expect(quotaUsage({ overcommit: { cpu: 1, memory: 2 } }, "debian-base")).toEqual({ cpuMilli: 1000, memoryMiB: 256 + 237, pods: 1, storageGiB: 8 });
+    expect(quotaUsage({ overcommit: { cpu: 4, memory: 1 } }, "k8s-v1.31")).toEqual({
+      cpuMilli: 500,
+      memoryMiB: 2048 + 248,
+      pods: 1,
+      storageGiB: 12,
+    });
+    expect(quotaUsage({ overcommit: { cpu: 1, memory: 2 } }, "debian-base")).toEqual({
+      cpuMilli: 1000,
+      memoryMiB: 256 + 237,
+      pods: 1,
+      storageGiB: 8,
+    });
   });
 
   it("a session fits a quota exactly, and one MiB more does not", () => {
     const usage = { cpuMilli: 750, memoryMiB: 3 * 749, storageGiB: 24, machines: 3 };
-    const quota = (usedMemory: string) => ({ metadata: { name: "labdeck" }, status: { hard: { "requests.memory": "10Gi", "requests.cpu": "4", pods: "30" }, used: { "requests.memory": usedMemory, "requests.cpu": "3250m", pods: "3" } } });
+    const quota = (usedMemory: string) => ({
+      metadata: { name: "labdeck" },
+      status: {
+        hard: { "requests.memory": "10Gi", "requests.cpu": "4", pods: "30" },
+        used: { "requests.memory": usedMemory, "requests.cpu": "3250m", pods: "3" },
+      },
+    });
     expect(quotaShortfalls([quota(`${10 * 1024 - 3 * 749}Mi`)], usage)).toEqual([]);
-    expect(quotaShortfalls([quota(`${10 * 1024 - 3 * 749 + 1}Mi`)], usage)).toEqual([`labdeck/requests.memory: ${10 * 1024 - 3 * 749 + 1}Mi used + 2247Mi > 10Gi`]);
+    expect(quotaShortfalls([quota(`${10 * 1024 - 3 * 749 + 1}Mi`)], usage)).toEqual([
+      `labdeck/requests.memory: ${10 * 1024 - 3 * 749 + 1}Mi used + 2247Mi > 10Gi`,
+    ]);
   });
 });

@@ -60,7 +60,15 @@ export const STOP_GRACE_SECONDS = 60;
  * link-local (cloud metadata), loopback and "this network"; the cluster's pod and service CIDRs
  * are inside 10/8 or 172.16/12 on most clusters, else the operator adds them (config.ts).
  */
-export const INTERNET_EXCEPT = ["0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"];
+export const INTERNET_EXCEPT = [
+  "0.0.0.0/8",
+  "10.0.0.0/8",
+  "100.64.0.0/10",
+  "127.0.0.0/8",
+  "169.254.0.0/16",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+];
 
 export interface FleetSettings {
   namespace: string;
@@ -150,12 +158,20 @@ export function imageReference(settings: Pick<FleetSettings, "imageRepository">,
 
 /** Labels of every object of a session. */
 export function sessionLabels(spec: Pick<SessionMachinesSpec, "sessionId" | "labSlug">): Record<string, string> {
-  return { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_COMPONENT]: "lab-machine", [LABEL_SESSION]: sessionKey(spec.sessionId), [LABEL_LAB]: labelValue(spec.labSlug) };
+  return {
+    [LABEL_MANAGED_BY]: MANAGED_BY,
+    [LABEL_COMPONENT]: "lab-machine",
+    [LABEL_SESSION]: sessionKey(spec.sessionId),
+    [LABEL_LAB]: labelValue(spec.labSlug),
+  };
 }
 
 /** A label value from any text (a lab slug, "(warm pool)"): invalid characters become "-", ends trimmed, ≤ 63. */
 export function labelValue(text: string): string {
-  return text.replace(/[^A-Za-z0-9_.-]+/g, "-").slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "");
+  return text
+    .replace(/[^A-Za-z0-9_.-]+/g, "-")
+    .slice(0, 63)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "");
 }
 
 /** Selects a session's objects (list, delete collection). */
@@ -184,7 +200,12 @@ export function machineId(sessionId: string, machine: string): string {
 export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpec): SessionObjects {
   const labels = sessionLabels(spec);
   const annotations = { [ANNOTATION_SESSION_ID]: spec.sessionId };
-  const meta = (name: string, extra: Record<string, string> = {}) => ({ name, namespace: settings.namespace, labels: { ...labels, ...extra }, annotations });
+  const meta = (name: string, extra: Record<string, string> = {}) => ({
+    name,
+    namespace: settings.namespace,
+    labels: { ...labels, ...extra },
+    annotations,
+  });
   const all = spec.machines.map((m, i) => ({ name: m.name, eth1Address: eth1Address(i) }));
 
   const network: KubeObject = {
@@ -194,7 +215,13 @@ export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpe
     spec: {
       // No IPAM: cloud-init sets the addresses (the course's 192.168.56.x); no uplink: the bridge
       // joins only this session's VMs on their node.
-      config: JSON.stringify({ cniVersion: "0.3.1", name: networkName(spec.sessionId), type: "bridge", bridge: bridgeName(spec.sessionId), ipam: {} }),
+      config: JSON.stringify({
+        cniVersion: "0.3.1",
+        name: networkName(spec.sessionId),
+        type: "bridge",
+        bridge: bridgeName(spec.sessionId),
+        ipam: {},
+      }),
     },
   };
 
@@ -210,7 +237,12 @@ export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpe
         ? [
             { to: [{ ipBlock: { cidr: "0.0.0.0/0", except: [...INTERNET_EXCEPT, ...(settings.internetExcept ?? [])] } }] },
             {
-              to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+              to: [
+                {
+                  namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+                  podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+                },
+              ],
               ports: [
                 { protocol: "UDP", port: 53 },
                 { protocol: "TCP", port: 53 },
@@ -312,7 +344,10 @@ export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpe
             affinity: {
               podAffinity: {
                 requiredDuringSchedulingIgnoredDuringExecution: [
-                  { labelSelector: { matchLabels: { [LABEL_SESSION]: sessionKey(spec.sessionId) } }, topologyKey: "kubernetes.io/hostname" },
+                  {
+                    labelSelector: { matchLabels: { [LABEL_SESSION]: sessionKey(spec.sessionId) } },
+                    topologyKey: "kubernetes.io/hostname",
+                  },
                 ],
               },
             },
@@ -358,7 +393,10 @@ export function goldenDataVolume(settings: FleetSettings, variant: string, image
 }
 
 /** What one VM counts against a namespace ResourceQuota, in quota units. */
-export function quotaUsage(settings: Pick<FleetSettings, "overcommit">, variant: string): { cpuMilli: number; memoryMiB: number; pods: number; storageGiB: number } {
+export function quotaUsage(
+  settings: Pick<FleetSettings, "overcommit">,
+  variant: string,
+): { cpuMilli: number; memoryMiB: number; pods: number; storageGiB: number } {
   const size = sizeOf(variant);
   const pod = podRequests(size, settings.overcommit);
   return { cpuMilli: pod.cpuMilli, memoryMiB: pod.memoryMiB, pods: 1, storageGiB: size.diskGiB };

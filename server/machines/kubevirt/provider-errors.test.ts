@@ -20,7 +20,12 @@ import type { FleetSettings } from "./manifests";
 import { kubevirtProvider } from "./provider";
 
 const NAMESPACE = "labdeck-errors";
-const SETTINGS: FleetSettings = { namespace: NAMESPACE, imageRepository: "registry.test/labdeck", overcommit: { cpu: 1, memory: 1 }, platformLabels: { "app.kubernetes.io/name": "labdeck" } };
+const SETTINGS: FleetSettings = {
+  namespace: NAMESPACE,
+  imageRepository: "registry.test/labdeck",
+  overcommit: { cpu: 1, memory: 1 },
+  platformLabels: { "app.kubernetes.io/name": "labdeck" },
+};
 /** Subnets of Service addresses; never used for hosts here (no VM boots). */
 const SUBNETS = [120, 121, 122];
 
@@ -41,13 +46,21 @@ async function providerOn(options: Partial<FakeKubeApiOptions>, kubeconfig?: (re
   return { api, provider: kubevirtProvider({ api, settings: SETTINGS, log, imageHash: () => "0123456789abcdef", bootTimeoutMs: 20_000 }) };
 }
 
-const request = { sessionId: "cmerrors000000000000000001", labSlug: "hello-terminal", machines: ["controlplane", "node01", "node02"], image: "debian-base" };
-const leftovers = () => ["virtualmachines", "secrets", "services", "networkpolicies", "network-attachment-definitions"].flatMap((k) => fake!.objects(k as never));
+const request = {
+  sessionId: "cmerrors000000000000000001",
+  labSlug: "hello-terminal",
+  machines: ["controlplane", "node01", "node02"],
+  image: "debian-base",
+};
+const leftovers = () =>
+  ["virtualmachines", "secrets", "services", "networkpolicies", "network-attachment-definitions"].flatMap((k) => fake!.objects(k as never));
 
 describe("kubevirt provider against a FAKE Kubernetes API: refusals", () => {
   it("a cluster without KubeVirt: one sentence at start and at create, nothing left behind", async () => {
     const { provider } = await providerOn({ serves: { kubevirt: false } });
-    await expect(provider.preflight()).rejects.toThrow(/^KubeVirt is not installed in this cluster \(the kubevirt\.io API group is not served\)/);
+    await expect(provider.preflight()).rejects.toThrow(
+      /^KubeVirt is not installed in this cluster \(the kubevirt\.io API group is not served\)/,
+    );
     const error = await provider.create(request).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KubeResourceMissingError);
     expect((error as Error).message).toMatch(/^KubeVirt is not installed/);
@@ -56,17 +69,23 @@ describe("kubevirt provider against a FAKE Kubernetes API: refusals", () => {
 
   it("a cluster without CDI or Multus names what is missing", async () => {
     const { provider } = await providerOn({ serves: { cdi: false, multus: false } });
-    await expect(provider.preflight()).rejects.toThrow(/CDI \(the Containerized Data Importer\) is not installed.*; Multus is not installed/);
+    await expect(provider.preflight()).rejects.toThrow(
+      /CDI \(the Containerized Data Importer\) is not installed.*; Multus is not installed/,
+    );
   });
 
   it("an account without a permission: preflight lists it, a create refused by RBAC says which verb on which resource", async () => {
-    const { provider } = await providerOn({ deny: ["create virtualmachines.kubevirt.io", "update virtualmachines/restart.subresources.kubevirt.io"] });
+    const { provider } = await providerOn({
+      deny: ["create virtualmachines.kubevirt.io", "update virtualmachines/restart.subresources.kubevirt.io"],
+    });
     await expect(provider.preflight()).rejects.toThrow(
       /lacks create virtualmachines\.kubevirt\.io, update virtualmachines\/restart\.subresources\.kubevirt\.io in namespace labdeck-errors: apply the Role in deploy\/kubernetes\/base\/rbac\.yaml/,
     );
     const error = await provider.create(request).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KubePermissionError);
-    expect((error as Error).message).toMatch(/^Labdeck's Kubernetes account may not create virtualmachines\.kubevirt\.io in namespace labdeck-errors \(.*cannot create resource "virtualmachines"/);
+    expect((error as Error).message).toMatch(
+      /^Labdeck's Kubernetes account may not create virtualmachines\.kubevirt\.io in namespace labdeck-errors \(.*cannot create resource "virtualmachines"/,
+    );
     expect(leftovers()).toEqual([]);
   });
 
@@ -107,12 +126,32 @@ describe("kubevirt provider against a FAKE Kubernetes API: refusals", () => {
     try {
       await providerOn({ serves: { kubevirt: false } });
       const env = (extra: Record<string, string>) =>
-        parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir!, LABDECK_MACHINES: "kubevirt", LABDECK_KUBECONFIG: fake!.kubeconfig, LABDECK_POOL_SIZE: "0", ...extra });
+        parseEnv({
+          NODE_ENV: "test",
+          LABDECK_DATA_DIR: dir!,
+          LABDECK_MACHINES: "kubevirt",
+          LABDECK_KUBECONFIG: fake!.kubeconfig,
+          LABDECK_POOL_SIZE: "0",
+          ...extra,
+        });
       await expect(startMachines(env({}), db, log)).rejects.toThrow(/^LABDECK_MACHINES=kubevirt needs LABDECK_KUBEVIRT_IMAGE_REPOSITORY/);
-      await expect(startMachines(env({ LABDECK_KUBEVIRT_IMAGE_REPOSITORY: "registry.test/labdeck" }), db, log)).rejects.toThrow(/^KubeVirt is not installed in this cluster/);
+      await expect(startMachines(env({ LABDECK_KUBEVIRT_IMAGE_REPOSITORY: "registry.test/labdeck" }), db, log)).rejects.toThrow(
+        /^KubeVirt is not installed in this cluster/,
+      );
       await fake!.stop();
       fake = await startFakeKubeApi({ namespace: NAMESPACE, dir: dir!, subnets: SUBNETS });
-      const machines = await startMachines(parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: dir!, LABDECK_MACHINES: "kubevirt", LABDECK_KUBECONFIG: fake.kubeconfig, LABDECK_POOL_SIZE: "0", LABDECK_KUBEVIRT_IMAGE_REPOSITORY: "registry.test/labdeck" }), db, log);
+      const machines = await startMachines(
+        parseEnv({
+          NODE_ENV: "test",
+          LABDECK_DATA_DIR: dir!,
+          LABDECK_MACHINES: "kubevirt",
+          LABDECK_KUBECONFIG: fake.kubeconfig,
+          LABDECK_POOL_SIZE: "0",
+          LABDECK_KUBEVIRT_IMAGE_REPOSITORY: "registry.test/labdeck",
+        }),
+        db,
+        log,
+      );
       expect(machines.kind).toBe("kubevirt");
       expect(machines.provider.name).toBe("kubevirt");
       await machines.stop();

@@ -19,7 +19,14 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { Client } from "ssh2";
 import { hostKeyBlob } from "../../terminal/ssh";
-import { NoCapacityError, type MachineHealth, type MachineProvider, type MachineRequest, type ProvisionedMachine, type RecoveryReport } from "../provider";
+import {
+  NoCapacityError,
+  type MachineHealth,
+  type MachineProvider,
+  type MachineRequest,
+  type ProvisionedMachine,
+  type RecoveryReport,
+} from "../provider";
 import { generateEd25519 } from "../qemu/keys";
 import { recipeByName } from "../qemu/recipe";
 import { QuotaExceededError, quotaShortfalls, type SessionUsage } from "./capacity";
@@ -76,12 +83,19 @@ export interface KubevirtProvider extends MachineProvider {
   preflight(): Promise<void>;
 }
 
-const Meta = z.looseObject({ name: z.string(), uid: z.string().optional(), labels: z.record(z.string(), z.string()).optional(), annotations: z.record(z.string(), z.string()).optional() });
+const Meta = z.looseObject({
+  name: z.string(),
+  uid: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
 const Condition = z.looseObject({ type: z.string(), status: z.string(), reason: z.string().optional(), message: z.string().optional() });
 /** What the provider reads of a VirtualMachineInstance (kubevirt.io/v1 VirtualMachineInstanceStatus). */
 const Vmi = z.looseObject({
   metadata: Meta,
-  status: z.looseObject({ phase: z.string().optional(), conditions: z.array(Condition).optional(), nodeName: z.string().optional() }).optional(),
+  status: z
+    .looseObject({ phase: z.string().optional(), conditions: z.array(Condition).optional(), nodeName: z.string().optional() })
+    .optional(),
 });
 type Vmi = z.infer<typeof Vmi>;
 const Named = z.looseObject({ metadata: Meta });
@@ -113,7 +127,12 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
 
   async function checkQuota(variant: string, machines: number): Promise<void> {
     const per = quotaUsage(settings, variant);
-    const usage: SessionUsage = { cpuMilli: per.cpuMilli * machines, memoryMiB: per.memoryMiB * machines, storageGiB: per.storageGiB * machines, machines };
+    const usage: SessionUsage = {
+      cpuMilli: per.cpuMilli * machines,
+      memoryMiB: per.memoryMiB * machines,
+      storageGiB: per.storageGiB * machines,
+      machines,
+    };
     const short = quotaShortfalls(await api.list("resourceQuotas"), usage);
     if (short.length > 0) throw new QuotaExceededError(short.join("; "));
   }
@@ -129,7 +148,13 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
    * Watches the session's VMIs until `ready` holds for every machine name; throws what `ready`
    * throws (a refused pod), or after the deadline with the last state seen.
    */
-  async function waitForVmis(sessionId: string, names: readonly string[], ready: (vmi: Vmi | undefined, name: string) => boolean, deadline: number, what: string): Promise<void> {
+  async function waitForVmis(
+    sessionId: string,
+    names: readonly string[],
+    ready: (vmi: Vmi | undefined, name: string) => boolean,
+    deadline: number,
+    what: string,
+  ): Promise<void> {
     const state = new Map<string, Vmi>();
     const done = () => names.every((name) => ready(state.get(vmName(sessionId, name)), name));
     let failure: unknown = null;
@@ -168,7 +193,8 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
     if (failure) throw failure;
     if (!done()) {
       const seen = names.map((n) => `${n}: ${describe(state.get(vmName(sessionId, n)))}`).join("; ");
-      if (/Unschedulable|Insufficient/i.test(seen)) throw new NoCapacityError(`ラボ用マシンを置けるノードがありません(クラスターの空き不足)。しばらくしてからもう一度お試しください。`);
+      if (/Unschedulable|Insufficient/i.test(seen))
+        throw new NoCapacityError(`ラボ用マシンを置けるノードがありません(クラスターの空き不足)。しばらくしてからもう一度お試しください。`);
       throw new Error(`${what}: not done within ${Math.round(bootTimeoutMs / 1000)} s (${seen})`);
     }
   }
@@ -190,7 +216,10 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
    * database, whose private keys are sealed (sessions/machine-keys.ts), and the provider keeps no
    * copy; the lab's setup and the terminals log in right after.
    */
-  async function waitForSsh(endpoints: readonly Pick<ProvisionedMachine, "name" | "host" | "port" | "hostKey">[], deadline: number): Promise<void> {
+  async function waitForSsh(
+    endpoints: readonly Pick<ProvisionedMachine, "name" | "host" | "port" | "hostKey">[],
+    deadline: number,
+  ): Promise<void> {
     await Promise.all(
       endpoints.map(async (endpoint) => {
         let last = "no attempt";
@@ -203,13 +232,17 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
           }
           await sleep(RETRY_PAUSE_MS);
         }
-        throw new Error(`${endpoint.name}: SSH at ${endpoint.host}:${endpoint.port} did not answer with the pinned host key in time (last: ${last})`);
+        throw new Error(
+          `${endpoint.name}: SSH at ${endpoint.host}:${endpoint.port} did not answer with the pinned host key in time (last: ${last})`,
+        );
       }),
     );
   }
 
   async function uids(sessionId: string, names: readonly string[]): Promise<Map<string, string | undefined>> {
-    const found = await Promise.all(names.map(async (name) => [name, Vmi.safeParse(await api.get("virtualMachineInstances", vmName(sessionId, name)))] as const));
+    const found = await Promise.all(
+      names.map(async (name) => [name, Vmi.safeParse(await api.get("virtualMachineInstances", vmName(sessionId, name)))] as const),
+    );
     return new Map(found.map(([name, vmi]) => [name, vmi.success ? vmi.data.metadata.uid : undefined]));
   }
 
@@ -233,8 +266,10 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
   async function createSession(request: MachineRequest): Promise<ProvisionedMachine[]> {
     const started = Date.now();
     const deadline = started + bootTimeoutMs;
-    if (request.machines.length === 0 || request.machines.length > MAX_MACHINES) throw new Error(`a session needs 1..${MAX_MACHINES} machines`);
-    for (const name of request.machines) if (!MACHINE_NAME.test(name)) throw new Error(`machine name ${JSON.stringify(name)} must match ${MACHINE_NAME}`);
+    if (request.machines.length === 0 || request.machines.length > MAX_MACHINES)
+      throw new Error(`a session needs 1..${MAX_MACHINES} machines`);
+    for (const name of request.machines)
+      if (!MACHINE_NAME.test(name)) throw new Error(`machine name ${JSON.stringify(name)} must match ${MACHINE_NAME}`);
     const variant = request.image ?? DEFAULT_VARIANT;
     const hash = imageHash(variant);
     await checkQuota(variant, request.machines.length);
@@ -276,13 +311,23 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
       const runningAt = Date.now();
       await waitForSsh(machines, deadline);
       log.info(
-        { sessionId: request.sessionId, variant, machines: request.machines.length, apiMs: created - started, runningMs: runningAt - created, sshMs: Date.now() - runningAt },
+        {
+          sessionId: request.sessionId,
+          variant,
+          machines: request.machines.length,
+          apiMs: created - started,
+          runningMs: runningAt - created,
+          sshMs: Date.now() - runningAt,
+        },
         "kubevirt machines ready",
       );
       return machines;
     } catch (error) {
-      await destroySession(request.sessionId).catch((cleanup: Error) => log.warn({ sessionId: request.sessionId, err: cleanup.message }, "cleanup after a failed create"));
-      if (error instanceof QuotaExceededError) log.info({ sessionId: request.sessionId, detail: error.detail }, "kubevirt: no room in the namespace quota");
+      await destroySession(request.sessionId).catch((cleanup: Error) =>
+        log.warn({ sessionId: request.sessionId, err: cleanup.message }, "cleanup after a failed create"),
+      );
+      if (error instanceof QuotaExceededError)
+        log.info({ sessionId: request.sessionId, detail: error.detail }, "kubevirt: no room in the namespace quota");
       throw error;
     }
   }
@@ -333,7 +378,8 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
       return Promise.all(
         machines.map(async (m): Promise<MachineHealth> => {
           const vmi = Vmi.safeParse(await api.get("virtualMachineInstances", vmName(sessionId, m.name)));
-          if (vmi.success && !FINAL_PHASES.has(vmi.data.status?.phase ?? "")) return { name: m.name, state: "running", detail: vmi.data.status?.phase };
+          if (vmi.success && !FINAL_PHASES.has(vmi.data.status?.phase ?? ""))
+            return { name: m.name, state: "running", detail: vmi.data.status?.phase };
           if (vmi.success || (await api.get("virtualMachines", vmName(sessionId, m.name))) !== null) {
             return { name: m.name, state: "stopped", detail: vmi.success ? vmi.data.status?.phase : "no instance" };
           }
@@ -366,7 +412,12 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
         // below clones a fresh disk rather than finding the old one.
         await api.delete("virtualMachines", name, { foreground: true });
         await waitGone("virtualMachines", name, deadline);
-        await api.create("virtualMachines", { apiVersion: vm.apiVersion, kind: vm.kind, metadata: { name, namespace: api.namespace, labels: vm.metadata.labels, annotations: vm.metadata.annotations }, spec: vm.spec });
+        await api.create("virtualMachines", {
+          apiVersion: vm.apiVersion,
+          kind: vm.kind,
+          metadata: { name, namespace: api.namespace, labels: vm.metadata.labels, annotations: vm.metadata.annotations },
+          spec: vm.spec,
+        });
         await api.vmAction(name, "start");
         await waitForVmis(sessionId, [machine.name], running(), deadline, `${machine.name}: back after a reset`);
         await waitForSsh([machine], deadline);
@@ -380,8 +431,16 @@ export function kubevirtProvider(options: KubevirtProviderOptions): KubevirtProv
         const deadline = Date.now() + bootTimeoutMs;
         const names = machines.map((m) => m.name);
         const state = await uids(sessionId, names);
-        await Promise.all(names.filter((n) => state.get(n) !== undefined).map((n) => api.vmAction(vmName(sessionId, n), "stop").catch(ignoreNotRunning)));
-        await waitForVmis(sessionId, names, (vmi) => vmi === undefined || FINAL_PHASES.has(vmi.status?.phase ?? ""), deadline, `session ${sessionId}: VMs stopped`);
+        await Promise.all(
+          names.filter((n) => state.get(n) !== undefined).map((n) => api.vmAction(vmName(sessionId, n), "stop").catch(ignoreNotRunning)),
+        );
+        await waitForVmis(
+          sessionId,
+          names,
+          (vmi) => vmi === undefined || FINAL_PHASES.has(vmi.status?.phase ?? ""),
+          deadline,
+          `session ${sessionId}: VMs stopped`,
+        );
       });
     },
 
@@ -432,13 +491,16 @@ function ignoreNotRunning(error: unknown): void {
 /** A refused virt-launcher pod ("exceeded quota") ends the wait at once. */
 function refuseQuota(vmi: Vmi): void {
   for (const condition of vmi.status?.conditions ?? []) {
-    if (condition.status === "False" && /exceeded quota/i.test(condition.message ?? "")) throw new QuotaExceededError(`${vmi.metadata.name}: ${condition.message}`);
+    if (condition.status === "False" && /exceeded quota/i.test(condition.message ?? ""))
+      throw new QuotaExceededError(`${vmi.metadata.name}: ${condition.message}`);
   }
 }
 
 function describe(vmi: Vmi | undefined): string {
   if (!vmi) return "no instance";
-  const problems = (vmi.status?.conditions ?? []).filter((c) => c.status === "False" && c.reason).map((c) => `${c.type} ${c.reason}: ${c.message ?? ""}`.trim());
+  const problems = (vmi.status?.conditions ?? [])
+    .filter((c) => c.status === "False" && c.reason)
+    .map((c) => `${c.type} ${c.reason}: ${c.message ?? ""}`.trim());
   return [vmi.status?.phase ?? "no phase", ...problems].join(", ");
 }
 
@@ -459,7 +521,12 @@ export function presentsHostKey(endpoint: Pick<ProvisionedMachine, "host" | "por
       clearTimeout(timer);
       client.end();
       if (verdict === "pinned") resolve();
-      else reject(verdict === "other" ? new Error("the server presents another host key than the pinned one") : (error ?? new Error("closed before a host key")));
+      else
+        reject(
+          verdict === "other"
+            ? new Error("the server presents another host key than the pinned one")
+            : (error ?? new Error("closed before a host key")),
+        );
     };
     const timer = setTimeout(() => finish(new Error(`no SSH host key within ${timeoutMs} ms`)), timeoutMs);
     client.on("error", (error) => finish(error));
@@ -481,4 +548,3 @@ export function presentsHostKey(endpoint: Pick<ProvisionedMachine, "host" | "por
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
-

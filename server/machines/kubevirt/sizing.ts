@@ -38,7 +38,12 @@ export const LAUNCHER_IOTHREAD_MIB = 8;
 export const PAGE_TABLE_DIVISOR = 512;
 
 export function launcherOverheadMiB(size: Pick<VmSize, "cores" | "memoryMiB">): number {
-  return LAUNCHER_FIXED_OVERHEAD_MIB + LAUNCHER_PER_VCPU_MIB * size.cores + LAUNCHER_IOTHREAD_MIB + Math.ceil(size.memoryMiB / PAGE_TABLE_DIVISOR);
+  return (
+    LAUNCHER_FIXED_OVERHEAD_MIB +
+    LAUNCHER_PER_VCPU_MIB * size.cores +
+    LAUNCHER_IOTHREAD_MIB +
+    Math.ceil(size.memoryMiB / PAGE_TABLE_DIVISOR)
+  );
 }
 
 /** Overcommit ratios the operator chose (config.ts LABDECK_KUBEVIRT_*_OVERCOMMIT); 1 = none. */

@@ -68,9 +68,16 @@ export function imageBuild(opts: ImageBuildOptions): Promise<BuiltImage> {
  * and writes it as a containerDisk OCI archive: `out`, default `<image dir>/containerdisk.oci.tar`.
  * Its tag is the image hash, which the kubevirt provider asks the registry for.
  */
-export async function imageBuildContainerDisk(opts: ImageBuildOptions & { out?: string }): Promise<{ image: BuiltImage; archive: ContainerDiskResult; reference: string }> {
+export async function imageBuildContainerDisk(
+  opts: ImageBuildOptions & { out?: string },
+): Promise<{ image: BuiltImage; archive: ContainerDiskResult; reference: string }> {
   const variant = opts.variant ?? DEBIAN_BASE_RECIPE.name;
-  const image = await buildImage({ dataDir: opts.dataDir, recipe: containerDiskRecipe(recipeByName(variant)), mirror: opts.mirror, onProgress: opts.onProgress });
+  const image = await buildImage({
+    dataDir: opts.dataDir,
+    recipe: containerDiskRecipe(recipeByName(variant)),
+    mirror: opts.mirror,
+    onProgress: opts.onProgress,
+  });
   const reference = `${variant}:${image.hash}`;
   const archive = await writeContainerDisk(
     {
@@ -78,7 +85,11 @@ export async function imageBuildContainerDisk(opts: ImageBuildOptions & { out?: 
       kernel: image.kernel,
       initrd: image.initrd,
       reference,
-      annotations: { "org.opencontainers.image.title": `labdeck ${variant}`, "io.labdeck.recipe-hash": image.hash, "io.labdeck.kernel-version": image.manifest.kernelVersion },
+      annotations: {
+        "org.opencontainers.image.title": `labdeck ${variant}`,
+        "io.labdeck.recipe-hash": image.hash,
+        "io.labdeck.kernel-version": image.manifest.kernelVersion,
+      },
     },
     opts.out ?? path.join(image.dir, "containerdisk.oci.tar"),
   );
@@ -117,7 +128,8 @@ export interface SessionUpResult {
  */
 export async function sessionUp(opts: SessionUpOptions): Promise<SessionUpResult> {
   const image = await findImage(opts.dataDir);
-  if (!image) throw new Error(`no lab image under ${path.resolve(opts.dataDir)}/images: run \`image build --data-dir ${opts.dataDir}\` first`);
+  if (!image)
+    throw new Error(`no lab image under ${path.resolve(opts.dataDir)}/images: run \`image build --data-dir ${opts.dataDir}\` first`);
   const sessionId = SessionId.parse(opts.sessionId ?? `cli-${randomBytes(4).toString("hex")}`);
   const log = opts.log ?? stderrLogger();
   let accel: "tcg" | "kvm" = opts.accel === "kvm" ? "kvm" : "tcg";

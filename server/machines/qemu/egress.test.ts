@@ -11,9 +11,24 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INTERNET_SENTINELS, NAMESPACE_SENTINELS, SENTINEL_PORT, startEgressSentinels, type EgressSentinels } from "../../testing/egress-sentinels";
+import {
+  INTERNET_SENTINELS,
+  NAMESPACE_SENTINELS,
+  SENTINEL_PORT,
+  startEgressSentinels,
+  type EgressSentinels,
+} from "../../testing/egress-sentinels";
 import { run } from "./command";
-import { EGRESS_LINK_PREFIX, NFT_TABLE, egressNamespace, egressNamespaceSessions, inNamespace, setUpEgress, tearDownEgress, type EgressRecord } from "./egress";
+import {
+  EGRESS_LINK_PREFIX,
+  NFT_TABLE,
+  egressNamespace,
+  egressNamespaceSessions,
+  inNamespace,
+  setUpEgress,
+  tearDownEgress,
+  type EgressRecord,
+} from "./egress";
 
 /** A connect that is dropped hangs until this, ms. */
 const PROBE_TIMEOUT_MS = 2_000;
@@ -93,7 +108,12 @@ describe("egress path of internet sessions (netns + nftables, no VM)", () => {
       for (const [host, port] of allowed) expect(results[`${host}:${port}`], `${host}:${port}`).toBe("open");
       await expect.poll(() => sentinels.hits().length, { timeout: 5_000 }).toBe(allowed.length);
       // Only the public sentinels were hit, from the host's address (masqueraded), not the namespace's.
-      expect(sentinels.hits().map((h) => h.target).sort()).toEqual(allowed.map(([a, p]) => `${a}:${p}`).sort());
+      expect(
+        sentinels
+          .hits()
+          .map((h) => h.target)
+          .sort(),
+      ).toEqual(allowed.map(([a, p]) => `${a}:${p}`).sort());
       for (const hit of sentinels.hits()) expect(hit.from).toBe(sentinels.hostAddress);
       expect(hostHits).toEqual([]);
     } finally {

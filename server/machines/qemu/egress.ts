@@ -114,7 +114,8 @@ export function egressUnavailable(): Promise<string | null> {
     // Someone else's network in 10.253.0.0/16 would be shadowed by the veths.
     const routes = await run(await tool("ip"), ["-4", "-o", "route", "show", "root", LINK_NETWORK]);
     const foreign = routes.split("\n").filter((line) => line.trim() && !line.includes(`dev ${EGRESS_LINK_PREFIX}`));
-    if (foreign.length) return `the host already routes part of ${LINK_NETWORK} (${foreign[0]!.trim()}), which the session namespaces' links use`;
+    if (foreign.length)
+      return `the host already routes part of ${LINK_NETWORK} (${foreign[0]!.trim()}), which the session namespaces' links use`;
     return null;
   })();
   availability = { at: Date.now(), answer };
@@ -173,7 +174,8 @@ export async function ensureEgressTable(log?: Logger): Promise<void> {
   } finally {
     await fs.rm(file, { force: true });
   }
-  if (resolvers.length === 0) log?.warn("egress: the host has no non-loopback IPv4 nameserver in /etc/resolv.conf; internet sessions' VMs get no DNS");
+  if (resolvers.length === 0)
+    log?.warn("egress: the host has no non-loopback IPv4 nameserver in /etc/resolv.conf; internet sessions' VMs get no DNS");
 }
 
 /** IPv4 forwarding on (see the file comment); logs when this call turned it on. */
@@ -181,7 +183,9 @@ async function ensureForwarding(log: Logger): Promise<void> {
   const file = "/proc/sys/net/ipv4/ip_forward";
   if ((await fs.readFile(file, "utf8")).trim() === "1") return;
   await fs.writeFile(file, "1\n");
-  log.warn("egress: set net.ipv4.ip_forward=1 for internet sessions (left on; the inet labdeck nftables table limits what the session namespaces may reach)");
+  log.warn(
+    "egress: set net.ipv4.ip_forward=1 for internet sessions (left on; the inet labdeck nftables table limits what the session namespaces may reach)",
+  );
 }
 
 async function linkNames(): Promise<string[]> {
@@ -235,7 +239,12 @@ export async function setUpEgress(dataDir: string, sessionId: string, log: Logge
     await run(await tool("ip"), ["addr", "add", `${host}/30`, "dev", hostLink]);
     await run(await tool("ip"), ["link", "set", hostLink, "up"]);
     // IPv6 off inside: no address, no route, nothing to leave by.
-    await run(inside[0]!, [...inside.slice(1), "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6"]);
+    await run(inside[0]!, [
+      ...inside.slice(1),
+      "sh",
+      "-c",
+      "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
+    ]);
     await run(await tool("ip"), ["-n", netns, "link", "set", "lo", "up"]);
     await run(await tool("ip"), ["-n", netns, "addr", "add", `${ns}/30`, "dev", "eth0"]);
     await run(await tool("ip"), ["-n", netns, "link", "set", "eth0", "up"]);
@@ -262,7 +271,10 @@ export async function tearDownEgress(netns: string, record?: EgressRecord): Prom
     // The veth's peer index, read from inside: "N: eth0@ifM: ..."
     const out = await run(await tool("ip"), ["-n", netns, "-o", "link", "show", "eth0"]).catch(() => "");
     const peer = /@if(\d+)/.exec(out)?.[1];
-    if (peer) hostLink = (await run(await tool("ip"), ["-o", "link", "show"])).match(new RegExp(`^${peer}:\\s+(${EGRESS_LINK_PREFIX}\\d+)@`, "m"))?.[1];
+    if (peer)
+      hostLink = (await run(await tool("ip"), ["-o", "link", "show"])).match(
+        new RegExp(`^${peer}:\\s+(${EGRESS_LINK_PREFIX}\\d+)@`, "m"),
+      )?.[1];
   }
   if (hostLink) await run(await tool("ip"), ["link", "del", hostLink]).catch(() => undefined);
   if (exists) await run(await tool("ip"), ["netns", "del", netns]);

@@ -183,7 +183,10 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
     },
     // No systemd-resolved in the image: a static resolver, the one slirp provides.
     { path: "/etc/resolv.conf", content: `nameserver ${SLIRP_DNS}\n` },
-    { path: "/etc/fstab", content: "# <file system> <mount point> <type> <options> <dump> <pass>\n/dev/vda / ext4 defaults,errors=remount-ro 0 1\n" },
+    {
+      path: "/etc/fstab",
+      content: "# <file system> <mount point> <type> <options> <dump> <pass>\n/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
+    },
     { path: "/etc/default/locale", content: "LANG=C.UTF-8\n" },
     { path: "/etc/hostname", content: "labdeck\n" },
     { path: "/etc/hosts", content: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" },
@@ -212,7 +215,10 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
     // Loaded by systemd-modules-load early, so the seed service finds its file without a modprobe.
     { path: "/etc/modules-load.d/labdeck.conf", content: "# Installed by Labdeck: the seed comes through fw_cfg.\nqemu_fw_cfg\n" },
     INITRAMFS_CONF,
-    { path: "/etc/initramfs-tools/modules", content: `# Installed by Labdeck: what finds and mounts /dev/vda.\n${INITRD_MODULES.join("\n")}\n` },
+    {
+      path: "/etc/initramfs-tools/modules",
+      content: `# Installed by Labdeck: what finds and mounts /dev/vda.\n${INITRD_MODULES.join("\n")}\n`,
+    },
   ];
 }
 
@@ -224,9 +230,20 @@ export const GUEST_DIRECTORIES = [GUEST_PLATFORM_KEYS_DIR, GUEST_STATE_DIR, "/va
  * vCPU). Masking more (modprobe@dm_mod/loop/fuse, debugfs/tracefs mounts, network-generator) made
  * no measurable difference to a boot's ~29 CPU-seconds, so the image stays close to stock Debian.
  */
-export const MASKED_UNITS = ["systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount", "modprobe@drm.service", "modprobe@efi_pstore.service"];
+export const MASKED_UNITS = [
+  "systemd-binfmt.service",
+  "proc-sys-fs-binfmt_misc.automount",
+  "modprobe@drm.service",
+  "modprobe@efi_pstore.service",
+];
 
 /** Units disabled in the image: timers that would wake up in every VM and compete for the CPU. */
 export const DISABLED_UNITS = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "e2scrub_reap.service"];
 /** Units enabled in the image. */
-export const ENABLED_UNITS = ["systemd-networkd.service", "labdeck-seed.service", "ssh.service", `${HOLDER_UNIT}.service`, "labdeck-ready.service"];
+export const ENABLED_UNITS = [
+  "systemd-networkd.service",
+  "labdeck-seed.service",
+  "ssh.service",
+  `${HOLDER_UNIT}.service`,
+  "labdeck-ready.service",
+];

@@ -321,7 +321,9 @@ async function buildInto(
   // 5. qcow2 base (only used blocks), read-only
   p.progress({ phase: "convert", percent: PHASE_END_PERCENT.filesystem, message: "qemu-img convert to qcow2" });
   const base = path.join(work, BASE);
-  await timed("convert", () => run(p.tools["qemu-img"], ["convert", "-f", "raw", "-O", "qcow2", raw, base], { timeoutMs: DISK_TIMEOUT_MS }));
+  await timed("convert", () =>
+    run(p.tools["qemu-img"], ["convert", "-f", "raw", "-O", "qcow2", raw, base], { timeoutMs: DISK_TIMEOUT_MS }),
+  );
   await fs.rm(raw);
   await fs.chmod(base, 0o444);
 
@@ -402,7 +404,11 @@ function debootstrapProgress(progress: (p: BuildProgress) => void): (line: strin
     ][stage]!;
     const done = DEBOOTSTRAP_STAGES.slice(0, stage).reduce((sum, s) => sum + s.share, 0);
     const fraction = /^I: Base system installed/.test(line) ? 1 : done + DEBOOTSTRAP_STAGES[stage]!.share * Math.min(1, within);
-    progress({ phase: "debootstrap", percent: Math.floor(start + span * fraction), message: line.startsWith("I: ") ? line.slice(3) : line });
+    progress({
+      phase: "debootstrap",
+      percent: Math.floor(start + span * fraction),
+      message: line.startsWith("I: ") ? line.slice(3) : line,
+    });
   };
 }
 
@@ -470,7 +476,8 @@ async function takeBuildLock(root: string, hash: string, finalDir: string): Prom
       continue;
     }
     if (await readImage(finalDir)) return "built-by-other";
-    if (Date.now() > deadline) throw new Error(`image ${hash}: still being built by process ${holder} after ${CONCURRENT_BUILD_WAIT_MS / 60_000} min`);
+    if (Date.now() > deadline)
+      throw new Error(`image ${hash}: still being built by process ${holder} after ${CONCURRENT_BUILD_WAIT_MS / 60_000} min`);
     await new Promise((r) => setTimeout(r, CONCURRENT_BUILD_POLL_MS));
   }
 }

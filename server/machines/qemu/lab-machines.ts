@@ -28,7 +28,10 @@ export async function qemuLabMachines(
   const provisioned = await provider.create({ sessionId, labSlug: "labs-test", machines: names, internet });
   say(`machines ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const endpoints = new Map<string, SshEndpoint>(
-    provisioned.map((m) => [m.name, { name: m.name, host: m.host, port: m.port, user: m.user, privateKey: m.privateKey, hostKey: m.hostKey }]),
+    provisioned.map((m) => [
+      m.name,
+      { name: m.name, host: m.host, port: m.port, user: m.user, privateKey: m.privateKey, hostKey: m.hostKey },
+    ]),
   );
   const endpoint = (name: string) => {
     const e = endpoints.get(name);
@@ -51,7 +54,11 @@ export async function qemuLabMachines(
         const before = await run(endpoint(name), "cat /proc/sys/kernel/random/boot_id");
         // The command's connection dies with the machine: its result is not waited for. The
         // provider waits for the new boot's ready line on the console, then for SSH.
-        await provider.guestReboot(sessionId, provisionedOf(name), async () => void run(endpoint(name), "systemctl reboot").catch(() => undefined));
+        await provider.guestReboot(
+          sessionId,
+          provisionedOf(name),
+          async () => void run(endpoint(name), "systemctl reboot").catch(() => undefined),
+        );
         const after = await run(endpoint(name), "cat /proc/sys/kernel/random/boot_id");
         if (after === before) throw new Error(`${name} answered SSH after a reboot with the same boot id`);
         say(`  ${name} answers SSH again after ${((Date.now() - t) / 1000).toFixed(1)} s (new boot)`);

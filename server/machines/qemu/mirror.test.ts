@@ -29,7 +29,8 @@ describe("Debian mirror from apt sources", () => {
   });
 
   it("reads one-line entries with options and comments", () => {
-    const text = "# comment\ndeb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main contrib\ndeb-src http://x bookworm main\n";
+    const text =
+      "# comment\ndeb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main contrib\ndeb-src http://x bookworm main\n";
     expect(parseOneLineSources(text, "sources.list")).toEqual([
       { uri: "http://mirror.example/debian", suites: ["bookworm"], components: ["main", "contrib"], file: "sources.list" },
     ]);

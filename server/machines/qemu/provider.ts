@@ -142,7 +142,6 @@ export interface QemuProvider extends MachineProvider {
   machinesOf(sessionId: string): Promise<ProvisionedMachine[]>;
 }
 
-
 export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   const accel = options.accel ?? "tcg";
   /** What one VM of a variant gets (recipe.ts), the memory override applied. */
@@ -166,7 +165,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (!b.background) foreground += b.vms;
     }
     if (background && all > 0) return `${all} machines are booting; a spare waits`;
-    if (!background && foreground > 0 && foreground + vms > maxBooting) return `${foreground} machines are booting (at most ${maxBooting} at once on this host)`;
+    if (!background && foreground > 0 && foreground + vms > maxBooting)
+      return `${foreground} machines are booting (at most ${maxBooting} at once on this host)`;
     return null;
   }
   const bootTimeoutMs = options.bootTimeoutMs ?? BOOT_TIMEOUT_MS;
@@ -183,9 +183,11 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     const previous = sessionLocks.get(sessionId) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(fn);
     sessionLocks.set(sessionId, next);
-    void next.finally(() => {
-      if (sessionLocks.get(sessionId) === next) sessionLocks.delete(sessionId);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (sessionLocks.get(sessionId) === next) sessionLocks.delete(sessionId);
+      })
+      .catch(() => undefined);
     return next;
   }
 
@@ -251,7 +253,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     runtime.vms.set(vm.name, vm);
     void vm.exited.then((exit) => {
       if (runtime.destroying || runtime.state.phase === "suspended" || runtime.vms.get(vm.name) !== vm) return;
-      log.warn({ sessionId: runtime.state.sessionId, machine: vm.name, qemuPid: vm.pid, exit }, "qemu provider: VM stopped (guest poweroff or crash)");
+      log.warn(
+        { sessionId: runtime.state.sessionId, machine: vm.name, qemuPid: vm.pid, exit },
+        "qemu provider: VM stopped (guest poweroff or crash)",
+      );
     });
   }
 
@@ -271,7 +276,14 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   }
 
   /** Starts one VM of the session, choosing a new SSH port when its port turns out to be taken. */
-  async function startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean, nice = 0, loadvm?: string, incoming?: string): Promise<VmProcess> {
+  async function startRecord(
+    runtime: Runtime,
+    record: VmRecord,
+    reusePort: boolean,
+    nice = 0,
+    loadvm?: string,
+    incoming?: string,
+  ): Promise<VmProcess> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await startVm({ ...vmConfig(runtime.state, record), nice, loadvm, incoming });
@@ -295,7 +307,8 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
   async function startSession(request: MachineRequest, template?: { dir: string; record: TemplateRecord }): Promise<ProvisionedMachine[]> {
     const sessionId = SessionId.parse(request.sessionId);
     const names = [...request.machines];
-    if (names.length === 0 || names.length > MAX_MACHINES) throw new Error(`a session needs 1..${MAX_MACHINES} machines (got ${names.length})`);
+    if (names.length === 0 || names.length > MAX_MACHINES)
+      throw new Error(`a session needs 1..${MAX_MACHINES} machines (got ${names.length})`);
     for (const name of names) {
       if (!MACHINE_NAME.test(name)) throw new Error(`machine name ${JSON.stringify(name)} must be a lowercase hostname (≤31 characters)`);
     }
@@ -305,7 +318,11 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       if (unavailable) throw new InternetNotOfferedError(request.labSlug, unavailable);
     }
     const dir = sessionDir(options.dataDir, sessionId);
-    const image = template ? template.record.image : request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
+    const image = template
+      ? template.record.image
+      : request.image && options.imageFor
+        ? await options.imageFor(request.image)
+        : options.image;
     if (!image) {
       throw new Error(
         `the qemu provider has no image ${request.image ?? ""} to boot: build it (npm run labdeck -- image build${request.image ? ` --variant ${request.image}` : ""})`,
@@ -319,7 +336,16 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
       const started = Date.now();
       const size = template ? { vcpus: template.record.vcpus, memoryMiB: template.record.memoryMiB } : sizeOf(request.image);
       // A boot takes CPU; a start from a template's saved state hardly any.
-      const runtime = await reserve(sessionId, request.labSlug, names, dir, image, request.internet === true, size, template ? undefined : { background: request.background === true });
+      const runtime = await reserve(
+        sessionId,
+        request.labSlug,
+        names,
+        dir,
+        image,
+        request.internet === true,
+        size,
+        template ? undefined : { background: request.background === true },
+      );
       if (template) {
         // The template's devices as they were saved: a restored guest keeps its NICs' MACs and SMBIOS uuid.
         runtime.state.template = template.dir;
@@ -409,56 +435,58 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
     size: ImageRecipe["machine"],
     boot?: { background: boolean },
   ): Promise<Runtime> {
-    const step = capacityLock.catch(() => undefined).then(async () => {
-      const check = await checkCapacity(names.length, size.memoryMiB, await committedMiB());
-      if (!check.fits) throw noCapacity(sessionId, check);
-      const busy = boot ? bootRefusal(names.length, boot.background) : null;
-      if (busy) {
-        log.info({ sessionId, busy }, "qemu provider: no room to boot now");
-        throw new NoCapacityError(`起動中のマシンが多いため、順番を待っています（${busy}）`);
-      }
-      if (boot) booting.set(sessionId, { vms: names.length, background: boot.background });
-      const clientKey = generateEd25519(`labdeck-${sessionId}`);
-      const vms: VmRecord[] = [];
-      for (const [index, name] of names.entries()) {
-        vms.push({
-          name,
-          dir: path.join(dir, `vm-${name}`),
-          pid: 0,
-          sshPort: await freeLoopbackPort(),
-          eth1Address: `${ETH1_NETWORK}.${ETH1_FIRST_HOST + index}/${ETH1_PREFIX}`,
-          // In QEMU's 52:54:00 range; unique within the session (sessions are separate L2 networks).
-          eth1Mac: `52:54:00:56:00:${(ETH1_FIRST_HOST + index).toString(16).padStart(2, "0")}`,
-          hostPublicKey: "",
-          machineId: randomBytes(16).toString("hex"),
-          uuid: randomUUID(),
-          snapshots: [],
-        });
-      }
-      const runtime: Runtime = {
-        dir,
-        destroying: false,
-        vms: new Map(),
-        state: {
-          version: 1,
-          sessionId,
-          labSlug,
-          phase: "starting",
-          creatorPid: process.pid,
-          createdAt: new Date().toISOString(),
-          image: { base: path.resolve(image.base), kernel: path.resolve(image.kernel), initrd: path.resolve(image.initrd) },
-          memoryMiB: size.memoryMiB,
-          vcpus: size.vcpus,
-          accel,
-          clientKey,
-          switch: { socket: path.join(dir, "switch"), pidFile: path.join(dir, "switch.pid"), pid: 0 },
-          internet,
-          vms,
-        },
-      };
-      runtimes.set(sessionId, runtime);
-      return runtime;
-    });
+    const step = capacityLock
+      .catch(() => undefined)
+      .then(async () => {
+        const check = await checkCapacity(names.length, size.memoryMiB, await committedMiB());
+        if (!check.fits) throw noCapacity(sessionId, check);
+        const busy = boot ? bootRefusal(names.length, boot.background) : null;
+        if (busy) {
+          log.info({ sessionId, busy }, "qemu provider: no room to boot now");
+          throw new NoCapacityError(`起動中のマシンが多いため、順番を待っています（${busy}）`);
+        }
+        if (boot) booting.set(sessionId, { vms: names.length, background: boot.background });
+        const clientKey = generateEd25519(`labdeck-${sessionId}`);
+        const vms: VmRecord[] = [];
+        for (const [index, name] of names.entries()) {
+          vms.push({
+            name,
+            dir: path.join(dir, `vm-${name}`),
+            pid: 0,
+            sshPort: await freeLoopbackPort(),
+            eth1Address: `${ETH1_NETWORK}.${ETH1_FIRST_HOST + index}/${ETH1_PREFIX}`,
+            // In QEMU's 52:54:00 range; unique within the session (sessions are separate L2 networks).
+            eth1Mac: `52:54:00:56:00:${(ETH1_FIRST_HOST + index).toString(16).padStart(2, "0")}`,
+            hostPublicKey: "",
+            machineId: randomBytes(16).toString("hex"),
+            uuid: randomUUID(),
+            snapshots: [],
+          });
+        }
+        const runtime: Runtime = {
+          dir,
+          destroying: false,
+          vms: new Map(),
+          state: {
+            version: 1,
+            sessionId,
+            labSlug,
+            phase: "starting",
+            creatorPid: process.pid,
+            createdAt: new Date().toISOString(),
+            image: { base: path.resolve(image.base), kernel: path.resolve(image.kernel), initrd: path.resolve(image.initrd) },
+            memoryMiB: size.memoryMiB,
+            vcpus: size.vcpus,
+            accel,
+            clientKey,
+            switch: { socket: path.join(dir, "switch"), pidFile: path.join(dir, "switch.pid"), pid: 0 },
+            internet,
+            vms,
+          },
+        };
+        runtimes.set(sessionId, runtime);
+        return runtime;
+      });
     capacityLock = step;
     return step;
   }
@@ -574,7 +602,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine restored to the lab's start");
           return { atLabStart: true };
         } catch (error) {
-          log.warn({ sessionId: id, machine: name, err: (error as Error).message }, "qemu provider: restoring the lab's start failed; resetting to a fresh disk");
+          log.warn(
+            { sessionId: id, machine: name, err: (error as Error).message },
+            "qemu provider: restoring the lab's start failed; resetting to a fresh disk",
+          );
         }
       }
       // A machine started from the lab's template starts from it again, with its own identity.
@@ -585,7 +616,10 @@ export function qemuProvider(options: QemuProviderOptions): QemuProvider {
           log.info({ sessionId: id, machine: name, ms: Date.now() - started }, "qemu provider: machine restarted from the lab's template");
           return { atLabStart: true };
         } catch (error) {
-          log.warn({ sessionId: id, machine: name, err: (error as Error).message }, "qemu provider: restarting from the lab's template failed; resetting to a fresh disk");
+          log.warn(
+            { sessionId: id, machine: name, err: (error as Error).message },
+            "qemu provider: restarting from the lab's template failed; resetting to a fresh disk",
+          );
         }
       }
       runtime.vms.delete(record.name); // its exit is expected, not a crash

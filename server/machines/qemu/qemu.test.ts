@@ -24,7 +24,13 @@ import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSessions, tearDownE
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
-import { INTERNET_SENTINELS, NAMESPACE_SENTINELS, SENTINEL_PORT, startEgressSentinels, type EgressSentinels } from "../../testing/egress-sentinels";
+import {
+  INTERNET_SENTINELS,
+  NAMESPACE_SENTINELS,
+  SENTINEL_PORT,
+  startEgressSentinels,
+  type EgressSentinels,
+} from "../../testing/egress-sentinels";
 import { adoptVm, stopVm } from "./vm";
 
 /** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
@@ -71,7 +77,10 @@ async function exec(m: ProvisionedMachine, command: string): Promise<{ code: num
   const client = await connectSsh(m, LOGIN_TIMEOUT_MS);
   try {
     return await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${m.name}: ${command}: no exit within ${COMMAND_TIMEOUT_MS} ms`)), COMMAND_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`${m.name}: ${command}: no exit within ${COMMAND_TIMEOUT_MS} ms`)),
+        COMMAND_TIMEOUT_MS,
+      );
       client.exec(command, (error, stream) => {
         if (error) return reject(error);
         let out = "";
@@ -131,26 +140,32 @@ describe("qemu provider (real VMs)", () => {
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
   }, 60_000);
 
-  it("boots a 3-VM session whose machines answer SSH with their pinned host keys", async () => {
-    const started = Date.now();
-    const creating = provider.create({ sessionId: SESSION_A, labSlug: "test", machines: MACHINES });
-    // While they boot, a background boot (a pool spare) is refused at once (CPU admission), starting nothing.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const spare = await provider.create({ sessionId: "test-spare", labSlug: "test", machines: ["node01"], background: true }).catch((e: unknown) => e);
-    expect(isNoCapacity(spare)).toBe(true);
-    expect((spare as Error).message).toMatch(/3 machines are booting/);
-    await expect(fs.stat(path.join(dataDir, "sessions", "test-spare"))).rejects.toThrow();
-    a = await creating;
-    console.log(`3-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    expect(a.map((m) => m.name)).toEqual(MACHINES);
-    expect(new Set(a.map((m) => m.port)).size).toBe(3);
-    expect(new Set(a.map((m) => m.hostKey)).size).toBe(3);
-    for (const m of a) {
-      expect(m.host).toBe("127.0.0.1");
-      expect(m.providerRef).toBe(`${SESSION_A}/${m.name}`);
-      expect(await ok(m, "hostname")).toBe(m.name);
-    }
-  }, SESSION_TIMEOUT_MS);
+  it(
+    "boots a 3-VM session whose machines answer SSH with their pinned host keys",
+    async () => {
+      const started = Date.now();
+      const creating = provider.create({ sessionId: SESSION_A, labSlug: "test", machines: MACHINES });
+      // While they boot, a background boot (a pool spare) is refused at once (CPU admission), starting nothing.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const spare = await provider
+        .create({ sessionId: "test-spare", labSlug: "test", machines: ["node01"], background: true })
+        .catch((e: unknown) => e);
+      expect(isNoCapacity(spare)).toBe(true);
+      expect((spare as Error).message).toMatch(/3 machines are booting/);
+      await expect(fs.stat(path.join(dataDir, "sessions", "test-spare"))).rejects.toThrow();
+      a = await creating;
+      console.log(`3-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      expect(a.map((m) => m.name)).toEqual(MACHINES);
+      expect(new Set(a.map((m) => m.port)).size).toBe(3);
+      expect(new Set(a.map((m) => m.hostKey)).size).toBe(3);
+      for (const m of a) {
+        expect(m.host).toBe("127.0.0.1");
+        expect(m.providerRef).toBe(`${SESSION_A}/${m.name}`);
+        expect(await ok(m, "hostname")).toBe(m.name);
+      }
+    },
+    SESSION_TIMEOUT_MS,
+  );
 
   it("refuses a machine whose host key is not the pinned one", async () => {
     const wrong = { ...machine(a, "node01"), hostKey: generateEd25519("wrong").publicKey };
@@ -181,7 +196,10 @@ describe("qemu provider (real VMs)", () => {
   it("lets a lab change swap, modules, sysctl and units", async () => {
     const m = machine(a, "node01");
     // Swap made at run time (a sparse file made at image build is refused).
-    await ok(m, "dd if=/dev/zero of=/swapfile bs=1M count=32 status=none && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile");
+    await ok(
+      m,
+      "dd if=/dev/zero of=/swapfile bs=1M count=32 status=none && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile",
+    );
     expect(await ok(m, "swapon --noheadings --show=NAME")).toContain("/swapfile");
     await ok(m, "swapoff -a");
     expect(await ok(m, "swapon --noheadings --show=NAME")).toBe("");
@@ -198,21 +216,25 @@ describe("qemu provider (real VMs)", () => {
     expect((await exec(m, "systemctl is-enabled ldtest.service")).out.trim()).toBe("disabled");
   }, 120_000);
 
-  it("keeps a second session with the same eth1 addresses apart from the first", async () => {
-    const started = Date.now();
-    b = await provider.create({ sessionId: SESSION_B, labSlug: "test", machines: ["controlplane"] });
-    bootSeconds.defaultDeny = (Date.now() - started) / 1000;
-    console.log(`1-VM session ready in ${bootSeconds.defaultDeny.toFixed(1)} s`);
-    const other = b[0]!;
-    expect(await ok(other, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
-    expect(await ok(other, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
-    // 192.168.56.11 exists only in session A.
-    const ping = await exec(other, "ping -c 2 -W 2 192.168.56.11");
-    expect(ping.code).not.toBe(0);
-    expect(await ok(other, "ip neigh show dev eth1 192.168.56.11")).not.toMatch(/lladdr/);
-    // And session A's own controlplane still reaches its peers.
-    await ok(machine(a, "controlplane"), "ping -c 1 -W 5 192.168.56.11");
-  }, SESSION_TIMEOUT_MS);
+  it(
+    "keeps a second session with the same eth1 addresses apart from the first",
+    async () => {
+      const started = Date.now();
+      b = await provider.create({ sessionId: SESSION_B, labSlug: "test", machines: ["controlplane"] });
+      bootSeconds.defaultDeny = (Date.now() - started) / 1000;
+      console.log(`1-VM session ready in ${bootSeconds.defaultDeny.toFixed(1)} s`);
+      const other = b[0]!;
+      expect(await ok(other, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
+      expect(await ok(other, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
+      // 192.168.56.11 exists only in session A.
+      const ping = await exec(other, "ping -c 2 -W 2 192.168.56.11");
+      expect(ping.code).not.toBe(0);
+      expect(await ok(other, "ip neigh show dev eth1 192.168.56.11")).not.toMatch(/lladdr/);
+      // And session A's own controlplane still reaches its peers.
+      await ok(machine(a, "controlplane"), "ping -c 1 -W 5 192.168.56.11");
+    },
+    SESSION_TIMEOUT_MS,
+  );
 
   it("denies eth0 everything the guest starts: host loopback, another session's SSH, host, link-local, private ranges; eth1 works", async () => {
     sentinels = await startEgressSentinels();
@@ -261,7 +283,11 @@ describe("qemu provider (real VMs)", () => {
       out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer";
     const rows = fromA.targets.map(([what, address, port], i) => {
       const [, addressB, portB] = fromB.targets[i]!;
-      return { what, fromA: `${address}:${port} ${result(outA!, address, port)}`, fromB: `${addressB}:${portB} ${result(outB!, addressB, portB)}` };
+      return {
+        what,
+        fromA: `${address}:${port} ${result(outA!, address, port)}`,
+        fromB: `${addressB}:${portB} ${result(outB!, addressB, portB)}`,
+      };
     });
     console.table(rows);
     console.log(`egress probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
@@ -286,7 +312,11 @@ describe("qemu provider (real VMs)", () => {
       ].join("\n"),
     );
     await expect
-      .poll(async () => (await exec(machine(a, "controlplane"), "timeout 5 bash -c 'exec 3<>/dev/tcp/node01/7777 && head -n 1 <&3'")).out.trim(), { timeout: 30_000 })
+      .poll(
+        async () =>
+          (await exec(machine(a, "controlplane"), "timeout 5 bash -c 'exec 3<>/dev/tcp/node01/7777 && head -n 1 <&3'")).out.trim(),
+        { timeout: 30_000 },
+      )
       .toBe("eth1-ok");
   }, 120_000);
 
@@ -307,43 +337,53 @@ describe("qemu provider (real VMs)", () => {
     provider = restarted;
   }, 120_000);
 
-  it("resets a machine to a fresh disk with the same name, eth1 address and pinned host key", async () => {
-    const m = machine(a, "node01");
-    await ok(m, "echo gone > /root/reset-marker && sync");
-    const started = Date.now();
-    await provider.reset(SESSION_A, m);
-    console.log(`reset (fresh overlay, boot to SSH) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    // ok() logs in with the pinned host key: it is unchanged.
-    expect(await ok(m, "test -e /root/reset-marker && echo present || echo absent")).toBe("absent");
-    expect(await ok(m, "hostname")).toBe("node01");
-    expect(await ok(m, "ip -4 -o addr show dev eth1")).toMatch(/192\.168\.56\.11\/24/);
-    await ok(machine(a, "controlplane"), "ping -c 1 -W 5 node01");
-  }, REBOOT_TIMEOUT_MS);
+  it(
+    "resets a machine to a fresh disk with the same name, eth1 address and pinned host key",
+    async () => {
+      const m = machine(a, "node01");
+      await ok(m, "echo gone > /root/reset-marker && sync");
+      const started = Date.now();
+      await provider.reset(SESSION_A, m);
+      console.log(`reset (fresh overlay, boot to SSH) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      // ok() logs in with the pinned host key: it is unchanged.
+      expect(await ok(m, "test -e /root/reset-marker && echo present || echo absent")).toBe("absent");
+      expect(await ok(m, "hostname")).toBe("node01");
+      expect(await ok(m, "ip -4 -o addr show dev eth1")).toMatch(/192\.168\.56\.11\/24/);
+      await ok(machine(a, "controlplane"), "ping -c 1 -W 5 node01");
+    },
+    REBOOT_TIMEOUT_MS,
+  );
 
-  it("adopts a live internet session whose VMs and namespace are gone (host crash) as suspended, and resumes it with its disk and a new namespace", async () => {
-    const bootStarted = Date.now();
-    c = await provider.create({ sessionId: SESSION_C, labSlug: "online", machines: ["controlplane"], internet: true });
-    bootSeconds.internet = (Date.now() - bootStarted) / 1000;
-    console.log(`1-VM internet session ready in ${bootSeconds.internet.toFixed(1)} s (1-VM default-deny session, same run: ${bootSeconds.defaultDeny?.toFixed(1)} s)`);
-    // SSH goes to slirp's forward on the namespace's address, not to a loopback port.
-    expect(c[0]!.host).toMatch(/^10\.253\.\d+\.\d+$/);
-    expect(await ok(c[0]!, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
-    await ok(c[0]!, "echo survives-a-crash > /root/crash-marker && sync");
-    // A host crash: the VMs, and with a host reboot the namespace and its veth, are gone.
-    for (const pid of await processesUnder(path.join(dataDir, "sessions", SESSION_C))) process.kill(pid, "SIGKILL");
-    await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SESSION_C)), { timeout: 10_000 }).toEqual([]);
-    await tearDownEgress(egressNamespace(dataDir, SESSION_C));
+  it(
+    "adopts a live internet session whose VMs and namespace are gone (host crash) as suspended, and resumes it with its disk and a new namespace",
+    async () => {
+      const bootStarted = Date.now();
+      c = await provider.create({ sessionId: SESSION_C, labSlug: "online", machines: ["controlplane"], internet: true });
+      bootSeconds.internet = (Date.now() - bootStarted) / 1000;
+      console.log(
+        `1-VM internet session ready in ${bootSeconds.internet.toFixed(1)} s (1-VM default-deny session, same run: ${bootSeconds.defaultDeny?.toFixed(1)} s)`,
+      );
+      // SSH goes to slirp's forward on the namespace's address, not to a loopback port.
+      expect(c[0]!.host).toMatch(/^10\.253\.\d+\.\d+$/);
+      expect(await ok(c[0]!, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
+      await ok(c[0]!, "echo survives-a-crash > /root/crash-marker && sync");
+      // A host crash: the VMs, and with a host reboot the namespace and its veth, are gone.
+      for (const pid of await processesUnder(path.join(dataDir, "sessions", SESSION_C))) process.kill(pid, "SIGKILL");
+      await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SESSION_C)), { timeout: 10_000 }).toEqual([]);
+      await tearDownEgress(egressNamespace(dataDir, SESSION_C));
 
-    const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
-    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A || id === SESSION_C });
-    expect(report.adopted).toEqual([SESSION_A, SESSION_C]);
-    expect((await restarted.list()).find((s) => s.sessionId === SESSION_C)?.phase).toBe("suspended");
-    const started = Date.now();
-    c = await restarted.resume(SESSION_C, c);
-    console.log(`resume of a crashed 1-VM internet session (namespace made again) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    expect(await ok(c[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
-    provider = restarted;
-  }, SESSION_TIMEOUT_MS * 2);
+      const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+      const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A || id === SESSION_C });
+      expect(report.adopted).toEqual([SESSION_A, SESSION_C]);
+      expect((await restarted.list()).find((s) => s.sessionId === SESSION_C)?.phase).toBe("suspended");
+      const started = Date.now();
+      c = await restarted.resume(SESSION_C, c);
+      console.log(`resume of a crashed 1-VM internet session (namespace made again) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      expect(await ok(c[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
+      provider = restarted;
+    },
+    SESSION_TIMEOUT_MS * 2,
+  );
 
   it("gives an internet session's VM public addresses through the host's NAT and nothing of the host or private ranges; eth1 is up", async () => {
     const vm = c[0]!;
@@ -380,14 +420,26 @@ describe("qemu provider (real VMs)", () => {
       const out = (await exec(vm, script)).out;
       const probeSeconds = (Date.now() - started) / 1000;
       await new Promise((r) => setTimeout(r, 2_000));
-      const result = (address: string, port: number) => (out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer");
-      const rows = [...denied, ...allowed].map(([what, address, port]) => ({ what, target: `${address}:${port}`, result: result(address, port) }));
+      const result = (address: string, port: number) =>
+        out.includes(`${address}:${port} open`) ? "open" : out.includes(`${address}:${port} closed`) ? "closed" : "no answer";
+      const rows = [...denied, ...allowed].map(([what, address, port]) => ({
+        what,
+        target: `${address}:${port}`,
+        result: result(address, port),
+      }));
       console.table(rows);
       console.log(`internet session probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
-      expect(rows.filter((row) => row.result !== (allowed.some(([, address]) => row.target.startsWith(`${address}:`)) ? "open" : "closed"))).toEqual([]);
+      expect(
+        rows.filter((row) => row.result !== (allowed.some(([, address]) => row.target.startsWith(`${address}:`)) ? "open" : "closed")),
+      ).toEqual([]);
       // Only the public sentinels were hit, each from the host's NAT (the address of the host's side
       // towards them), not from the guest's 10.0.2.15 or the namespace's address.
-      expect(s.hits().map((h) => h.target).sort()).toEqual(allowed.map(([, address, port]) => `${address}:${port}`).sort());
+      expect(
+        s
+          .hits()
+          .map((h) => h.target)
+          .sort(),
+      ).toEqual(allowed.map(([, address, port]) => `${address}:${port}`).sort());
       for (const hit of s.hits()) expect(hit.from).toBe(s.hostAddress);
       expect(vethHits).toEqual([]);
     } finally {
@@ -399,7 +451,9 @@ describe("qemu provider (real VMs)", () => {
   }, 120_000);
 
   it("removes an ended internet session after a restart: VM, namespace and veth", async () => {
-    const state = JSON.parse(await fs.readFile(path.join(dataDir, "sessions", SESSION_C, "state.json"), "utf8")) as { egress: { netns: string; hostLink: string } };
+    const state = JSON.parse(await fs.readFile(path.join(dataDir, "sessions", SESSION_C, "state.json"), "utf8")) as {
+      egress: { netns: string; hostLink: string };
+    };
     expect(state.egress.hostLink.startsWith(EGRESS_LINK_PREFIX)).toBe(true);
     const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
     const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A });

@@ -18,7 +18,12 @@ const QmpMessage = z.object({
 });
 
 /** Runs one QMP command and resolves with its `return` value; rejects with QEMU's error text. */
-export function qmpCommand(socketPath: string, command: string, args?: Record<string, unknown>, timeoutMs = QMP_TIMEOUT_MS): Promise<unknown> {
+export function qmpCommand(
+  socketPath: string,
+  command: string,
+  args?: Record<string, unknown>,
+  timeoutMs = QMP_TIMEOUT_MS,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(socketPath);
     let buffer = "";

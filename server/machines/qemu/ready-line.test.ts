@@ -7,7 +7,9 @@ const UUID = "cb1fc844-4848-43ef-9b74-bdc29cbb18a6";
 describe("ready line", () => {
   it("is found after the getty prompt on the same line, after kernel messages, or alone", () => {
     expect(hasReadyLine(`Debian GNU/Linux 12 controlplane ttyS0\r\n\r\ncontrolplane login: labdeck-ready ${UUID}\r\n`)).toBe(true);
-    expect(hasReadyLine(`[  117.671737] platform regulatory.0: firmware: failed to load regulatory.db (-2)\r\nlabdeck-ready ${UUID}\r\n`)).toBe(true);
+    expect(
+      hasReadyLine(`[  117.671737] platform regulatory.0: firmware: failed to load regulatory.db (-2)\r\nlabdeck-ready ${UUID}\r\n`),
+    ).toBe(true);
     expect(hasReadyLine(`labdeck-ready ${UUID}`)).toBe(true);
   });
 

@@ -71,7 +71,10 @@ describe("image variants", () => {
   it("hashes content, not words: the summary does not change the hash, an upstream source does", () => {
     const withSummary = ImageRecipe.parse({ ...K8S_RECIPE, summary: "other words" });
     expect(recipeHash(withSummary)).toBe(recipeHash(K8S_RECIPE));
-    const otherSource = ImageRecipe.parse({ ...K8S_RECIPE, upstream: [{ ...K8S_RECIPE.upstream[0]!, url: "https://example.invalid/key" }] });
+    const otherSource = ImageRecipe.parse({
+      ...K8S_RECIPE,
+      upstream: [{ ...K8S_RECIPE.upstream[0]!, url: "https://example.invalid/key" }],
+    });
     expect(recipeHash(otherSource)).not.toBe(recipeHash(K8S_RECIPE));
     expect(new Set(Object.values(RECIPES).map(recipeHash)).size).toBe(3);
   });
@@ -103,14 +106,20 @@ describe("upstream reachability (loopback servers only)", () => {
     const recipe = (url: string) => ImageRecipe.parse({ name: "probe", upstream: [{ name: "thing", url: `${url}/file` }] });
     await checkUpstream(recipe(ok.url));
     expect(ok.hits()).toBe(1);
-    await expect(checkUpstream(recipe(missing.url))).rejects.toThrow(`thing from ${missing.url}/file, which is unreachable from here (HTTP 404)`);
+    await expect(checkUpstream(recipe(missing.url))).rejects.toThrow(
+      `thing from ${missing.url}/file, which is unreachable from here (HTTP 404)`,
+    );
   });
 
   it("a variant whose upstream is unreachable fails `image build` fast, saying which URL and what to do", async () => {
     const port = await closedLoopbackPort();
     const dataDir = await mkdtemp(path.join(tmpdir(), "labdeck-img-"));
     try {
-      const recipe = ImageRecipe.parse({ ...K8S_RECIPE, name: "k8s-test", upstream: [{ name: "pkgs.k8s.io", url: `http://127.0.0.1:${port}/Release.key` }] });
+      const recipe = ImageRecipe.parse({
+        ...K8S_RECIPE,
+        name: "k8s-test",
+        upstream: [{ name: "pkgs.k8s.io", url: `http://127.0.0.1:${port}/Release.key` }],
+      });
       const started = Date.now();
       const error = await buildImage({ dataDir, recipe }).then(
         () => null,

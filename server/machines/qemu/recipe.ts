@@ -168,7 +168,11 @@ export const K8S_RECIPE: ImageRecipe = ImageRecipe.parse({
   packages: [...DEBIAN_BASE_RECIPE.packages, "containerd", "runc", "socat", "ethtool", "ebtables", "jq"],
   diskGiB: 12,
   upstream: [
-    { name: `pkgs.k8s.io ${K8S_MINOR} (kubeadm, kubelet, kubectl, cri-tools)`, url: `${K8S_APT}Release.key`, gpgFingerprint: K8S_APT_KEY_FINGERPRINT },
+    {
+      name: `pkgs.k8s.io ${K8S_MINOR} (kubeadm, kubelet, kubectl, cri-tools)`,
+      url: `${K8S_APT}Release.key`,
+      gpgFingerprint: K8S_APT_KEY_FINGERPRINT,
+    },
     FLANNEL_MANIFEST,
   ],
   setup: [
@@ -205,7 +209,10 @@ export const KUBESPRAY_RECIPE: ImageRecipe = ImageRecipe.parse({
   machine: machineSize(`kubespray-${KUBESPRAY_VERSION}`),
   summary: `debian-base + kubespray ${KUBESPRAY_VERSION} (GitHub) + its pinned Ansible (PyPI) in /opt/kubespray-venv`,
   packages: [...DEBIAN_BASE_RECIPE.packages, "python3-venv", "python3-pip", "git", "rsync", "openssh-client", "jq"],
-  upstream: [KUBESPRAY_SOURCE, { name: "PyPI (ansible and the other pins of kubespray's requirements.txt)", url: "https://pypi.org/simple/ansible/" }],
+  upstream: [
+    KUBESPRAY_SOURCE,
+    { name: "PyPI (ansible and the other pins of kubespray's requirements.txt)", url: "https://pypi.org/simple/ansible/" },
+  ],
   setup: [
     ...FETCH_HELPER,
     `labdeck_fetch ${KUBESPRAY_SOURCE.url} /tmp/kubespray.tar.gz "${KUBESPRAY_SOURCE.sha256 ?? ""}"`,

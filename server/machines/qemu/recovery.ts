@@ -33,9 +33,17 @@ export function recoveryOps(core: QemuCore) {
         serialised(sessionId, async () => {
           const dir = sessionDir(options.dataDir, sessionId);
           const found = await readState(dir);
-          if ("state" in found && found.state.phase === "starting" && found.state.creatorPid !== process.pid && (await isAlive(found.state.creatorPid))) {
+          if (
+            "state" in found &&
+            found.state.phase === "starting" &&
+            found.state.creatorPid !== process.pid &&
+            (await isAlive(found.state.creatorPid))
+          ) {
             // Another process (the CLI, a second platform) is creating this session right now.
-            log.info({ sessionId, creatorPid: found.state.creatorPid }, "qemu provider: session is being created by another process; left alone");
+            log.info(
+              { sessionId, creatorPid: found.state.creatorPid },
+              "qemu provider: session is being created by another process; left alone",
+            );
             return;
           }
           const kept = opts.keep ? opts.keep(sessionId) : undefined;
@@ -74,7 +82,8 @@ export function recoveryOps(core: QemuCore) {
       if (present.has(sessionId) || runtimes.has(sessionId)) continue;
       const netns = egressNamespace(options.dataDir, sessionId);
       // Only processes of this data directory's sessions (QEMU's argv names its files there).
-      for (const pid of await namespacePids(netns)) await terminate(pid, sessionsDir(options.dataDir) + "/", KILL_GRACE_MS).catch(() => undefined);
+      for (const pid of await namespacePids(netns))
+        await terminate(pid, sessionsDir(options.dataDir) + "/", KILL_GRACE_MS).catch(() => undefined);
       await tearDownEgress(netns);
       log.warn({ sessionId, netns }, "qemu provider: removed the network namespace of a removed session");
     }
@@ -117,13 +126,24 @@ export function recoveryOps(core: QemuCore) {
     runtimes.set(state.sessionId, runtime);
     const answers = await Promise.all(
       [...runtime.vms.values()].map((vm) =>
-        waitForSsh(vm, endpointOf(state, state.vms.find((r) => r.name === vm.name)!), ADOPT_SSH_TIMEOUT_MS, "up").then(
+        waitForSsh(
+          vm,
+          endpointOf(
+            state,
+            state.vms.find((r) => r.name === vm.name)!,
+          ),
+          ADOPT_SSH_TIMEOUT_MS,
+          "up",
+        ).then(
           () => `${vm.name}: ssh ok`,
           (error: Error) => `${vm.name}: ${error.message.split("\n")[0]}`,
         ),
       ),
     );
-    log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - runtime.vms.size }, "qemu provider: adopted session");
+    log.info(
+      { sessionId: state.sessionId, machines: answers, stopped: state.vms.length - runtime.vms.size },
+      "qemu provider: adopted session",
+    );
     return true;
   }
 

@@ -16,7 +16,23 @@ import { isAlive } from "./processes";
 const SUSPEND_SHUTDOWN_MS = 60_000;
 
 export function savedStateOps(core: QemuCore) {
-  const { exec, bootTimeoutMs, log, serialised, withCapacity, committedMiB, noCapacity, save, endpointOf, provisioned, watch, ensureEgress, startRecord, runtimeOrThrow, sessionOf } = core;
+  const {
+    exec,
+    bootTimeoutMs,
+    log,
+    serialised,
+    withCapacity,
+    committedMiB,
+    noCapacity,
+    save,
+    endpointOf,
+    provisioned,
+    watch,
+    ensureEgress,
+    startRecord,
+    runtimeOrThrow,
+    sessionOf,
+  } = core;
 
   /** Whether the record's snapshot TAG was written by this host's QEMU and accelerator. */
   async function usableSnapshot(state: SessionState, record: VmRecord, tag: string): Promise<boolean> {
@@ -100,7 +116,10 @@ export function savedStateOps(core: QemuCore) {
             record.snapshots.push(SUSPENDED);
             return true;
           } catch (error) {
-            log.warn({ sessionId: id, machine: record.name, err: (error as Error).message }, "qemu provider: saving the machine's state failed; shutting it down");
+            log.warn(
+              { sessionId: id, machine: record.name, err: (error as Error).message },
+              "qemu provider: saving the machine's state failed; shutting it down",
+            );
             await stopVm(vm, SUSPEND_SHUTDOWN_MS);
             return false;
           }
@@ -109,7 +128,10 @@ export function savedStateOps(core: QemuCore) {
       runtime.vms.clear();
       await save(runtime);
       if (await isSwitchAlive(runtime.state.switch)) await stopSwitch(runtime.state.switch);
-      log.info({ sessionId: id, saved: saved.filter(Boolean).length, ms: Date.now() - started }, "qemu provider: session suspended (VMs saved and off)");
+      log.info(
+        { sessionId: id, saved: saved.filter(Boolean).length, ms: Date.now() - started },
+        "qemu provider: session suspended (VMs saved and off)",
+      );
     });
   }
 
@@ -144,7 +166,10 @@ export function savedStateOps(core: QemuCore) {
             let vm: VmProcess | undefined;
             if (await usableSnapshot(runtime.state, record, SUSPENDED)) {
               vm = await startRecord(runtime, record, false, 0, SUSPENDED).catch((error: Error) => {
-                log.warn({ sessionId: id, machine: record.name, err: error.message }, "qemu provider: the saved state did not load; booting from the disk");
+                log.warn(
+                  { sessionId: id, machine: record.name, err: error.message },
+                  "qemu provider: the saved state did not load; booting from the disk",
+                );
                 return undefined;
               });
               if (vm) restored.add(record.name);
@@ -172,7 +197,10 @@ export function savedStateOps(core: QemuCore) {
       void serialised(id, async () => {
         for (const name of restored) {
           const vm = runtime.vms.get(name);
-          if (vm && !vm.hasExited()) await deleteVmState(vm, SUSPENDED).catch((error: Error) => log.debug({ sessionId: id, machine: name, err: error.message }, "qemu provider: delvm failed"));
+          if (vm && !vm.hasExited())
+            await deleteVmState(vm, SUSPENDED).catch((error: Error) =>
+              log.debug({ sessionId: id, machine: name, err: error.message }, "qemu provider: delvm failed"),
+            );
         }
       }).catch(() => undefined);
       return provisioned(runtime.state);

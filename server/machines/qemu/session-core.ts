@@ -44,7 +44,14 @@ export interface QemuCore {
   watch(runtime: Runtime, vm: VmProcess): void;
   /** An internet session's namespace and table, made or refreshed. */
   ensureEgress(runtime: Runtime): Promise<void>;
-  startRecord(runtime: Runtime, record: VmRecord, reusePort: boolean, nice?: number, loadvm?: string, incoming?: string): Promise<VmProcess>;
+  startRecord(
+    runtime: Runtime,
+    record: VmRecord,
+    reusePort: boolean,
+    nice?: number,
+    loadvm?: string,
+    incoming?: string,
+  ): Promise<VmProcess>;
   runtimeOrThrow(sessionId: string): Promise<Runtime>;
   /** Session id behind a set of machines (a pooled set keeps the pool's id in its providerRef). */
   sessionOf(sessionId: string, machines: readonly ProvisionedMachine[]): string;

@@ -78,6 +78,8 @@ export async function afterRestore(exec: SshExecPool, endpoint: SshEndpoint, res
   const result = await exec.run(endpoint, afterRestoreScript({ epochMs: Date.now(), restartHolder }), AFTER_RESTORE_TIMEOUT_S);
   exec.close(endpoint);
   if (result.outcome !== "pass") {
-    throw new Error(`${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`);
+    throw new Error(
+      `${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`,
+    );
   }
 }

@@ -12,7 +12,16 @@ import { seedHostKey } from "./seed";
 import type { QemuCore, Runtime } from "./session-core";
 import { snapshotHost } from "./snapshots";
 import { listSessionDirs, readState, sessionDir, type VmRecord } from "./state";
-import { identityScript, readTemplate, TEMPLATE_VERSION, templateDir, templatePaths, templatesDir, writeTemplate, type TemplateRecord } from "./templates";
+import {
+  identityScript,
+  readTemplate,
+  TEMPLATE_VERSION,
+  templateDir,
+  templatePaths,
+  templatesDir,
+  writeTemplate,
+  type TemplateRecord,
+} from "./templates";
 import { ensureOverlay, saveVmToFile, vmPaths, waitForSsh, waitRunning, type VmProcess } from "./vm";
 import { terminate } from "./processes";
 
@@ -21,8 +30,25 @@ const AFTER_TEMPLATE_TIMEOUT_S = 60;
 /** How long a killed VM gets between SIGTERM and SIGKILL, in ms. */
 const KILL_GRACE_MS = 3_000;
 
-export function templateOps(core: QemuCore, startSession: (request: MachineRequest, template?: { dir: string; record: TemplateRecord }) => Promise<ProvisionedMachine[]>) {
-  const { accel, exec, bootTimeoutMs, log, runtimes, serialised, save, endpointOf, watch, startRecord, runtimeOrThrow, sessionOf, teardown } = core;
+export function templateOps(
+  core: QemuCore,
+  startSession: (request: MachineRequest, template?: { dir: string; record: TemplateRecord }) => Promise<ProvisionedMachine[]>,
+) {
+  const {
+    accel,
+    exec,
+    bootTimeoutMs,
+    log,
+    runtimes,
+    serialised,
+    save,
+    endpointOf,
+    watch,
+    startRecord,
+    runtimeOrThrow,
+    sessionOf,
+    teardown,
+  } = core;
   const options = { dataDir: core.dataDir, image: core.image, imageFor: core.imageFor };
 
   /**
@@ -31,10 +57,20 @@ export function templateOps(core: QemuCore, startSession: (request: MachineReque
    * steps its clock, reseeds its random generator and restarts its terminal holder; then the
    * session's pinned key must answer.
    */
-  async function giveOwnIdentity(runtime: Runtime, record: VmRecord, vm: VmProcess, template: TemplateRecord, hostKey: { privateKey: string; publicKey: string }): Promise<void> {
+  async function giveOwnIdentity(
+    runtime: Runtime,
+    record: VmRecord,
+    vm: VmProcess,
+    template: TemplateRecord,
+    hostKey: { privateKey: string; publicKey: string },
+  ): Promise<void> {
     await waitRunning(vm);
     const saved = template.vms.find((v) => v.name === record.name)!;
-    const asTemplate: SshEndpoint = { ...endpointOf(runtime.state, record), privateKey: template.clientKey.privateKey, hostKey: saved.hostPublicKey };
+    const asTemplate: SshEndpoint = {
+      ...endpointOf(runtime.state, record),
+      privateKey: template.clientKey.privateKey,
+      hostKey: saved.hostPublicKey,
+    };
     await waitForSsh(vm, asTemplate, bootTimeoutMs, "up");
     exec.close(asTemplate);
     const script = identityScript({
@@ -45,7 +81,8 @@ export function templateOps(core: QemuCore, startSession: (request: MachineReque
     });
     const result = await exec.run(asTemplate, script, AFTER_TEMPLATE_TIMEOUT_S);
     exec.close(asTemplate);
-    if (result.outcome !== "pass") throw new Error(`${record.name}: giving the restored machine its identity failed (${result.outcome}): ${result.output}`);
+    if (result.outcome !== "pass")
+      throw new Error(`${record.name}: giving the restored machine its identity failed (${result.outcome}): ${result.output}`);
     await waitForSsh(vm, endpointOf(runtime.state, record), bootTimeoutMs, "up");
   }
 
@@ -89,7 +126,13 @@ export function templateOps(core: QemuCore, startSession: (request: MachineReque
           accel: state.accel,
           createdAt: new Date().toISOString(),
           clientKey: state.clientKey,
-          vms: state.vms.map((r) => ({ name: r.name, eth1Address: r.eth1Address, eth1Mac: r.eth1Mac, hostPublicKey: r.hostPublicKey, uuid: r.uuid })),
+          vms: state.vms.map((r) => ({
+            name: r.name,
+            eth1Address: r.eth1Address,
+            eth1Mac: r.eth1Mac,
+            hostPublicKey: r.hostPublicKey,
+            uuid: r.uuid,
+          })),
         });
         await fs.rm(dir, { recursive: true, force: true });
         await fs.rename(temp, dir);
@@ -129,7 +172,15 @@ export function templateOps(core: QemuCore, startSession: (request: MachineReque
     const record = await readTemplate(dir);
     if (!record || record.labVersion !== request.labVersion || record.snapshotHost !== (await snapshotHost(accel))) return null;
     const image = request.image && options.imageFor ? await options.imageFor(request.image) : options.image;
-    if (!image || path.resolve(image.base) !== record.image.base || !sameNames(record.vms.map((v) => v.name), request.machines)) return null;
+    if (
+      !image ||
+      path.resolve(image.base) !== record.image.base ||
+      !sameNames(
+        record.vms.map((v) => v.name),
+        request.machines,
+      )
+    )
+      return null;
     return startSession(request, { dir, record });
   }
 

@@ -61,7 +61,8 @@ export function templatesDir(dataDir: string): string {
 
 /** A lab version's template directory. */
 export function templateDir(dataDir: string, labSlug: string, labVersion: string): string {
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(labSlug) || !/^[0-9a-f]{12,}$/.test(labVersion)) throw new Error(`no template name for ${labSlug}@${labVersion}`);
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(labSlug) || !/^[0-9a-f]{12,}$/.test(labVersion))
+    throw new Error(`no template name for ${labSlug}@${labVersion}`);
   return path.join(templatesDir(dataDir), `${labSlug}-${labVersion.slice(0, 12)}`);
 }
 
@@ -90,7 +91,12 @@ export async function readTemplate(dir: string): Promise<TemplateRecord | null> 
  * machine-id, then the fix-up every restore gets (clock, random generator, a new terminal holder),
  * and restarts sshd last: the connection running this script stays (sshd keeps its children).
  */
-export function identityScript(identity: { hostPrivateKey: string; hostPublicKey: string; authorizedKeys: string; machineId: string }): string {
+export function identityScript(identity: {
+  hostPrivateKey: string;
+  hostPublicKey: string;
+  authorizedKeys: string;
+  machineId: string;
+}): string {
   const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
   return [
     afterRestoreScript({ epochMs: Date.now(), restartHolder: false, seed: randomBytes(64) }),

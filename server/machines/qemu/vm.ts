@@ -264,7 +264,8 @@ export function qemuArgs(config: VmConfig, paths: VmPaths): string[] {
 
 /** A saved-state path goes into a shell command line (QEMU's exec: migration): plain characters only. */
 function checkStatePath(file: string): string {
-  if (!/^\/[A-Za-z0-9/._-]+$/.test(file)) throw new Error(`state file path ${JSON.stringify(file)} must be absolute, of A-Z a-z 0-9 / . _ - only`);
+  if (!/^\/[A-Za-z0-9/._-]+$/.test(file))
+    throw new Error(`state file path ${JSON.stringify(file)} must be absolute, of A-Z a-z 0-9 / . _ - only`);
   return file;
 }
 
@@ -278,7 +279,9 @@ export async function startVm(config: VmConfig): Promise<VmProcess> {
   const paths = vmPaths(config.dir);
   for (const socket of [paths.qmp, config.switchSocket]) {
     if (socket.length > MAX_SOCKET_PATH) {
-      throw new Error(`${config.name}: socket path ${socket} is ${socket.length} characters; the limit is ${MAX_SOCKET_PATH} (use a shorter data directory)`);
+      throw new Error(
+        `${config.name}: socket path ${socket} is ${socket.length} characters; the limit is ${MAX_SOCKET_PATH} (use a shorter data directory)`,
+      );
     }
   }
   await fs.rm(paths.qmp, { force: true });
@@ -314,7 +317,13 @@ export async function startVm(config: VmConfig): Promise<VmProcess> {
     if (vm.hasExited()) {
       throw new Error(`${config.name}: QEMU exited (${describeExit(exitInfo!)}) while starting: ${await logTail(paths.qemuLog)}`);
     }
-    if (await qmpCommand(paths.qmp, "query-status").then(() => true, () => false)) return vm;
+    if (
+      await qmpCommand(paths.qmp, "query-status").then(
+        () => true,
+        () => false,
+      )
+    )
+      return vm;
     if (Date.now() > deadline) {
       await killVm(vm);
       throw new Error(`${config.name}: QEMU monitor did not answer within ${MONITOR_READY_TIMEOUT_MS} ms: ${await logTail(paths.qemuLog)}`);
@@ -360,7 +369,9 @@ export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs
   if (since !== "up") await waitForReadyLine(vm, since, Math.min(deadline, Date.now() + READY_FALLBACK_MS));
   while (Date.now() < deadline) {
     if (vm.hasExited()) {
-      throw new Error(`${vm.name}: QEMU exited while waiting for SSH: ${await logTail(vm.paths.qemuLog)}\nconsole:\n${await logTail(vm.paths.serialLog)}`);
+      throw new Error(
+        `${vm.name}: QEMU exited while waiting for SSH: ${await logTail(vm.paths.qemuLog)}\nconsole:\n${await logTail(vm.paths.serialLog)}`,
+      );
     }
     try {
       await awaitBanner(endpoint.host, endpoint.port, Math.max(0, deadline - Date.now()), () => vm.hasExited());
@@ -434,7 +445,10 @@ async function readFrom(file: string, offset: number): Promise<string | null> {
  */
 export async function stopVm(vm: VmProcess, shutdownTimeoutMs: number): Promise<void> {
   if (vm.hasExited() || !(await isOurProcess(vm.pid, vm.paths.pidFile))) return;
-  const asked = await qmpCommand(vm.paths.qmp, "system_powerdown").then(() => true, () => false);
+  const asked = await qmpCommand(vm.paths.qmp, "system_powerdown").then(
+    () => true,
+    () => false,
+  );
   if (asked && (await waitGone(vm.pid, shutdownTimeoutMs))) return;
   await terminate(vm.pid, vm.paths.pidFile, SIGTERM_GRACE_MS);
 }
@@ -518,8 +532,10 @@ export async function saveVmToFile(vm: VmProcess, file: string): Promise<void> {
   for (;;) {
     const info = (await qmpCommand(qmp, "query-migrate")) as { status?: string; "error-desc"?: string };
     if (info.status === "completed") break;
-    if (info.status === "failed" || info.status === "cancelled") throw new Error(`${vm.name}: saving to ${file} failed: ${info["error-desc"] ?? info.status}`);
-    if (Date.now() > deadline) throw new Error(`${vm.name}: saving to ${file} did not finish in ${MIGRATION_TIMEOUT_MS} ms (${info.status})`);
+    if (info.status === "failed" || info.status === "cancelled")
+      throw new Error(`${vm.name}: saving to ${file} failed: ${info["error-desc"] ?? info.status}`);
+    if (Date.now() > deadline)
+      throw new Error(`${vm.name}: saving to ${file} did not finish in ${MIGRATION_TIMEOUT_MS} ms (${info.status})`);
     await sleep(POLL_INTERVAL_MS);
   }
   await qmpCommand(qmp, "quit").catch(() => undefined); // the monitor goes away with QEMU
@@ -539,7 +555,8 @@ export async function waitRunning(vm: VmProcess): Promise<void> {
     const status = (await qmpCommand(vm.paths.qmp, "query-status").catch(() => null)) as { status?: string } | null;
     if (status?.status === "running") return;
     if (status?.status === "paused" || status?.status === "restore-vm") await qmpCommand(vm.paths.qmp, "cont").catch(() => undefined);
-    if (Date.now() > deadline) throw new Error(`${vm.name}: not running ${MIGRATION_TIMEOUT_MS} ms after its start from a saved state (${status?.status})`);
+    if (Date.now() > deadline)
+      throw new Error(`${vm.name}: not running ${MIGRATION_TIMEOUT_MS} ms after its start from a saved state (${status?.status})`);
     await sleep(POLL_INTERVAL_MS);
   }
 }
@@ -597,7 +614,10 @@ export function awaitBanner(host: string, port: number, timeoutMs: number, gone:
       });
     };
     const opener = setInterval(probe, SSH_BANNER_PROBE_EVERY_MS);
-    const overall = setTimeout(() => settle(new Error(`no SSH banner within ${Math.round(timeoutMs / 1000)} s (last: ${lastError})`)), timeoutMs);
+    const overall = setTimeout(
+      () => settle(new Error(`no SSH banner within ${Math.round(timeoutMs / 1000)} s (last: ${lastError})`)),
+      timeoutMs,
+    );
     probe();
   });
 }

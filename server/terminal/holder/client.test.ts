@@ -26,7 +26,12 @@ const HELLO = frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v"
 
 /** A stream whose readable side is fed by the test. */
 function pipe(): Duplex {
-  return new Duplex({ read() {}, write(_chunk, _encoding, done) { done(); } });
+  return new Duplex({
+    read() {},
+    write(_chunk, _encoding, done) {
+      done();
+    },
+  });
 }
 
 /** Cuts `bytes` into pieces of the given sizes, repeated; the rest in one. */
@@ -58,7 +63,10 @@ it("reads the same frames, in order, whatever chunks the bytes arrive in", async
     link.on("output", (_id, at, data) => got.push([at, Buffer.from(data)]));
     for (const piece of cut(bytes, sizes)) stream.push(piece);
     for (let turn = 0; turn < 100 && got.length < payloads.length; turn++) await new Promise((r) => setImmediate(r));
-    expect(got.map(([at]) => at), `chunks of ${sizes}`).toEqual(payloads.map((_, i) => payloads.slice(0, i).reduce((n, p) => n + p.length, 0)));
+    expect(
+      got.map(([at]) => at),
+      `chunks of ${sizes}`,
+    ).toEqual(payloads.map((_, i) => payloads.slice(0, i).reduce((n, p) => n + p.length, 0)));
     expect(Buffer.concat(got.map(([, data]) => data)).equals(Buffer.concat(payloads)), `chunks of ${sizes}`).toBe(true);
     link.close();
   }
@@ -80,7 +88,13 @@ it("closes the link on a frame longer than the limit, before its body arrives", 
 });
 
 it("refuses a HELLO whose boot id or instance is not one a holder makes (a learner's own holder naming epochs of any size)", async () => {
-  for (const fields of [{ bootId: "x".repeat(10_000) }, { bootId: "b/../c" }, { instance: "" }, { instance: "a/b" }, { instance: "i".repeat(65) }]) {
+  for (const fields of [
+    { bootId: "x".repeat(10_000) },
+    { bootId: "b/../c" },
+    { instance: "" },
+    { instance: "a/b" },
+    { instance: "i".repeat(65) },
+  ]) {
     const stream = pipe();
     const opening = HolderLink.open(stream);
     stream.push(frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v", bootId: "b", instance: "i", pid: 1, ...fields }))));
@@ -88,7 +102,14 @@ it("refuses a HELLO whose boot id or instance is not one a holder makes (a learn
   }
   const stream = pipe();
   const opening = HolderLink.open(stream);
-  stream.push(frame(0x81, Buffer.from(JSON.stringify({ protocol: 1, version: "v", bootId: "8f0c5e52-3b9c-4c1e-9d55-0b2f5e1a7c3d", instance: "0123456789abcdef", pid: 1 }))));
+  stream.push(
+    frame(
+      0x81,
+      Buffer.from(
+        JSON.stringify({ protocol: 1, version: "v", bootId: "8f0c5e52-3b9c-4c1e-9d55-0b2f5e1a7c3d", instance: "0123456789abcdef", pid: 1 }),
+      ),
+    ),
+  );
   expect((await opening).hello?.instance).toBe("0123456789abcdef");
 });
 

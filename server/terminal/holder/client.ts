@@ -201,7 +201,9 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
 
   open(id: string, from: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
-    this.send(jsonFrame(T.OPEN, { id, from, tail: options.tail ?? 0, writer: options.writer ?? "", cols: size.cols, rows: size.rows, mode }));
+    this.send(
+      jsonFrame(T.OPEN, { id, from, tail: options.tail ?? 0, writer: options.writer ?? "", cols: size.cols, rows: size.rows, mode }),
+    );
   }
 
   input(id: string, seq: number, data: Uint8Array): void {

@@ -91,14 +91,22 @@ async function watchShellEnd(h: NetnsHost, id: string): Promise<{ ended: Promise
   const exit = new Promise<void>((resolve) => link.on("exit", (e) => e.id === id && resolve()));
   link.open(id, -1, { cols: 80, rows: 24 }, "read");
   await opened;
-  const ended = Promise.race([exit, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000))]).finally(() => {
+  const ended = Promise.race([
+    exit,
+    new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`shell ${id} still running after 10 s`)), 10_000)),
+  ]).finally(() => {
     link.close();
     ssh.end();
   });
   return { ended };
 }
 
-function open(h: NetnsHost, sessionId: string, recording?: RecordingTap, options: { epochs?: EpochStore; offset?: number } = {}): { session: TerminalSession; viewer: TextViewer } {
+function open(
+  h: NetnsHost,
+  sessionId: string,
+  recording?: RecordingTap,
+  options: { epochs?: EpochStore; offset?: number } = {},
+): { session: TerminalSession; viewer: TextViewer } {
   const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
   sessions.push(session);
   const viewer = new TextViewer();
@@ -116,7 +124,19 @@ async function restartHolder(host: NetnsHost): Promise<void> {
   const pidFile = path.join(dir, "hc", host.namespace, "holder.pid");
   await fs.rm(pidFile, { force: true });
   // Its output away from our pipes (execFile would wait for the detached holder to close them).
-  await promisify(execFile)("nsenter", ["-t", String(host.pid), "-m", "-u", "-n", "--", "sh", "-c", 'setsid -f /usr/bin/python3 "$0" --pid-file "$1" </dev/null >/dev/null 2>&1', holderFile(), pidFile]);
+  await promisify(execFile)("nsenter", [
+    "-t",
+    String(host.pid),
+    "-m",
+    "-u",
+    "-n",
+    "--",
+    "sh",
+    "-c",
+    'setsid -f /usr/bin/python3 "$0" --pid-file "$1" </dev/null >/dev/null 2>&1',
+    holderFile(),
+    pidFile,
+  ]);
   await expect.poll(async () => (await fs.readFile(pidFile, "utf8").catch(() => "")).trim() !== "", { timeout: 10_000 }).toBe(true);
   host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
 }
@@ -278,16 +298,24 @@ describe("holder connector", () => {
     expect(b.viewer.text()).not.toContain("\n1\r\n2\r\n3\r\n"); // the viewer got the tail only
     b.session.input(b.viewer, "echo after-gap-$((6*7))\r");
     await b.viewer.waitForText("after-gap-42\r\n");
-    await expect.poll(async () => {
-      await second.flushAll();
-      return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-gap-42\r\n");
-    }, { timeout: 10_000, interval: 250 }).toBe(true);
+    await expect
+      .poll(
+        async () => {
+          await second.flushAll();
+          return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-gap-42\r\n");
+        },
+        { timeout: 10_000, interval: 250 },
+      )
+      .toBe(true);
     const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
     const lines = recorded.split(/[\r\n]+/); // bash ends bracketed paste with "\x1b[?2004l\r" right before the first line
     const from = lines.indexOf("1");
     expect(from, "the first line of the gap is recorded").toBeGreaterThan(0);
     const numbers = lines.slice(from, from + 60_000);
-    expect(numbers.every((line, i) => line === String(i + 1)), "lines 1..60000, each once, in order").toBe(true);
+    expect(
+      numbers.every((line, i) => line === String(i + 1)),
+      "lines 1..60000, each once, in order",
+    ).toBe(true);
     expect(lines[from + 60_000]).toBe("GAP-42-END");
     expect(recorded.split("GAP-42-END").length - 1).toBe(1);
     b.session.close("learner");
@@ -310,11 +338,14 @@ describe("holder connector", () => {
     unrecorded.session.close();
     const ssh = await connectSsh(endpoint(host));
     await new Promise<void>((resolve, reject) =>
-      ssh.exec(`for f in /var/lib/labdeck-holder/${holderTerminalId("lab-session-cut")}/*.seg; do truncate -s 1000 "$f"; done`, (error, channel) => {
-        if (error) return reject(error);
-        channel.on("close", () => resolve()).resume();
-        channel.stderr.resume();
-      }),
+      ssh.exec(
+        `for f in /var/lib/labdeck-holder/${holderTerminalId("lab-session-cut")}/*.seg; do truncate -s 1000 "$f"; done`,
+        (error, channel) => {
+          if (error) return reject(error);
+          channel.on("close", () => resolve()).resume();
+          channel.stderr.resume();
+        },
+      ),
     );
     ssh.end();
 
@@ -322,10 +353,15 @@ describe("holder connector", () => {
     await b.viewer.waitForText("CUT-7\r\n");
     b.session.input(b.viewer, "echo after-cut-$((6*7))\r");
     await b.viewer.waitForText("after-cut-42\r\n");
-    await expect.poll(async () => {
-      await recorder.flushAll();
-      return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-cut-42\r\n");
-    }, { timeout: 15_000, interval: 250 }).toBe(true);
+    await expect
+      .poll(
+        async () => {
+          await recorder.flushAll();
+          return castOutput(castText((await loadCast(db, labSession.id, "node01", []))!)).includes("after-cut-42\r\n");
+        },
+        { timeout: 15_000, interval: 250 },
+      )
+      .toBe(true);
     const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
     expect(recorded).toContain("cut-42\r\n");
     expect(recorded.split("after-cut-42\r\n").length - 1).toBe(1);

@@ -73,7 +73,11 @@ export function holderConnector(
    * now (newEpochBase). `lastBoot`: the boot of the latest earlier epoch when this process saw
    * none (a reboot while no process was attached still shows its line).
    */
-  async function enterEpoch(epoch: string, seen: string | undefined, from: number | undefined): Promise<{ base: number; lastBoot?: string }> {
+  async function enterEpoch(
+    epoch: string,
+    seen: string | undefined,
+    from: number | undefined,
+  ): Promise<{ base: number; lastBoot?: string }> {
     const previous = seen === undefined ? null : { base, end: holderEnd };
     // This process's own numbering: right after the log it read, or 0.
     const alone = { base: previous ? previous.base + previous.end : 0 };
@@ -91,11 +95,16 @@ export function holderConnector(
     let timer: NodeJS.Timeout | undefined;
     try {
       // A terminal never waits long on the database: a slow or absent one leaves it numbered here.
-      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${EPOCH_DB_TIMEOUT_MS} ms`)), EPOCH_DB_TIMEOUT_MS)));
+      const late = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${EPOCH_DB_TIMEOUT_MS} ms`)), EPOCH_DB_TIMEOUT_MS)),
+      );
       return await Promise.race([shared(), late]);
     } catch (error) {
       // The database is away: this process numbers the log alone (as before epochs were shared).
-      log.warn({ err: (error as Error).message, terminal: terminalId }, "terminal epochs unavailable; numbering this log in this process only");
+      log.warn(
+        { err: (error as Error).message, terminal: terminalId },
+        "terminal epochs unavailable; numbering this log in this process only",
+      );
       return alone;
     } finally {
       clearTimeout(timer);
@@ -112,7 +121,9 @@ export function holderConnector(
       } catch {
         client.end();
         const channel = await fallback.open(size, handlers);
-        handlers.onNotice?.(`\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`);
+        handlers.onNotice?.(
+          `\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`,
+        );
         return channel;
       }
       const hello = link.hello!;
@@ -124,7 +135,8 @@ export function holderConnector(
         const lastBoot = entered.lastBoot ?? bootId;
         rebooted = lastBoot !== undefined && lastBoot !== hello.bootId;
         [bootId, instance, base, holderEnd] = [hello.bootId, hello.instance, entered.base, 0];
-        if (seen !== undefined) term.next = 0; // the fresh shell's log, from its first byte
+        if (seen !== undefined)
+          term.next = 0; // the fresh shell's log, from its first byte
         // This process's first read of the terminal: from where the resuming viewer stopped
         // (a viewer from before this epoch's base gets the tail and a snapshot).
         else if (term.next < 0 && from !== undefined && from > 0 && from >= base) term.next = from - base;

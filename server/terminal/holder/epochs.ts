@@ -109,7 +109,11 @@ export const UNKNOWN_END_JUMP = 2 ** 40;
  *   viewer's offset when that is further, so that viewer goes on seamlessly; UNKNOWN_END_JUMP
  *   further when that end was never recorded.
  */
-export function newEpochBase(known: Map<string, EpochRecord>, previous: { base: number; end: number } | null, viewerOffset: number | undefined): number {
+export function newEpochBase(
+  known: Map<string, EpochRecord>,
+  previous: { base: number; end: number } | null,
+  viewerOffset: number | undefined,
+): number {
   if (previous) return previous.base + previous.end;
   const latest = [...known.values()].sort((a, b) => b.base - a.base)[0];
   if (!latest) return 0;

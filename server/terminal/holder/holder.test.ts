@@ -107,7 +107,11 @@ class Screen {
   }
 
   async waitForText(needle: string, timeoutMs = 20_000): Promise<void> {
-    await waitFor(() => this.text().includes(needle), timeoutMs, `${JSON.stringify(needle)} in ${JSON.stringify(this.text().slice(-300))}`).catch((e: Error) => {
+    await waitFor(
+      () => this.text().includes(needle),
+      timeoutMs,
+      `${JSON.stringify(needle)} in ${JSON.stringify(this.text().slice(-300))}`,
+    ).catch((e: Error) => {
       throw new Error(`${e.message} ${JSON.stringify(this.text().slice(-300))}`);
     });
   }
@@ -384,7 +388,10 @@ describe("terminal holder over real sshd", () => {
     // and the PTY is read at full speed while it is there (a peek's burst counted as unwatched).
     const peekSsh = (await connect()).ssh;
     const end = async (): Promise<number> => {
-      const out = await sh(peekSsh, 'cd /var/lib/labdeck-holder/unwatched && f=$(ls | sort | tail -1) && echo "${f%.seg} $(stat -c %s "$f")"');
+      const out = await sh(
+        peekSsh,
+        'cd /var/lib/labdeck-holder/unwatched && f=$(ls | sort | tail -1) && echo "${f%.seg} $(stat -c %s "$f")"',
+      );
       const [start, size] = out.trim().split(" ").map(Number);
       return start! + size!;
     };
@@ -438,7 +445,9 @@ describe("terminal holder over real sshd", () => {
       await late.term.attach(again.link);
       await late.waitForText("BACKLOG-5\r\n", 10_000);
       expect(late.gaps).toEqual([]);
-      console.log(`re-attach ${(writer.term.next - from - 500_000) / MIB | 0} MiB behind an idle terminal: at its end in ${(performance.now() - started).toFixed(0)} ms`);
+      console.log(
+        `re-attach ${((writer.term.next - from - 500_000) / MIB) | 0} MiB behind an idle terminal: at its end in ${(performance.now() - started).toFixed(0)} ms`,
+      );
       again.link.close();
     }
   }, 120_000);
@@ -453,7 +462,7 @@ describe("terminal holder over real sshd", () => {
     await writer.waitForText("CUT-7\r\n", 60_000);
     // The oldest bytes are on disk only (RAM keeps the newest 2-4 MiB): the learner, root on the
     // machine, truncates the segment files under the holder.
-    await sh(ssh, "for f in /var/lib/labdeck-holder/cut/*.seg; do truncate -s 1000 \"$f\"; done");
+    await sh(ssh, 'for f in /var/lib/labdeck-holder/cut/*.seg; do truncate -s 1000 "$f"; done');
     const late = new Screen("cut", { mode: "read", keep: false, from: from + 2000 });
     const again = await connect();
     await late.term.attach(again.link).catch(() => undefined);
@@ -594,12 +603,21 @@ describe("terminal holder over real sshd", () => {
   it("an upgrade to a broken holder keeps every shell: the previous version takes the terminals back and says which file it refused", async () => {
     const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("guarded");
     const { pid, version: oldVersion, instance } = first.hello!;
-    const ptys = async () => (await fs.readdir(`/proc/${pid}/fd`)).filter((fd) => fsSync.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: "utf8" }) === "/dev/ptmx").length;
+    const ptys = async () =>
+      (await fs.readdir(`/proc/${pid}/fd`)).filter(
+        (fd) => fsSync.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: "utf8" }) === "/dev/ptmx",
+      ).length;
     expect(await ptys()).toBe(1);
 
     const broken: [string, string][] = [
       ["fails at import", source.replace("import runpy\n", "import runpy\nimport labdeck_no_such_module\n")],
-      ["closes the listening socket it took over, then raises", source.replace('        log("resumed %d', '        os.close(self.server.fileno()); raise RuntimeError("a broken release")\n        log("resumed %d')],
+      [
+        "closes the listening socket it took over, then raises",
+        source.replace(
+          '        log("resumed %d',
+          '        os.close(self.server.fileno()); raise RuntimeError("a broken release")\n        log("resumed %d',
+        ),
+      ],
       ["exits while resuming", source.replace('        log("resumed %d', '        sys.exit(0)\n        log("resumed %d')],
     ];
     let link = first;
@@ -642,7 +660,10 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
     const { pid, instance } = first.hello!;
 
     // A release that resumes fine, then raises (not a bad-frame error) on a resize to 77 columns.
-    const faulty = source.replace("    def resize(self, rows, cols):\n", '    def resize(self, rows, cols):\n        if cols == 77:\n            raise RuntimeError("a bug of this release")\n');
+    const faulty = source.replace(
+      "    def resize(self, rows, cols):\n",
+      '    def resize(self, rows, cols):\n        if cols == 77:\n            raise RuntimeError("a bug of this release")\n',
+    );
     expect(faulty).not.toBe(source);
     await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(faulty));
     await waitFor(() => first.isClosed, 5_000, "the connection to end (upgrade)");
@@ -676,7 +697,10 @@ describe("a release with a bug while serving (after it has resumed: the upgrade'
     const { ssh, installPath, socketPath, source, first, shellPid } = await shellOnOlderRelease("faultyread");
     const { pid } = first.hello!;
     // A release that raises while reading the PTY, after logging a chunk that holds a word.
-    const faulty = source.replace("                self.log.append(data)\n", '                self.log.append(data)\n                if b"explode-now" in data:\n                    raise RuntimeError("a bug of this release")\n');
+    const faulty = source.replace(
+      "                self.log.append(data)\n",
+      '                self.log.append(data)\n                if b"explode-now" in data:\n                    raise RuntimeError("a bug of this release")\n',
+    );
     expect(faulty).not.toBe(source);
     await runInstall(ssh, installScript({ installPath, socketPath, oldPid: pid, inPlace: true }), Buffer.from(faulty));
     await waitFor(() => first.isClosed, 5_000, "the connection to end (upgrade)");

@@ -119,7 +119,10 @@ export async function ensureHolder(client: Client, options: { socketPath?: strin
 function refusedThisVersion(link: HolderLink): boolean {
   const refused = link.hello!.refusedUpgrade;
   if (refused?.version !== holderVersion()) return false;
-  log.error({ running: link.hello!.version, refused: refused.version, reason: refused.reason }, "this server's terminal holder failed to take over in place; the machine keeps its previous holder and its shells");
+  log.error(
+    { running: link.hello!.version, refused: refused.version, reason: refused.reason },
+    "this server's terminal holder failed to take over in place; the machine keeps its previous holder and its shells",
+  );
   return true;
 }
 

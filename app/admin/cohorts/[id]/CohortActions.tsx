@@ -48,7 +48,10 @@ export function AddMember({ cohortId, disabled }: { cohortId: string; disabled: 
           const form = new FormData(element);
           setError(null);
           setResult(null);
-          const res = await callApi<AddByEmailResult>(`/api/cohorts/${cohortId}/members`, { method: "POST", json: { email: form.get("email"), role: form.get("role") } });
+          const res = await callApi<AddByEmailResult>(`/api/cohorts/${cohortId}/members`, {
+            method: "POST",
+            json: { email: form.get("email"), role: form.get("role") },
+          });
           if (res.ok && res.body) {
             setResult(res.body);
             element.reset();
@@ -75,7 +78,8 @@ export function AddMember({ cohortId, disabled }: { cohortId: string; disabled: 
         <p className="mt-3 text-sm" role="status" data-testid="add-result" data-outcome={result.outcome}>
           {result.outcome === "invited" ? (
             <>
-              {t("inviteCreated", { email: result.invitation.email })} {result.invitation.url && <LinkWithCopy url={result.invitation.url} testId="cohort-invitation-url" />}
+              {t("inviteCreated", { email: result.invitation.email })}{" "}
+              {result.invitation.url && <LinkWithCopy url={result.invitation.url} testId="cohort-invitation-url" />}
             </>
           ) : (
             t(result.outcome === "added" ? "memberAdded" : "memberAlready", { email: result.member.email })
@@ -119,7 +123,11 @@ export function CsvImport({ cohortId, maxKiB, disabled }: { cohortId: string; ma
           setBusy(true);
           setError(null);
           setReport(null);
-          const res = await callApi<CsvImportReport>(`/api/cohorts/${cohortId}/import`, { method: "POST", headers: { "content-type": "text/csv" }, body: file });
+          const res = await callApi<CsvImportReport>(`/api/cohorts/${cohortId}/import`, {
+            method: "POST",
+            headers: { "content-type": "text/csv" },
+            body: file,
+          });
           setBusy(false);
           if (res.ok && res.body) {
             setReport(res.body);
@@ -147,7 +155,9 @@ export function CsvImport({ cohortId, maxKiB, disabled }: { cohortId: string; ma
                 {t("importAlready", { n: report.alreadyMembers.length })}
               </span>
             )}
-            {report.problems.length > 0 && <span className="ml-3 font-semibold text-red-700">{t("importProblems", { n: report.problems.length })}</span>}
+            {report.problems.length > 0 && (
+              <span className="ml-3 font-semibold text-red-700">{t("importProblems", { n: report.problems.length })}</span>
+            )}
           </p>
           {report.invited.length > 0 && (
             <ul className="mt-2 space-y-1">
@@ -206,7 +216,10 @@ export function AssignInstructor({ cohortId, disabled }: { cohortId: string; dis
           e.preventDefault();
           const form = e.currentTarget;
           setError(null);
-          const res = await callApi(`/api/cohorts/${cohortId}/members`, { method: "POST", json: { email: new FormData(form).get("email"), role: "instructor" } });
+          const res = await callApi(`/api/cohorts/${cohortId}/members`, {
+            method: "POST",
+            json: { email: new FormData(form).get("email"), role: "instructor" },
+          });
           if (res.ok) {
             form.reset();
             router.refresh();
@@ -268,7 +281,13 @@ export function Provision({ cohortId, initial, disabled }: { cohortId: string; i
             <span data-testid="provision-progress">{t("provisionProgress", { done: job.succeeded, total: job.total })}</span>
             {job.failed > 0 && <span className="text-red-700">{t("provisionFailed", { n: job.failed })}</span>}
           </div>
-          <div className="mt-2 h-2 w-full overflow-hidden rounded bg-slate-200" role="progressbar" aria-valuemin={0} aria-valuemax={job.total} aria-valuenow={job.succeeded + job.failed}>
+          <div
+            className="mt-2 h-2 w-full overflow-hidden rounded bg-slate-200"
+            role="progressbar"
+            aria-valuemin={0}
+            aria-valuemax={job.total}
+            aria-valuenow={job.succeeded + job.failed}
+          >
             <div className="h-full bg-emerald-500" style={{ width: `${job.total ? (100 * job.succeeded) / job.total : 100}%` }} />
           </div>
           {job.failures.length > 0 && (

@@ -14,7 +14,10 @@ export const GET = (request: Request) => getServicesOrThrow().auth.handler(reque
 export async function POST(request: Request): Promise<Response> {
   const services = getServicesOrThrow();
   if (!new URL(request.url).pathname.endsWith("/sign-in/email")) return services.auth.handler(request);
-  const body = (await request.clone().json().catch(() => null)) as { email?: unknown } | null;
+  const body = (await request
+    .clone()
+    .json()
+    .catch(() => null)) as { email?: unknown } | null;
   if (!body || typeof body.email !== "string") return apiError(request, 400, "badRequest");
   const account = body.email.trim().toLowerCase();
   const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";

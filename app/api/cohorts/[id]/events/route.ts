@@ -47,10 +47,13 @@ export const GET = cohortRoute<{ params: Promise<{ id: string }> }>(async (reque
       ),
     );
     const refresh = setInterval(() => {
-      void cohortLearnerSessionIds(services.db, id).then((s) => {
-        if (s.size !== sessions.size) out.send("changed", {});
-        sessions = s;
-      }, () => undefined);
+      void cohortLearnerSessionIds(services.db, id).then(
+        (s) => {
+          if (s.size !== sessions.size) out.send("changed", {});
+          sessions = s;
+        },
+        () => undefined,
+      );
     }, MEMBERSHIP_REFRESH_MS);
     out.onClose(() => clearInterval(refresh));
     out.send("hello", {});

@@ -9,7 +9,11 @@ import { jsonBody } from "@/server/http/route";
 
 export const dynamic = "force-dynamic";
 
-const Body = z.object({ email: z.string(), role: z.enum(["learner", "instructor"]).default("learner"), days: z.coerce.number().optional() });
+const Body = z.object({
+  email: z.string(),
+  role: z.enum(["learner", "instructor"]).default("learner"),
+  days: z.coerce.number().optional(),
+});
 
 export const POST = cohortRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
   const admin = await requireRole(services.auth, request.headers, "admin");

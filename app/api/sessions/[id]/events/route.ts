@@ -28,7 +28,12 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
     out.onClose(services.bus.onTabs(id, (tabs) => out.send("tabs", { tabs })));
     // Signed out, removed from the cohort, the cohort ended: the stream ends with the reason.
     out.onClose(
-      revokeOnAccessChange(services.bus, user.id, async () => requireSession(services.db, await requireUser(services.auth, request.headers), id, "watch"), out.revoke),
+      revokeOnAccessChange(
+        services.bus,
+        user.id,
+        async () => requireSession(services.db, await requireUser(services.auth, request.headers), id, "watch"),
+        out.revoke,
+      ),
     );
     out.send("progress", await services.grader.progress(id));
     out.send("watchers", { watchers: await services.watchers.watchers(id) });

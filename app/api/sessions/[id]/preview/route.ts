@@ -16,6 +16,11 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   const session = await requireSession(services.db, user, id, "watch");
   const query = previewQuery(new URL(request.url));
   const signIn = await signInId(services.auth, request.headers);
-  const location = await previewEntryUrl({ db: services.db, secret: services.secret, base: previewBaseOf(services) }, { user, signIn, access: session.access }, id, query);
+  const location = await previewEntryUrl(
+    { db: services.db, secret: services.secret, base: previewBaseOf(services) },
+    { user, signIn, access: session.access },
+    id,
+    query,
+  );
   return new Response(null, { status: 303, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" } });
 });

@@ -20,7 +20,13 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   return Response.json({
     sessionId: id,
     mode,
-    machines: terminalTokens(services.secret, id, machines.map((m) => m.name), mode, user.id),
+    machines: terminalTokens(
+      services.secret,
+      id,
+      machines.map((m) => m.name),
+      mode,
+      user.id,
+    ),
     tabs: tabTokens(services.secret, id, await openTabs(services.db, id), mode, user.id),
   });
 });

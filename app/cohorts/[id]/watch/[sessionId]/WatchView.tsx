@@ -22,7 +22,14 @@ function parseTabs(data: string): TabView[] {
   }
 }
 
-export function WatchView(props: { cohortId: string; sessionId: string; slug: string; machines: string[]; title: string; steps: { id: string; title: string }[] }) {
+export function WatchView(props: {
+  cohortId: string;
+  sessionId: string;
+  slug: string;
+  machines: string[];
+  title: string;
+  steps: { id: string; title: string }[];
+}) {
   const { cohortId, sessionId, slug, machines } = props;
   const t = useTranslations("dashboard");
   const tl = useTranslations("lab");
@@ -55,7 +62,10 @@ export function WatchView(props: { cohortId: string; sessionId: string; slug: st
             inFlight.current = null;
             throw new Error(body?.error ?? `HTTP ${res.status}`);
           }
-          return new Map([...body.machines.map((m) => [m.name, m.token] as const), ...(body.tabs ?? []).map((t) => [terminalName(t.machine, t.number), t.token] as const)]);
+          return new Map([
+            ...body.machines.map((m) => [m.name, m.token] as const),
+            ...(body.tabs ?? []).map((t) => [terminalName(t.machine, t.number), t.token] as const),
+          ]);
         });
       }
       return inFlight.current;
@@ -75,7 +85,11 @@ export function WatchView(props: { cohortId: string; sessionId: string; slug: st
       </div>
       <div className="grid min-h-0 flex-1 grid-cols-1 gap-px bg-slate-700 lg:grid-cols-3">
         {panes.map(({ machine, number }) => (
-          <div key={terminalName(machine, number)} className="flex min-h-64 flex-col bg-[#0b1020]" data-testid={`watch-pane-${terminalName(machine, number)}`}>
+          <div
+            key={terminalName(machine, number)}
+            className="flex min-h-64 flex-col bg-[#0b1020]"
+            data-testid={`watch-pane-${terminalName(machine, number)}`}
+          >
             <div className="flex items-center px-2 py-1 font-mono text-xs text-slate-300">
               {number === 1 ? machine : tl("tabName", { machine, number })}
               {number === 1 && (

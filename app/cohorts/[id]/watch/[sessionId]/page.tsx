@@ -18,7 +18,10 @@ export default async function WatchPage({ params }: { params: Promise<{ id: stri
   const user = await pageRole(`/cohorts/${id}/watch/${sessionId}`, "instructor", "admin");
   const { db, labs } = getServicesOrThrow();
   if ((await sessionAccess(db, user, sessionId)) !== "watch") notFound();
-  const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, select: { labSlug: true, learnerId: true, machines: { select: { name: true } } } });
+  const session = await db.labSession.findUniqueOrThrow({
+    where: { id: sessionId },
+    select: { labSlug: true, learnerId: true, machines: { select: { name: true } } },
+  });
   const learner = await db.user.findUnique({ where: { id: session.learnerId }, select: { name: true } });
   // The steps of the session's own lab version.
   const lab = (await sessionLabById(db, labs, sessionId).catch(() => null))?.lab ?? null;

@@ -22,7 +22,13 @@ export const GET = apiRoute<{ params: Promise<{ id: string; machine: string }> }
   if (!name.success) throw new Denied(404, "noSuchRecording");
   const lab = (await sessionLabById(services.db, services.labs, id).catch(() => null))?.lab ?? null;
   const titles = new Map((lab?.manifest.steps ?? []).map((s) => [s.id, s.title]));
-  const lines = await castLines(services.db, id, name.data, await sessionMarkers(services.db, id, titles), `${session.labSlug} ${name.data}`);
+  const lines = await castLines(
+    services.db,
+    id,
+    name.data,
+    await sessionMarkers(services.db, id, titles),
+    `${session.labSlug} ${name.data}`,
+  );
   if (!lines) throw new Denied(404, "noSuchRecording");
   // Streamed a page of rows at a time (asciicast.ts): a long recording is never whole in memory.
   const encoder = new TextEncoder();

@@ -30,6 +30,8 @@ export const DELETE = apiRoute<{ params: Promise<{ id: string; machine: string; 
   // The shell ends now whichever process had it open; a machine that cannot be reached keeps it
   // until its holder restarts (the tab is closed either way: nobody can attach to it again).
   const endpoint = await machineEndpoint(services.db, raw.id, machine);
-  await services.terminals.closeTab(raw.id, machine, number, endpoint).catch((error: Error) => log.warn({ err: error.message, machine, number }, "closed tab's shell not hung up"));
+  await services.terminals
+    .closeTab(raw.id, machine, number, endpoint)
+    .catch((error: Error) => log.warn({ err: error.message, machine, number }, "closed tab's shell not hung up"));
   return Response.json({ ok: true });
 });
