@@ -35,7 +35,7 @@ const opts = flags();
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
 const { TerminalTestClient } = await import("../server/testing/terminal-client");
-const { MIB, SETTLE_MS, LINE_CHARS, gatewayTerm, msSince, now, rawTerm: openRaw, run, sleep, stats, type } = await import("./lib/measure");
+const { MIB, SETTLE_MS, LINE_CHARS, gatewayTerm, rawTerm: openRaw, run, sleep, stats, type } = await import("./lib/measure");
 const { machineEndpoint } = await import("../server/sessions/lab-sessions");
 type Term = import("./lib/measure").Term;
 

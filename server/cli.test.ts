@@ -40,9 +40,9 @@ describe("labdeck CLI", () => {
   it("validates every lab in the repository", () => {
     const r = labdeck("labs", "validate");
     expect(r.out).toContain("ok    hello-terminal");
-    expect(r.out).toMatch(/ok    preinstall-checks \(7 steps, \d+ fixtures\)/);
+    expect(r.out).toMatch(/ok {4}preinstall-checks \(7 steps, \d+ fixtures\)/);
     // A warning, not a failure: a boot-state step nobody proved against "true only until the next boot".
-    expect(r.out).toMatch(/warn  labs\/multi-node\/steps\/revive-node02: verifyByReboot step without shortcuts/);
+    expect(r.out).toMatch(/warn {2}labs\/multi-node\/steps\/revive-node02: verifyByReboot step without shortcuts/);
     expect(r.code).toBe(0);
   });
 

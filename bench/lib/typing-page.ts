@@ -30,8 +30,8 @@ declare global {
 
 const params = new URLSearchParams(location.search);
 const token = params.get("token") ?? "";
-/** floor=1: the browser's floor for bench/browser-typing.ts — xterm's default cursor (no blink), same font and grid. */
-const floor = params.get("floor") === "1";
+// floor=1 marks the browser's floor for bench/browser-typing.ts: this page is that floor either way
+// (xterm's default cursor, no blink, the same font and grid), so the page does not read it.
 /** tokens=URL: fetch the write token from the app (same origin) instead of ?token (bench/browser-typing.ts). */
 const tokensUrl = params.get("tokens");
 const machine = params.get("machine") ?? "controlplane";

@@ -18,7 +18,7 @@
 import { useTranslations } from "next-intl";
 import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
 import { LessonMarkdown } from "@/components/lesson/Lesson";
-import type { CheckOutcome, CheckResult, StepState } from "@/server/grader/progress";
+import type { CheckResult, StepState } from "@/server/grader/progress";
 import { GraderApiError, graderErrorText, revealHint, runCheck } from "./grader-api";
 import type { ProgressFeed } from "./useProgress";
 

@@ -86,7 +86,7 @@ export async function loadStaticHosts(file: string): Promise<StaticHostsFile> {
   try {
     raw = JSON.parse(await fs.readFile(file, "utf8"));
   } catch (error) {
-    throw new Error(`${file}: ${(error as Error).message}`);
+    throw new Error(`${file}: ${(error as Error).message}`, { cause: error });
   }
   const parsed = StaticHostsFile.safeParse(raw);
   if (!parsed.success) {

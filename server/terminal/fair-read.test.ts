@@ -12,7 +12,10 @@ import { readFairly } from "./ssh";
 const FLOOD_BYTES = 32 * 1024 * 1024;
 const opened: (net.Server | net.Socket)[] = [];
 afterEach(() => {
-  for (const o of opened.splice(0)) o instanceof net.Server ? o.close() : o.destroy();
+  for (const o of opened.splice(0)) {
+    if (o instanceof net.Server) o.close();
+    else o.destroy();
+  }
 });
 
 /** A connected pair over loopback: [the server's end, the client's end]. */

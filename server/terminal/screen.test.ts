@@ -36,7 +36,7 @@ describe("Screen parse budget", () => {
   });
 
   it("stops parsing a flood once its burst is spent (stale), and a rebuild from the held bytes shows the latest screen", async () => {
-    let t = 0;
+    const t = 0;
     const screen = new Screen(size, 0, () => t);
     let offset = 0;
     const held: Buffer[] = [];

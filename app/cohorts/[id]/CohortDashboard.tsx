@@ -236,7 +236,7 @@ function LearnerRow(props: {
         </div>
         {l.outdated && l.sessionId && <OutdatedVersion sessionId={l.sessionId} isAdmin={props.isAdmin} onMoved={props.onMoved} />}
       </td>
-      {steps.map((s, i) => {
+      {steps.map((s) => {
         const state = l.doneStepIds.includes(s.id)
           ? "done"
           : s.id === l.currentStepId

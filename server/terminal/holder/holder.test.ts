@@ -305,7 +305,6 @@ describe("terminal holder over real sshd", () => {
     const flood = new Screen("flood", { keep: false });
     await flood.term.attach(writer.link);
     await flood.waitForText("# ");
-    const fast = writer;
     const watcher = flood; // the writer reads its own terminal at full speed
     const slow = await connect();
     const stuck = new Screen("flood", { mode: "read", from: 0, keep: false });
