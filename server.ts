@@ -21,7 +21,7 @@ import { SingletonRole } from "./server/leases/roles";
 import { LabCatalog } from "./server/labs/catalog";
 import { backfillLabVersions } from "./server/sessions/lab-versions";
 import { refuseUnbuiltImage } from "./server/labs/image-status";
-import { SshExecPool } from "./server/machines/ssh-exec";
+import { SshExecPool } from "./server/ssh/exec";
 import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
@@ -37,7 +37,7 @@ import { setServices } from "./server/services";
 import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
 import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
-import { dbEpochStore } from "./server/terminal/holder/epochs";
+import { dbEpochStore } from "./server/terminal/epochs";
 import { openTabs, tabIsOpen, terminalEndpoint } from "./server/terminal/tabs";
 import { terminalUpgrade } from "./server/terminal/upgrade";
 

@@ -20,7 +20,7 @@ import { z } from "zod";
 import { gridQuery, gridRows } from "../server/cohorts/dashboard";
 import { Prisma } from "../server/db/generated/client";
 import { recordCheckRun } from "../server/grader/history";
-import type { ScriptResult } from "../server/machines/ssh-exec";
+import type { ScriptResult } from "../server/ssh/exec";
 import { startTestDb } from "../server/testing/test-db";
 import { benchFlags } from "./lib/flags";
 

@@ -13,7 +13,7 @@ import { EventBus } from "../server/events/bus";
 import { Grader } from "../server/grader/grader";
 import { LabCatalog } from "../server/labs/catalog";
 import { log } from "../server/log";
-import { SshExecPool } from "../server/machines/ssh-exec";
+import { SshExecPool } from "../server/ssh/exec";
 import { configureMachineKeys } from "../server/sessions/machine-keys";
 
 const [labsDir, intervalMs, jitter, concurrency] = process.argv.slice(2);

@@ -88,7 +88,7 @@ const opts = flags();
 const intervalMs = opts["interval-ms"];
 process.env.LOG_LEVEL ??= "warn"; // before the logger is imported: keep pino lines out of the table
 const { startTestStack } = await import("../server/testing/stack");
-const { SshExecPool } = await import("../server/machines/ssh-exec");
+const { SshExecPool } = await import("../server/ssh/exec");
 const { CHECK_LEASE_S } = await import("../server/grader/claims");
 
 /** SQL statements this process sends, by first word (Prisma's pg adapter goes through pg.Client#query). */

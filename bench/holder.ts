@@ -33,8 +33,8 @@ function flags(): z.infer<typeof Flags> {
 const opts = flags();
 process.env.LOG_LEVEL ??= "warn";
 const { createNetnsHosts } = await import("../server/machines/netns-hosts");
-const { connectSsh } = await import("../server/terminal/ssh");
-const { connectHolder, HolderTerminal } = await import("../server/terminal/holder/client");
+const { connectSsh } = await import("../server/ssh/connect");
+const { connectHolder, HolderTerminal } = await import("../server/holder/client");
 const {
   MIB,
   SETTLE_MS,

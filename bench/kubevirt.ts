@@ -22,7 +22,7 @@ import { sessionObjects, type FleetSettings } from "../server/machines/kubevirt/
 import { kubevirtProvider } from "../server/machines/kubevirt/provider";
 import { generateEd25519 } from "../server/machines/qemu/keys";
 import { startFakeKubeApi } from "../server/testing/fake-kube-api";
-import { connectSsh } from "../server/terminal/ssh";
+import { connectSsh } from "../server/ssh/connect";
 import { benchFlags } from "./lib/flags";
 
 const MACHINES = ["controlplane", "node01", "node02"];

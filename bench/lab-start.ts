@@ -26,7 +26,7 @@ import { buildImage } from "../server/machines/qemu/image";
 import { residentKiB } from "../server/machines/qemu/processes";
 import { qemuProvider } from "../server/machines/qemu/provider";
 import { TEST_IMAGE_CACHE_DIR } from "../server/machines/qemu/test-image";
-import { SshExecPool } from "../server/machines/ssh-exec";
+import { SshExecPool } from "../server/ssh/exec";
 import { WarmPool } from "../server/machines/warm-pool";
 import { benchFlags } from "./lib/flags";
 

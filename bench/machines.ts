@@ -20,7 +20,7 @@ import { residentKiB } from "../server/machines/qemu/processes";
 import { qemuProvider } from "../server/machines/qemu/provider";
 import { TEST_IMAGE_CACHE_DIR } from "../server/machines/qemu/test-image";
 import { WarmPool } from "../server/machines/warm-pool";
-import { connectSsh } from "../server/terminal/ssh";
+import { connectSsh } from "../server/ssh/connect";
 import { benchFlags } from "./lib/flags";
 
 const MACHINES = ["controlplane", "node01", "node02"];

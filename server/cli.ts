@@ -24,7 +24,7 @@ import { egressUnavailable } from "./machines/qemu/egress";
 import { internetLabRefusal } from "./machines/qemu/network";
 import { qemuProvider } from "./machines/qemu/provider";
 import { recipeByName } from "./machines/qemu/recipe";
-import { SshExecPool } from "./machines/ssh-exec";
+import { SshExecPool } from "./ssh/exec";
 import { loadStaticHosts } from "./machines/static-hosts";
 
 const USAGE = `usage:

@@ -13,7 +13,7 @@ import type { LabCatalog } from "./labs/catalog";
 import type { refuseUnbuiltImage } from "./labs/image-status";
 import type { MachineProvider } from "./machines/provider";
 import type { PreviewBase } from "./preview/address";
-import type { SshExecPool } from "./machines/ssh-exec";
+import type { SshExecPool } from "./ssh/exec";
 import type { SessionSweeper } from "./sessions/sweeper";
 import type { TerminalRegistry } from "./terminal/registry";
 

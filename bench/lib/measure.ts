@@ -9,7 +9,7 @@ import fs from "node:fs/promises";
 import type { ClientChannel } from "ssh2";
 import type { TerminalTestClient } from "../../server/testing/terminal-client";
 import { decodeOutput } from "../../server/terminal/protocol";
-import { connectSsh, type SshEndpoint } from "../../server/terminal/ssh";
+import { connectSsh, type SshEndpoint } from "../../server/ssh/connect";
 
 /** Longest wait for one keystroke's echo, ms (a key not echoed by then counts as lost). */
 export const ECHO_TIMEOUT_MS = 5_000;

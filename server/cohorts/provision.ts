@@ -22,7 +22,7 @@ import { runLabSetup } from "../labs/setup";
 import { currentLabVersion } from "../labs/versions";
 import { PROCESS_HOLDER } from "../leases/roles";
 import { isNoCapacity, type MachineProvider } from "../machines/provider";
-import type { SshExecPool } from "../machines/ssh-exec";
+import type { SshExecPool } from "../ssh/exec";
 import { machineEndpoint, startOrResumeSession } from "../sessions/lab-sessions";
 import { recordAudit } from "./audit";
 import { CohortRuleError, getCohortOrThrow, type CohortView } from "./cohorts";

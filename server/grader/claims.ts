@@ -15,7 +15,7 @@
 import type { Db } from "../db/client";
 import { Prisma } from "../db/generated/client";
 import type { PendingProof } from "./reboot-proof";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { SshEndpoint } from "../ssh/connect";
 
 /** A claim's lease, s: renewed every RENEW_EVERY_MS while the check runs, so it only matters when its process died. */
 export const CHECK_LEASE_S = 10;

@@ -15,8 +15,8 @@ import path from "node:path";
 import type { Client } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
-import { SCRIPT_PATH, SshExecPool } from "../machines/ssh-exec";
-import { connectSsh } from "../terminal/ssh";
+import { SCRIPT_PATH, SshExecPool } from "../ssh/exec";
+import { connectSsh } from "../ssh/connect";
 import { CHECK_LIB } from "./grader";
 
 /** Unused by every other test (grep `subnet:` in server/ and e2e/). */

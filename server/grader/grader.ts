@@ -26,8 +26,8 @@ import { checkRunning, claimDue, claimNow, oldestDueLagMs, releaseCheck, RENEW_E
 import { pruneCheckRuns, recordCheckRun, type CheckRelease } from "./history";
 import type { Progress } from "./progress";
 import { bootFactsScript, decide, newNonce, takeBootFacts, type ProofDecision } from "./reboot-proof";
-import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { ScriptResult, SshExecPool } from "../ssh/exec";
+import type { SshEndpoint } from "../ssh/connect";
 
 /** Helpers put in front of every check (boot-time sysctl, swap, modules, units). */
 export const CHECK_LIB = fs.readFileSync(new URL("./checklib.sh", import.meta.url), "utf8");

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";
-import type { ScriptResult } from "../machines/ssh-exec";
+import type { ScriptResult } from "../ssh/exec";
 import { startTestDb } from "../testing/test-db";
 import { pruneCheckRuns, recordCheckRun } from "./history";
 

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Db } from "../db/client";
-import type { ScriptResult } from "../machines/ssh-exec";
+import type { ScriptResult } from "../ssh/exec";
 
 export interface CheckRecord {
   sessionId: string;

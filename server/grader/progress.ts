@@ -31,7 +31,7 @@ export const CheckResult = z.object({
   outcome: CheckOutcome,
   /** manual: the learner pressed Check; poll: the grader's own run. */
   trigger: z.enum(["poll", "manual"]),
-  /** The check's output (stdout + stderr, trimmed, at most CHECK_OUTPUT_MAX_BYTES), or the grader's explanation. */
+  /** The check's output (stdout + stderr, trimmed, at most SCRIPT_OUTPUT_MAX_BYTES of server/ssh/exec.ts), or the grader's explanation. */
   output: z.string(),
   /** ISO time the run finished. */
   at: z.string(),
@@ -59,6 +59,3 @@ export const Progress = z.object({
   completed: z.boolean(),
 });
 export type Progress = z.infer<typeof Progress>;
-
-/** Most bytes of a check's output kept and shown; the rest is cut with a marker. */
-export const CHECK_OUTPUT_MAX_BYTES = 4 * 1024;

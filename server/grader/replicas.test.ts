@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { log } from "../log";
-import { SshExecPool } from "../machines/ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { Grader } from "./grader";
 

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { qemuLabMachines } from "../machines/qemu/lab-machines";
 import { qemuProvider } from "../machines/qemu/provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "../machines/qemu/test-image";
-import { SshExecPool } from "../machines/ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 import { formatResults, testLab, type LabTestMachines } from "./lab-test";
 import { loadLab, type LoadedStep } from "./load";
 

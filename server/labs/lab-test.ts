@@ -9,8 +9,8 @@
  * learner would.
  */
 import { CHECK_LIB, checkScript } from "../grader/grader";
-import type { ScriptResult, SshExecPool } from "../machines/ssh-exec";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { ScriptResult, SshExecPool } from "../ssh/exec";
+import type { SshEndpoint } from "../ssh/connect";
 import type { Fixture, Lab, LoadedStep } from "./load";
 import { runLabSetup } from "./setup";
 

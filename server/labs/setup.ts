@@ -5,8 +5,8 @@
  */
 import path from "node:path";
 import { CHECK_LIB } from "../grader/grader";
-import type { SshEndpoint } from "../terminal/ssh";
-import type { SshExecPool } from "../machines/ssh-exec";
+import type { SshEndpoint } from "../ssh/connect";
+import type { SshExecPool } from "../ssh/exec";
 import type { Lab } from "./load";
 
 /** Longest a single setup script may run, in seconds. */

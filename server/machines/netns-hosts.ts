@@ -4,7 +4,7 @@ import { openSync, closeSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { log } from "../log";
-import { holderFile } from "../terminal/holder/install";
+import { holderFile } from "../holder/install";
 
 /**
  * Test/dev harness: N real OpenSSH servers, each in its own Linux network namespace (own IPv4
@@ -36,7 +36,7 @@ export interface NetnsHost {
   namespace: string;
   /** sshd pid (the listener); changes when restartSshd() starts a new one. */
   pid: number;
-  /** pid of the terminal holder (server/terminal/holder/) on this host, if one was started. */
+  /** pid of the terminal holder (server/holder/) on this host, if one was started. */
   holderPid?: number;
 }
 
@@ -74,7 +74,7 @@ const MAX_HOSTS = 256 / ADDRESSES_PER_HOST;
 /** Linux IFNAMSIZ - 1: longest interface name the kernel accepts, in characters. */
 const MAX_IFNAME_LENGTH = 15;
 
-/** Socket and log directories of the terminal holder (server/terminal/holder/labdeck-holder defaults). */
+/** Socket and log directories of the terminal holder (server/holder/labdeck-holder defaults). */
 const HOLDER_RUN_DIR = "/run/labdeck-holder";
 const HOLDER_STATE_DIR = "/var/lib/labdeck-holder";
 /** Debian's python3, the one an SSH login on these hosts finds on its PATH too. */

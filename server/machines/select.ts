@@ -22,7 +22,7 @@ import { providerSessionOf, WarmPool, type LabPoolTarget, type PoolPreparer, typ
 import type { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
 import { currentLabVersion } from "../labs/versions";
-import type { SshExecPool } from "./ssh-exec";
+import type { SshExecPool } from "../ssh/exec";
 
 /** The lab machines every pooled set has (the course's three-node layout). */
 const POOL_MACHINES = ["controlplane", "node01", "node02"];

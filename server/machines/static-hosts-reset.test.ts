@@ -16,7 +16,7 @@ import { metrics } from "../ops/metrics";
 import { startTestDb } from "../testing/test-db";
 import { createNetnsHosts, type NetnsHostSet } from "./netns-hosts";
 import { isNoCapacity } from "./provider";
-import { SshExecPool } from "./ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 import { dbHostClaims, RESET_BACKOFF_MIN_MS, staticHostsProvider, type StaticHostsProvider } from "./static-hosts";
 
 let db: Db;

@@ -19,13 +19,13 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import type { Db } from "../db/client";
-import { prepareHolder } from "../terminal/holder/install";
-import { hostKeyBlob } from "../terminal/ssh";
+import { prepareHolder } from "../holder/install";
+import { hostKeyBlob } from "../ssh/connect";
 import type { Logger } from "pino";
 import { log as defaultLog } from "../log";
 import { metrics } from "../ops/metrics";
 import { NoCapacityError, type MachineProvider, type MachineRequest, type ProvisionedMachine } from "./provider";
-import { SshExecPool } from "./ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 
 /** Longest reset script a hosts file may hold, in characters (it is sent over SSH on each try). */
 const RESET_SCRIPT_MAX_CHARS = 64 * 1024;

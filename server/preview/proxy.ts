@@ -15,7 +15,7 @@ import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttp
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { SshEndpoint } from "../ssh/connect";
 import type { PreviewAccess } from "./access";
 import { PreviewPath, previewHostOf, previewOrigin, type PreviewBase, type PreviewTarget } from "./address";
 import {

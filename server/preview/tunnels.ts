@@ -8,7 +8,7 @@
  */
 import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
-import { connectSsh, type SshEndpoint } from "../terminal/ssh";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
 
 /** A machine's SSH connection is closed after this long without an open preview stream. */
 export const TUNNEL_IDLE_CLOSE_MS = 60_000;

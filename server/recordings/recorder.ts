@@ -3,7 +3,7 @@
  * chunks of raw bytes with their timing, replayed as asciicast v2 (asciicast.ts).
  *
  * The bytes come from the one stream a process reads from the machine's terminal holder
- * (holder/connector.ts hands each OUTPUT frame with its holder log offset to `output`). Several
+ * (holder-connector.ts hands each OUTPUT frame with its holder log offset to `output`). Several
  * processes may be attached to the same terminal (the learner's, an instructor's, the next one
  * after a restart): each buffers what it reads and, at flush, trims it against the recording's
  * `holderEnd` and moves `holderEnd` on with a conditional update in the same transaction that

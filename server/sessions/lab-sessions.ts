@@ -16,8 +16,8 @@ import {
   setupProgress,
   type StartSource,
 } from "./start-progress";
-import type { SshExecPool } from "../machines/ssh-exec";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { SshExecPool } from "../ssh/exec";
+import type { SshEndpoint } from "../ssh/connect";
 import { advance, finishEnding, LEASE_MS, LIVE_STATES, reconcileSessions, withLease } from "./lifecycle";
 
 /** How long a request waits for a concurrent request that is starting the same session. */

@@ -1,16 +1,16 @@
 /**
  * The live terminals of this process, one per (lab session, machine, shell number: tabs.ts),
  * created on first attach and kept while the lab session lives so that shells outlive their
- * WebSockets. The shells themselves live in each machine's terminal holder (holder/connector.ts)
+ * WebSockets. The shells themselves live in each machine's terminal holder (holder-connector.ts)
  * and outlive this process too; a machine without a holder gets the direct PTY.
  */
 import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession } from "./session";
-import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder/connector";
+import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder-connector";
 import { holderTabName, terminalName } from "./tab-names";
-import type { SshEndpoint } from "./ssh";
+import type { SshEndpoint } from "../ssh/connect";
 import type { RecordingTap } from "../recordings/recorder";
-import type { EpochStore } from "./holder/epochs";
+import type { EpochStore } from "./epochs";
 
 /**
  * Finds a terminal's SSH endpoint (its machine's); null when the session, the machine or the
@@ -18,7 +18,7 @@ import type { EpochStore } from "./holder/epochs";
  */
 export type EndpointLookup = (sessionId: string, machine: string, number: number) => Promise<SshEndpoint | null>;
 
-/** Longest a shutdown waits for the terminals' last epoch writes (holder/epochs.ts), ms. */
+/** Longest a shutdown waits for the terminals' last epoch writes (epochs.ts), ms. */
 const EPOCH_WRITES_WAIT_MS = 2_000;
 
 export class TerminalRegistry {
@@ -35,7 +35,7 @@ export class TerminalRegistry {
     private readonly recorder?: { tap(sessionId: string, machine: string): RecordingTap },
     /**
      * Where each terminal's holder logs start in viewers' offsets, shared by every process
-     * (holder/epochs.ts), by the terminal's name (`node01`, `node01#2`: tab-names.ts); unset: this
+     * (epochs.ts), by the terminal's name (`node01`, `node01#2`: tab-names.ts); unset: this
      * process alone. Not by the holder terminal id: that is the same on every machine of a session.
      */
     private readonly epochs?: (sessionId: string, terminal: string) => EpochStore,

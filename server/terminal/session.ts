@@ -1,13 +1,13 @@
 /**
  * Core logic of one terminal (one shell on one machine), independent of message transport: it
- * imports neither `ws` nor `ssh2`. A PtyConnector (server/terminal/ssh.ts) opens the shell; any
+ * imports neither `ws` nor `ssh2`. A PtyConnector (server/ssh/connect.ts) opens the shell; any
  * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or gets a snapshot of the current screen
  * (a headless terminal, screen.ts) when its offset is no longer held. Output is read only while
  * some viewer takes it (updateFlow): the rest waits in the machine's holder.
  *
- * Offsets are the holder's log offsets (holder/connector.ts passes them with the output), so a
+ * Offsets are the holder's log offsets (holder-connector.ts passes them with the output), so a
  * browser's offset means the same in every server process: a new process starts reading the
  * holder's log at the first viewer's offset and the browser resumes with no byte lost or repeated.
  * Lines the gateway itself shows (reconnected, shell ended, no holder) are notices outside the
@@ -18,6 +18,7 @@ import { metrics } from "../ops/metrics";
 import type { MachineState, SessionOverReason } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
 import { Screen } from "./screen";
+import type { HostKeyMismatchError } from "../ssh/connect";
 
 /** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
 export const REPLAY_BUFFER_BYTES = 256 * 1024;
@@ -61,11 +62,6 @@ export interface PtyHandlers {
   onInputAck?(writer: string, seq: number): void;
   /** The shell or the connection ended; `error` is set when it was not a normal exit. */
   onClose(error?: Error): void;
-}
-
-/** Error from a connector that says the machine presented the wrong host key. */
-export class HostKeyMismatchError extends Error {
-  readonly hostKeyMismatch = true;
 }
 
 /** Opens shells on one machine. */

@@ -11,7 +11,7 @@
 import { Denied } from "../auth/guard";
 import type { Db } from "../db/client";
 import { machineEndpoint } from "../sessions/lab-sessions";
-import type { SshEndpoint } from "./ssh";
+import type { SshEndpoint } from "../ssh/connect";
 import { MAX_SHELLS_PER_MACHINE, MAX_TAB_NUMBER, type TabView } from "./tab-names";
 
 /** The session's open extra tabs, by machine and number. */

@@ -10,7 +10,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { scriptCommand } from "../machines/ssh-exec";
+import { scriptCommand } from "../ssh/exec";
 
 export interface FakeRootRun {
   code: number | null;

@@ -15,7 +15,7 @@ import { log } from "../log";
 import { terminalEndpoint } from "../terminal/tabs";
 import { configureMachineKeys } from "../sessions/machine-keys";
 import { TerminalRegistry } from "../terminal/registry";
-import { dbEpochStore } from "../terminal/holder/epochs";
+import { dbEpochStore } from "../terminal/epochs";
 import { terminalUpgrade } from "../terminal/upgrade";
 
 const url = process.env.DATABASE_URL;

@@ -9,8 +9,8 @@ import fs from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import type { SshExecPool } from "../machines/ssh-exec";
-import type { SshEndpoint } from "../terminal/ssh";
+import type { SshExecPool } from "../ssh/exec";
+import type { SshEndpoint } from "../ssh/connect";
 
 const require = createRequire(import.meta.url);
 

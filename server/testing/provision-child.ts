@@ -10,7 +10,7 @@ import { Provisioner } from "../cohorts/provision";
 import { createDb } from "../db/client";
 import { LabCatalog } from "../labs/catalog";
 import { log } from "../log";
-import { SshExecPool } from "../machines/ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import { providerRefsInUse } from "../sessions/lab-sessions";
 import { configureMachineKeys } from "../sessions/machine-keys";

@@ -20,7 +20,7 @@ import { Grader, type GraderOptions } from "../grader/grader";
 import { LabCatalog } from "../labs/catalog";
 import { currentLabVersion } from "../labs/versions";
 import { runLabSetup } from "../labs/setup";
-import { SshExecPool } from "../machines/ssh-exec";
+import { SshExecPool } from "../ssh/exec";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { log } from "../log";
@@ -31,7 +31,7 @@ import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSes
 import { SessionSweeper } from "../sessions/sweeper";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
-import { dbEpochStore } from "../terminal/holder/epochs";
+import { dbEpochStore } from "../terminal/epochs";
 import { openTabs, tabIsOpen, terminalEndpoint } from "../terminal/tabs";
 import { TerminalRecorder } from "../recordings/recorder";
 import { signTerminalToken } from "../terminal/token";

@@ -23,7 +23,7 @@ import {
 import { startFakeKubeApi, type FakeKubeApi } from "../../testing/fake-kube-api";
 import { startStack, type Stack } from "../../testing/stack";
 import { TerminalTestClient } from "../../testing/terminal-client";
-import { connectSsh } from "../../terminal/ssh";
+import { connectSsh } from "../../ssh/connect";
 import { KubeApi, loadKubeConfig } from "./cluster";
 import type { FleetSettings } from "./manifests";
 import { generateEd25519 } from "../qemu/keys";

@@ -18,7 +18,7 @@
 import type { Logger } from "pino";
 import { z } from "zod";
 import { Client } from "ssh2";
-import { hostKeyBlob } from "../../terminal/ssh";
+import { hostKeyBlob } from "../../ssh/connect";
 import {
   NoCapacityError,
   type MachineHealth,

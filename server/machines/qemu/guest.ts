@@ -2,8 +2,8 @@
  * Files the image builder writes into the lab image: how the guest boots fast under TCG, gets
  * eth0 by DHCP from QEMU's user-mode NAT, and applies its per-VM seed (seed.ts) before sshd.
  */
-import { HOLDER_PATH } from "../../terminal/holder/client";
-import { holderSource, HOLDER_UNIT } from "../../terminal/holder/install";
+import { HOLDER_PATH } from "../../holder/client";
+import { holderSource, HOLDER_UNIT } from "../../holder/install";
 import { SEED_FORMAT_VERSION, SEED_FW_CFG_NAME } from "./seed";
 
 /** Where the guest finds its seed (the qemu_fw_cfg module exposes fw_cfg items here). */
@@ -105,7 +105,7 @@ WantedBy=sysinit.target
 `;
 
 /**
- * The terminal holder (server/terminal/holder/labdeck-holder) as a system service: it owns the
+ * The terminal holder (server/holder/labdeck-holder) as a system service: it owns the
  * lab's shells in its own cgroup, so neither `systemctl restart ssh`, nor the end of an SSH login,
  * nor the Labdeck server's death ends them. Stopping the service ends them (KillMode default):
  * an interactive bash ignores SIGTERM, so they also get SIGHUP (what a closed terminal sends), and

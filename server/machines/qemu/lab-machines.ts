@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { LabTestMachines } from "../../labs/lab-test";
-import { connectSsh, type SshEndpoint } from "../../terminal/ssh";
+import { connectSsh, type SshEndpoint } from "../../ssh/connect";
 import type { QemuProvider } from "./provider";
 
 /** Login and one short command, ms. */

@@ -24,7 +24,7 @@ import {
   type ProvisionedMachine,
   type RecoveryReport,
 } from "../provider";
-import type { SshEndpoint } from "../../terminal/ssh";
+import type { SshEndpoint } from "../../ssh/connect";
 import { checkCapacity, vmFootprintMiB } from "./capacity";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "./keys";
@@ -38,7 +38,7 @@ import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
 import { recipeByName, DEBIAN_BASE_RECIPE, type ImageRecipe } from "./recipe";
 import { LAB_START, snapshotHost } from "./snapshots";
 import { readTemplate, templatePaths, type TemplateRecord } from "./templates";
-import { SshExecPool } from "../ssh-exec";
+import { SshExecPool } from "../../ssh/exec";
 import { killProcessesUnder, recoveryOps } from "./recovery";
 import { savedStateOps } from "./saved-states";
 import type { QemuCore, Runtime } from "./session-core";

@@ -5,8 +5,8 @@
  */
 import type { Logger } from "pino";
 import type { NoCapacityError, ProvisionedMachine } from "../provider";
-import type { SshExecPool } from "../ssh-exec";
-import type { SshEndpoint } from "../../terminal/ssh";
+import type { SshExecPool } from "../../ssh/exec";
+import type { SshEndpoint } from "../../ssh/connect";
 import type { CapacityCheck } from "./capacity";
 import type { BuiltImage } from "./image";
 import type { SessionState, VmRecord } from "./state";

@@ -16,9 +16,9 @@
  * any other host boots from the disk instead.
  */
 import { randomBytes } from "node:crypto";
-import { HOLDER_UNIT } from "../../terminal/holder/install";
-import type { SshEndpoint } from "../../terminal/ssh";
-import type { SshExecPool } from "../ssh-exec";
+import { HOLDER_UNIT } from "../../holder/install";
+import type { SshEndpoint } from "../../ssh/connect";
+import type { SshExecPool } from "../../ssh/exec";
 import { requireTools, run } from "./command";
 import type { Accel } from "./vm";
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { MachineRequest, ProvisionedMachine } from "../provider";
-import type { SshEndpoint } from "../../terminal/ssh";
+import type { SshEndpoint } from "../../ssh/connect";
 import { seedHostKey } from "./seed";
 import type { QemuCore, Runtime } from "./session-core";
 import { snapshotHost } from "./snapshots";

@@ -20,7 +20,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { HOLDER_UNIT } from "../../terminal/holder/install";
+import { HOLDER_UNIT } from "../../holder/install";
 import { GUEST_PLATFORM_KEYS_DIR } from "./guest";
 import { afterRestoreScript } from "./snapshots";
 

@@ -1,5 +1,5 @@
 /**
- * Client of the terminal holder (server/terminal/holder/labdeck-holder), the daemon on every lab
+ * Client of the terminal holder (server/holder/labdeck-holder), the daemon on every lab
  * machine that owns the PTYs and shells. The server reaches the holder's unix socket through an
  * existing ssh2 connection (direct-streamlocal@openssh.com, or `labdeck-holder --attach` over an
  * exec channel when the SSH server refuses streamlocal) and is only a viewer: a dropped
@@ -29,7 +29,7 @@ import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
 import { z } from "zod";
-import { readBudget, type BudgetedReader, type ReadBudget } from "../read-budget";
+import { readBudget, type BudgetedReader, type ReadBudget } from "../ssh/read-budget";
 
 /** Where the holder listens on every machine (root only, mode 0600). */
 export const HOLDER_SOCKET = "/run/labdeck-holder/holder.sock";

@@ -7,7 +7,7 @@
 import { Duplex } from "node:stream";
 import { expect, it } from "vitest";
 import { HolderLink } from "./client";
-import { ReadBudget, TURN_READ_BYTES } from "../read-budget";
+import { ReadBudget, TURN_READ_BYTES } from "../ssh/read-budget";
 
 function frame(type: number, body: Buffer): Buffer {
   const head = Buffer.alloc(5);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbEpochStore, EPOCHS_KEPT, newEpochBase, UNKNOWN_END_JUMP, type EpochRecord } from "./epochs";
-import type { Db } from "../../db/client";
-import { startTestDb } from "../../testing/test-db";
+import type { Db } from "../db/client";
+import { startTestDb } from "../testing/test-db";
 
 const known = (...records: [string, EpochRecord][]) => new Map(records);
 

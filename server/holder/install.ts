@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Client } from "ssh2";
-import { log } from "../../log";
-import { connectSsh, type SshEndpoint } from "../ssh";
+import { log } from "../log";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { HOLDER_PATH, HOLDER_SOCKET, connectHolder, type HolderLink } from "./client";
 
 /**

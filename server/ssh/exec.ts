@@ -4,8 +4,16 @@
  * connection is dropped and re-made on the next run.
  */
 import type { Client } from "ssh2";
-import { connectSsh, type SshEndpoint } from "../terminal/ssh";
-import { CHECK_OUTPUT_MAX_BYTES, type CheckOutcome } from "../grader/progress";
+import { connectSsh, type SshEndpoint } from "./connect";
+
+/**
+ * How a script ended: exit 0 (pass), another exit (fail), killed at its timeout, the machine did
+ * not answer, or anything else. The grader shows these as a check's outcome (grader/progress.ts).
+ */
+export type ScriptOutcome = "pass" | "fail" | "timeout" | "unreachable" | "error";
+
+/** Most bytes of a script's output kept (a check's output shown to the learner); the rest is cut with a marker. */
+export const SCRIPT_OUTPUT_MAX_BYTES = 4 * 1024;
 
 /** A connection unused this long is closed, in ms. */
 const IDLE_CLOSE_MS = 60_000;
@@ -51,9 +59,9 @@ export function scriptCommand(timeoutSeconds: number): string {
 }
 
 export interface ScriptResult {
-  outcome: CheckOutcome;
+  outcome: ScriptOutcome;
   exitCode: number | null;
-  /** Output (stdout and stderr as they came), ANSI escapes removed, cut to CHECK_OUTPUT_MAX_BYTES. */
+  /** Output (stdout and stderr as they came), ANSI escapes removed, cut to SCRIPT_OUTPUT_MAX_BYTES. */
   output: string;
   durationMs: number;
 }
@@ -148,7 +156,7 @@ export class SshExecPool {
         const chunks: Buffer[] = [];
         let bytes = 0;
         const collect = (chunk: Buffer) => {
-          if (bytes >= CHECK_OUTPUT_MAX_BYTES * 2) return; // keep a bounded amount; cut below
+          if (bytes >= SCRIPT_OUTPUT_MAX_BYTES * 2) return; // keep a bounded amount; cut below
           chunks.push(chunk);
           bytes += chunk.length;
         };
@@ -156,7 +164,7 @@ export class SshExecPool {
         channel.stderr.on("data", collect);
         let exitCode: number | null = null;
         let settled = false;
-        const finish = (outcome?: CheckOutcome) => {
+        const finish = (outcome?: ScriptOutcome) => {
           if (settled) return;
           settled = true;
           clearTimeout(backstop);
@@ -246,10 +254,10 @@ const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[()][A-Za-z0-9]|\u001b[=>]/g;
 
 function cleanOutput(raw: Buffer): string {
   let text = raw.toString("utf8").replace(ANSI, "").replace(/\r\n?/g, "\n").trim();
-  if (Buffer.byteLength(text) > CHECK_OUTPUT_MAX_BYTES) {
+  if (Buffer.byteLength(text) > SCRIPT_OUTPUT_MAX_BYTES) {
     text =
       Buffer.from(text)
-        .subarray(0, CHECK_OUTPUT_MAX_BYTES)
+        .subarray(0, SCRIPT_OUTPUT_MAX_BYTES)
         .toString("utf8")
         .replace(/\uFFFD$/, "") + "\n…(省略)";
   }

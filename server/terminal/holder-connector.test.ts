@@ -2,7 +2,7 @@
  * TerminalSession over the holder connector against real sshd hosts (netns) with a real holder:
  * the shell outlives the TerminalSession that opened it (a server process going away), a lab
  * session's end hangs it up, and a machine without a holder falls back to the direct PTY visibly.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder/connector.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder-connector.test.ts
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -10,19 +10,19 @@ import path from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
-import type { MachineState, SessionOverReason } from "../protocol";
-import { TerminalSession, type Viewer } from "../session";
-import { connectSsh, type SshEndpoint } from "../ssh";
-import { connectHolder } from "./client";
-import { holderConnector, holderTerminalId } from "./connector";
-import { holderFile } from "./install";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import type { MachineState, SessionOverReason } from "./protocol";
+import { TerminalSession, type Viewer } from "./session";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
+import { connectHolder } from "../holder/client";
+import { holderConnector, holderTerminalId } from "./holder-connector";
+import { holderFile } from "../holder/install";
 import { dbEpochStore, type EpochStore } from "./epochs";
-import type { Db } from "../../db/client";
-import { castOutput } from "../../testing/cast";
-import { startTestDb } from "../../testing/test-db";
-import { castText, loadCast } from "../../recordings/asciicast";
-import { TerminalRecorder, type RecordingTap } from "../../recordings/recorder";
+import type { Db } from "../db/client";
+import { castOutput } from "../testing/cast";
+import { startTestDb } from "../testing/test-db";
+import { castText, loadCast } from "../recordings/asciicast";
+import { TerminalRecorder, type RecordingTap } from "../recordings/recorder";
 
 const SUBNET = 66; // 10.213.66.0/24: a host with a holder
 const BARE_SUBNET = 67; // a host without one

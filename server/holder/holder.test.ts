@@ -1,7 +1,7 @@
 /**
  * The terminal holder against real sshd hosts (network namespaces, server/machines/netns-hosts.ts):
  * the real labdeck-holder reached through real SSH (direct-streamlocal) with the real client.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder/holder.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/holder/holder.test.ts
  */
 import { createHash } from "node:crypto";
 import fsSync from "node:fs";
@@ -10,8 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import type { Client } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../../machines/netns-hosts";
-import { connectSsh, type SshEndpoint } from "../ssh";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { HolderLink, HolderTerminal, connectHolder, type HolderOpened } from "./client";
 import { holderFile, holderSource, holderVersion, ensureHolder, installScript } from "./install";
 

@@ -5,13 +5,14 @@
  * machine without a usable holder gets the direct PTY (ssh.ts) and a visible line saying so.
  */
 import { createHash } from "node:crypto";
-import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "../session";
-import { connectSsh, sshConnector, type SshEndpoint } from "../ssh";
-import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "./client";
+import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./session";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
+import { sshConnector } from "./ssh-pty";
+import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "../holder/client";
 import type { Client } from "ssh2";
-import type { RecordingTap } from "../../recordings/recorder";
+import type { RecordingTap } from "../recordings/recorder";
 import { newEpochBase, type EpochStore } from "./epochs";
-import { log } from "../../log";
+import { log } from "../log";
 
 /**
  * Output a process reads first when it attaches to a terminal it has not seen and no viewer

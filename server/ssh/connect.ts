@@ -1,12 +1,17 @@
 /**
- * SSH adapter: opens shells (for terminals) and exec channels (for the grader) on a machine with
- * ssh2, key authentication and a pinned host key. A machine whose host key differs from the
- * pinned one is refused before authentication.
+ * The platform's SSH client: connects to a machine with ssh2, key authentication and a pinned
+ * host key (a machine whose host key differs is refused before authentication), and reads every
+ * connection within the process's read budget. Terminals, checks, setup, previews and the
+ * machine providers all connect through here.
  */
 import net from "node:net";
-import { Client, type ClientChannel, type ConnectConfig } from "ssh2";
+import { Client, type ConnectConfig } from "ssh2";
 import { readBudget, type ReadBudget } from "./read-budget";
-import { HostKeyMismatchError, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./session";
+
+/** Error from a connection that says the machine presented the wrong host key. */
+export class HostKeyMismatchError extends Error {
+  readonly hostKeyMismatch = true;
+}
 
 export interface SshEndpoint {
   /** Machine name in the lab, for messages. */
@@ -35,9 +40,6 @@ export const SSH_LOGIN_AFTER_BANNER_MS = 60_000;
 /** Keepalive: a dead machine is noticed after interval x count (30 s). */
 export const SSH_KEEPALIVE_INTERVAL_MS = 10_000;
 export const SSH_KEEPALIVE_COUNT_MAX = 3;
-
-/** Terminal type announced to the remote PTY; xterm.js implements it. */
-const TERM = "xterm-256color";
 
 /** Decodes the key blob of an OpenSSH one-line public key; throws on anything else. */
 export function hostKeyBlob(openSshPublicKey: string): Buffer {
@@ -122,66 +124,4 @@ export function readFairly(sock: net.Socket, budget: ReadBudget = readBudget): v
     },
   );
   sock.on("data", (chunk: Buffer) => void reader.took(chunk.byteLength));
-}
-
-/** Browser writers whose last input seq a direct PTY remembers (the oldest are forgotten). */
-const MAX_TYPED_WRITERS = 64;
-
-/**
- * Opens one connection per shell, so that one terminal's reconnect never disturbs another.
- * The shell is sshd's login shell with a PTY. (Running it in dtach so it would outlive the
- * gateway was tried and dropped: dtach discards output a slow reader cannot take, which lost
- * bytes under backpressure; see ARCHITECTURE.md.)
- */
-export function sshConnector(endpoint: SshEndpoint): PtyConnector {
-  // The highest input seq typed per browser writer: a resend after a reconnect to this process
-  // is typed once (the shell ends with this process, so memory is the right place here).
-  const typed = new Map<string, number>();
-  return {
-    machine: endpoint.name,
-    async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
-      const client = await connectSsh(endpoint);
-      const pty = { term: TERM, cols: size.cols, rows: size.rows };
-      const stream = await new Promise<ClientChannel>((resolve, reject) => {
-        // The locale (UTF-8 for Japanese) is the machine's own setting, not sent from here:
-        // sshd drops client environment unless AcceptEnv allows it.
-        client.shell(pty, (error, channel) => (error ? reject(error) : resolve(channel)));
-      }).catch((error: Error) => {
-        client.end();
-        throw new Error(`${endpoint.name}: could not open a shell: ${error.message}`);
-      });
-      let done = false;
-      const finish = (error?: Error) => {
-        if (done) return;
-        done = true;
-        client.end();
-        handlers.onClose(error);
-      };
-      stream.on("data", (chunk: Buffer) => handlers.onData(chunk));
-      stream.stderr.on("data", (chunk: Buffer) => handlers.onData(chunk));
-      // "exit" comes before "close" when the shell itself ended; a close without it means the
-      // connection went away (reboot, network), which the session answers with reconnects.
-      let exited = false;
-      stream.on("exit", () => (exited = true));
-      stream.on("close", () => finish(exited ? undefined : new Error(`${endpoint.name}: connection lost`)));
-      client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
-      client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
-      return {
-        write: (data, input) => {
-          if (input) {
-            if (input.seq <= (typed.get(input.writer) ?? 0)) return handlers.onInputAck?.(input.writer, typed.get(input.writer)!);
-            typed.delete(input.writer);
-            typed.set(input.writer, input.seq);
-            if (typed.size > MAX_TYPED_WRITERS) typed.delete(typed.keys().next().value!);
-          }
-          stream.write(data);
-          if (input) handlers.onInputAck?.(input.writer, input.seq);
-        },
-        resize: ({ cols, rows }) => stream.setWindow(rows, cols, 0, 0),
-        pause: () => stream.pause(),
-        resume: () => stream.resume(),
-        close: () => finish(),
-      };
-    },
-  };
 }

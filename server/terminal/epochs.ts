@@ -6,7 +6,7 @@
  * whose machine had rebooted got a snapshot instead of resuming, and a process that started
  * after the reboot could not show the reboot line.
  */
-import type { Db } from "../../db/client";
+import type { Db } from "../db/client";
 
 /** Epochs kept per terminal: the latest by base (older viewers' offsets fall before them and get a snapshot). */
 export const EPOCHS_KEPT = 16;

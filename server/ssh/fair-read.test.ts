@@ -7,7 +7,7 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ReadBudget, SMALL_READ_BYTES } from "./read-budget";
-import { readFairly } from "./ssh";
+import { readFairly } from "./connect";
 
 const FLOOD_BYTES = 32 * 1024 * 1024;
 const opened: (net.Server | net.Socket)[] = [];
