@@ -3,7 +3,7 @@
  * TERMINAL_WS_PATH, in one HTTP server. Start-up: environment -> database (embedded PostgreSQL
  * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
  */
-import { configureMachineKeys, sealPlaintextMachineKeys } from "./server/sessions/machine-keys";
+import { configureMachineKeys, sealPlaintextMachineKeys } from "./server/machines/sealed-keys";
 import http from "node:http";
 import next from "next";
 import { createAuth } from "./server/auth/auth";
@@ -20,7 +20,7 @@ import { Grader } from "./server/grader/grader";
 import { SingletonRole } from "./server/leases/roles";
 import { LabCatalog } from "./server/labs/catalog";
 import { backfillLabVersions } from "./server/sessions/lab-versions";
-import { refuseUnbuiltImage } from "./server/labs/image-status";
+import { refuseUnbuiltImage } from "./server/machines/qemu/image-status";
 import { SshExecPool } from "./server/ssh/exec";
 import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";

@@ -14,7 +14,7 @@ import { Grader } from "../server/grader/grader";
 import { LabCatalog } from "../server/labs/catalog";
 import { log } from "../server/log";
 import { SshExecPool } from "../server/ssh/exec";
-import { configureMachineKeys } from "../server/sessions/machine-keys";
+import { configureMachineKeys } from "../server/machines/sealed-keys";
 
 const [labsDir, intervalMs, jitter, concurrency] = process.argv.slice(2);
 const databaseUrl = process.env.DATABASE_URL;

@@ -32,7 +32,7 @@ function flags(): z.infer<typeof Flags> {
 
 const opts = flags();
 process.env.LOG_LEVEL ??= "warn";
-const { createNetnsHosts } = await import("../server/machines/netns-hosts");
+const { createNetnsHosts } = await import("../server/testing/netns-hosts");
 const { connectSsh } = await import("../server/ssh/connect");
 const { connectHolder, HolderTerminal } = await import("../server/holder/client");
 const {

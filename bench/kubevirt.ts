@@ -20,7 +20,7 @@ import { z } from "zod";
 import { KubeApi, loadKubeConfig } from "../server/machines/kubevirt/cluster";
 import { sessionObjects, type FleetSettings } from "../server/machines/kubevirt/manifests";
 import { kubevirtProvider } from "../server/machines/kubevirt/provider";
-import { generateEd25519 } from "../server/machines/qemu/keys";
+import { generateEd25519 } from "../server/machines/keys";
 import { startFakeKubeApi } from "../server/testing/fake-kube-api";
 import { connectSsh } from "../server/ssh/connect";
 import { benchFlags } from "./lib/flags";

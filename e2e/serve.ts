@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { createNetnsHosts, writeStaticHostsFile } from "../server/machines/netns-hosts";
+import { createNetnsHosts, writeStaticHostsFile } from "../server/testing/netns-hosts";
 import { acceptFirstAdminLink, adminLoginFile } from "./accounts";
 
 /** Subnet of the e2e hosts (10.213.<n>.0/24); the unit tests use others. */

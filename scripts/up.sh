@@ -42,9 +42,9 @@ if [[ ${LABDECK_MACHINES:-qemu} == qemu ]]; then
 elif [[ $LABDECK_MACHINES == netns-demo && -z ${LABDECK_HOSTS_FILE:-} ]]; then
   echo "==> starting local sshd hosts (controlplane, node01, node02) in network namespaces"
   export LABDECK_HOSTS_FILE=$LABDECK_DATA_DIR/hosts.json
-  npx tsx server/machines/netns-hosts-cli.ts up --id dev --subnet 10 \
+  npx tsx server/testing/netns-hosts-cli.ts up --id dev --subnet 10 \
     --dir "$LABDECK_DATA_DIR/dev-hosts" --out "$LABDECK_HOSTS_FILE" --allocation shared >/dev/null
-  trap 'npx tsx server/machines/netns-hosts-cli.ts down --id dev --dir "$LABDECK_DATA_DIR/dev-hosts" >/dev/null' EXIT
+  trap 'npx tsx server/testing/netns-hosts-cli.ts down --id dev --dir "$LABDECK_DATA_DIR/dev-hosts" >/dev/null' EXIT
 fi
 
 echo "==> starting Labdeck (Ctrl-C to stop)"

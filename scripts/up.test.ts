@@ -15,7 +15,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { embeddedPostgresUrl } from "../server/db/embedded";
-import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../server/machines/netns-hosts";
+import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../server/testing/netns-hosts";
 import { freePort } from "../server/testing/stack";
 import { readmeCommands } from "./readme";
 

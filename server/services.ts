@@ -10,7 +10,7 @@ import type { Db } from "./db/client";
 import type { EventBus } from "./events/bus";
 import type { Grader } from "./grader/grader";
 import type { LabCatalog } from "./labs/catalog";
-import type { refuseUnbuiltImage } from "./labs/image-status";
+import type { refuseUnbuiltImage } from "./machines/qemu/image-status";
 import type { MachineProvider } from "./machines/provider";
 import type { PreviewBase } from "./preview/address";
 import type { SshExecPool } from "./ssh/exec";
@@ -29,7 +29,7 @@ export interface Services {
   labs: LabCatalog;
   /**
    * Null when the lab's machine image is there, else the refusal a session start answers
-   * (server/labs/image-status.ts). A service, not an import in the route: the image code reads
+   * (server/machines/qemu/image-status.ts). A service, not an import in the route: the image code reads
    * paths only known at run time, which Next's file tracing cannot follow.
    */
   refuseUnbuiltImage: (lab: Parameters<typeof refuseUnbuiltImage>[1]) => ReturnType<typeof refuseUnbuiltImage>;

@@ -17,7 +17,7 @@ import { createUserWithPassword } from "../../server/auth/users";
 import { createDb } from "../../server/db/client";
 import { startEmbeddedPostgres } from "../../server/db/embedded";
 import { migrateDeploy } from "../../server/db/migrate";
-import { createNetnsHosts, writeStaticHostsFile } from "../../server/machines/netns-hosts";
+import { createNetnsHosts, writeStaticHostsFile } from "../../server/testing/netns-hosts";
 import { freePort } from "../../server/testing/stack";
 
 /** Subnet of these hosts (10.213.<n>.0/24); e2e/serve.ts uses 60. */

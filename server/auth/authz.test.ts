@@ -50,7 +50,7 @@ import * as labPreviewRoute from "@/app/api/labs/[slug]/preview/route";
 import * as tabsRoute from "@/app/api/sessions/[id]/tabs/route";
 import * as tabRoute from "@/app/api/sessions/[id]/tabs/[machine]/[number]/route";
 import { openTab } from "../terminal/tabs";
-import { refuseUnbuiltImage } from "@/server/labs/image-status";
+import { refuseUnbuiltImage } from "@/server/machines/qemu/image-status";
 
 const BASE = "http://127.0.0.1";
 const PASSWORD = "correct horse battery";

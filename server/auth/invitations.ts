@@ -9,7 +9,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { recordAudit } from "../cohorts/audit";
+import { recordAudit } from "../audit";
 import type { Db } from "../db/client";
 import { openSecret, sealSecret } from "../secret";
 import { ROLES, type Auth, type Role } from "./auth";

@@ -9,7 +9,7 @@ import { LabCatalog } from "../labs/catalog";
 import { startTestDb } from "../testing/test-db";
 import { randomBytes } from "node:crypto";
 import { invitationLinks } from "../auth/invitations";
-import { listAudit, recordAudit } from "./audit";
+import { listAudit, recordAudit } from "../audit";
 import {
   addMember,
   cohortLimitsFor,

@@ -9,7 +9,7 @@ import type { EventBus } from "../events/bus";
 import type { MachineProvider } from "../machines/provider";
 import { endSession } from "../sessions/lab-sessions";
 import type { TerminalRegistry } from "../terminal/registry";
-import { recordAudit } from "./audit";
+import { recordAudit } from "../audit";
 
 /** A lab slug as the catalog names them (folder names under labs/). */
 export const LabSlug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/);

@@ -9,7 +9,7 @@ import { parse } from "csv-parse/sync";
 import { z } from "zod";
 import { INVITATION_TTL_MS, newInvitationToken, openInvitationWhere, type InvitationLinks } from "../auth/invitations";
 import type { Db } from "../db/client";
-import { recordAudit } from "./audit";
+import { recordAudit } from "../audit";
 import { CohortRuleError, getCohortOrThrow, putMember } from "./cohorts";
 
 /** Largest CSV accepted, in bytes: 256 KiB holds thousands of rows; anything larger is a mistake. */

@@ -21,7 +21,7 @@ import type { Db } from "../db/client";
 import { LabCatalog } from "../labs/catalog";
 import { openSecret, sealSecret } from "../secret";
 import { startTestDb } from "../testing/test-db";
-import { listAudit } from "./audit";
+import { listAudit } from "../audit";
 import { cohortMembers, createCohort, MemberNotFoundError, removeMember } from "./cohorts";
 import { importCohortCsv } from "./csv-import";
 import { addMemberByEmail, InvitationForAnotherAccountError, joinWithInvitation } from "./members";

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { Db } from "../db/client";
 import type { LabCatalog } from "../labs/catalog";
-import { recordAudit } from "./audit";
+import { recordAudit } from "../audit";
 
 export const PoolTargetInput = z.strictObject({
   /** Sets kept ready at all times. */

@@ -24,7 +24,7 @@ import { PROCESS_HOLDER } from "../leases/roles";
 import { isNoCapacity, type MachineProvider } from "../machines/provider";
 import type { SshExecPool } from "../ssh/exec";
 import { machineEndpoint, startOrResumeSession } from "../sessions/lab-sessions";
-import { recordAudit } from "./audit";
+import { recordAudit } from "../audit";
 import { CohortRuleError, getCohortOrThrow, type CohortView } from "./cohorts";
 import { getProvisionJob, toView, type ProvisionFailure, type ProvisionJobView } from "./provision-jobs";
 

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
 import { log } from "../log";
-import { recordAudit } from "./audit";
+import { recordAudit } from "../audit";
 
 export interface ViewerEvent {
   sessionId: string;

@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Client } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import { SCRIPT_PATH, SshExecPool } from "../ssh/exec";
 import { connectSsh } from "../ssh/connect";
-import { CHECK_LIB } from "./grader";
+import { CHECK_LIB } from "../labs/check-script";
 
 /** Unused by every other test (grep `subnet:` in server/ and e2e/). */
 const SUBNET = 63;

@@ -12,30 +12,22 @@
  * claim, so a failing poll costs two statements of which the claim is shared by its batch.
  */
 import { randomUUID } from "node:crypto";
-import fs from "node:fs";
 import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
 import { metrics } from "../ops/metrics";
 import type { LabCatalog } from "../labs/catalog";
-import type { Lab, LoadedStep } from "../labs/load";
+import { checkScript } from "../labs/check-script";
+import type { LoadedStep } from "../labs/load";
 import { firstOpenStep, type LabVersion } from "../labs/versions";
 import { sessionLab } from "../sessions/lab-versions";
-import { isSealed, openPrivateKey, sealIfPlain } from "../sessions/machine-keys";
+import { isSealed, openPrivateKey, sealIfPlain } from "../machines/sealed-keys";
 import { checkRunning, claimDue, claimNow, oldestDueLagMs, releaseCheck, RENEW_EVERY_MS, renewChecks, type ClaimedSession } from "./claims";
 import { pruneCheckRuns, recordCheckRun, type CheckRelease } from "./history";
 import type { Progress } from "./progress";
 import { bootFactsScript, decide, newNonce, takeBootFacts, type ProofDecision } from "./reboot-proof";
 import type { ScriptResult, SshExecPool } from "../ssh/exec";
 import type { SshEndpoint } from "../ssh/connect";
-
-/** Helpers put in front of every check (boot-time sysctl, swap, modules, units). */
-export const CHECK_LIB = fs.readFileSync(new URL("./checklib.sh", import.meta.url), "utf8");
-
-/** The script a step's check runs as: the platform's helpers, the lab's own, then the check. */
-export function checkScript(lab: Pick<Lab, "checkLib">, step: Pick<LoadedStep, "check">): string {
-  return `${CHECK_LIB}\n${lab.checkLib}\n${step.check.content}`;
-}
 
 export interface GraderOptions {
   /** Time between two checks of one session, in ms. */

@@ -1,5 +1,5 @@
 /**
- * The terminal holder against real sshd hosts (network namespaces, server/machines/netns-hosts.ts):
+ * The terminal holder against real sshd hosts (network namespaces, server/testing/netns-hosts.ts):
  * the real labdeck-holder reached through real SSH (direct-streamlocal) with the real client.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/holder/holder.test.ts
  */
@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Client } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { HolderLink, HolderTerminal, connectHolder, type HolderOpened } from "./client";
 import { holderFile, holderSource, holderVersion, ensureHolder, installScript } from "./install";

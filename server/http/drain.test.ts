@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { writeStaticHostsFile } from "../machines/netns-hosts";
+import { writeStaticHostsFile } from "../testing/netns-hosts";
 import { freePort, startTestStack, type TestStack } from "../testing/stack";
 import { CloseCode, TERMINAL_WS_PATH } from "../terminal/protocol";
 

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CHECK_LIB } from "../grader/grader";
+import { CHECK_LIB } from "./check-script";
 import { runInFakeRoot } from "../testing/fake-root";
 import { loadLab } from "./load";
 

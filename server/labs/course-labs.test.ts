@@ -13,7 +13,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:f
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHECK_LIB, checkScript } from "../grader/grader";
+import { CHECK_LIB, checkScript } from "./check-script";
 import { runInFakeRoot, type FakeRootOptions, type FakeRootRun as Run } from "../testing/fake-root";
 import { listLabs, loadLab, type Lab } from "./load";
 

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { qemuLabMachines } from "../machines/qemu/lab-machines";
+import { qemuLabMachines } from "../cli/lab-machines";
 import { qemuProvider } from "../machines/qemu/provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "../machines/qemu/test-image";
 import { SshExecPool } from "../ssh/exec";

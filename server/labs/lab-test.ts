@@ -8,7 +8,7 @@
  * `restore`). Steps run in order, so each "before" sees the state the earlier solutions left, as a
  * learner would.
  */
-import { CHECK_LIB, checkScript } from "../grader/grader";
+import { CHECK_LIB, checkScript } from "./check-script";
 import type { ScriptResult, SshExecPool } from "../ssh/exec";
 import type { SshEndpoint } from "../ssh/connect";
 import type { Fixture, Lab, LoadedStep } from "./load";

@@ -313,7 +313,7 @@ describe("image variants in lab.yaml", () => {
       {
         file: path.join(labsDir, "img", "lab.yaml"),
         field: "image",
-        message: 'unknown image variant "k8s-v9" (known: debian-base, k8s-v1.31, kubespray-v2.26.0; server/machines/qemu/recipe.ts)',
+        message: 'unknown image variant "k8s-v9" (known: debian-base, k8s-v1.31, kubespray-v2.26.0; server/machines/images/recipe.ts)',
       },
     ]);
   });

@@ -5,7 +5,7 @@
  * raw YAML elsewhere.
  */
 import { z } from "zod";
-import { RECIPES } from "../machines/qemu/recipe";
+import { RECIPES } from "../machines/images/recipe";
 
 /** A lab's slug is its directory name and URL segment; checked before any path is built from it. */
 export const LAB_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -109,11 +109,11 @@ export const LabManifest = z
       .min(1)
       .superRefine((name, ctx) => {
         if (!Object.hasOwn(RECIPES, name)) {
-          ctx.addIssue({ code: "custom", message: `unknown image variant "${name}" (known: ${Object.keys(RECIPES).join(", ")}; server/machines/qemu/recipe.ts)` });
+          ctx.addIssue({ code: "custom", message: `unknown image variant "${name}" (known: ${Object.keys(RECIPES).join(", ")}; server/machines/images/recipe.ts)` });
         }
       })
       .default("debian-base")
-      .describe("Image variant every machine of the lab boots from (server/machines/qemu/recipe.ts: RECIPES)"),
+      .describe("Image variant every machine of the lab boots from (server/machines/images/recipe.ts: RECIPES)"),
     network: z
       .strictObject({
         internet: z

@@ -4,7 +4,7 @@
  * message naming the script and what it printed.
  */
 import path from "node:path";
-import { CHECK_LIB } from "../grader/grader";
+import { CHECK_LIB } from "./check-script";
 import type { SshEndpoint } from "../ssh/connect";
 import type { SshExecPool } from "../ssh/exec";
 import type { Lab } from "./load";

@@ -13,7 +13,7 @@ import type { MachineProvider } from "./provider";
 import { detectAccel } from "./qemu/accel";
 import { findImage } from "./qemu/image";
 import { qemuProvider } from "./qemu/provider";
-import { recipeByName } from "./qemu/recipe";
+import { recipeByName } from "./images/recipe";
 import { SingletonRole } from "../leases/roles";
 import { dbHostClaims, loadStaticHosts, staticHostsProvider } from "./static-hosts";
 import { KubeApi, loadKubeConfig } from "./kubevirt/cluster";

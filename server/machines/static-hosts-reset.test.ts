@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";
 import { metrics } from "../ops/metrics";
 import { startTestDb } from "../testing/test-db";
-import { createNetnsHosts, type NetnsHostSet } from "./netns-hosts";
+import { createNetnsHosts, type NetnsHostSet } from "../testing/netns-hosts";
 import { isNoCapacity } from "./provider";
 import { SshExecPool } from "../ssh/exec";
 import { dbHostClaims, RESET_BACKOFF_MIN_MS, staticHostsProvider, type StaticHostsProvider } from "./static-hosts";

@@ -11,7 +11,7 @@ import type { Db } from "../db/client";
 import { startTestDb } from "../testing/test-db";
 import { parseEnv } from "../config";
 import { log } from "../log";
-import { writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
+import { writeStaticHostsFile, type NetnsHostSet } from "../testing/netns-hosts";
 import { isNoCapacity } from "./provider";
 import { DEMO_WARNING, startMachines } from "./select";
 import { dbHostClaims, staticHostsProvider } from "./static-hosts";

@@ -13,7 +13,7 @@ import { createUserWithPassword, type UserView } from "../auth/users";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { signInCookie } from "../testing/sign-in";
 import { TerminalTestClient } from "../testing/terminal-client";
-import { refuseUnbuiltImage } from "../labs/image-status";
+import { refuseUnbuiltImage } from "../machines/qemu/image-status";
 import type { Progress } from "../grader/progress";
 import * as listRoute from "@/app/api/sessions/[id]/recordings/route";
 import * as castRoute from "@/app/api/sessions/[id]/recordings/[machine]/route";

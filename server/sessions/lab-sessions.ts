@@ -4,7 +4,7 @@
  */
 import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
-import { openPrivateKey, sealIfPlain, sealPrivateKey } from "./machine-keys";
+import { openPrivateKey, sealIfPlain, sealPrivateKey } from "../machines/sealed-keys";
 import { isNoCapacity, NoCapacityError, type MachineProvider, type ProvisionedMachine } from "../machines/provider";
 import { providerSessionOf } from "../machines/warm-pool";
 import {

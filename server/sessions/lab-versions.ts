@@ -5,7 +5,7 @@
  * exist; the current step becomes the first one not passed).
  */
 import type { Db } from "../db/client";
-import { recordAudit } from "../cohorts/audit";
+import { recordAudit } from "../audit";
 import { currentLabVersion, firstOpenStep, storedLabVersion, type CurrentLabs, type LabVersion } from "../labs/versions";
 import { LIVE_STATES } from "./lifecycle";
 

@@ -5,7 +5,7 @@
  * in a final or usable state, retries teardowns until they succeed, and leaks no machine set.
  */
 import { randomBytes } from "node:crypto";
-import { configureMachineKeys } from "./machine-keys";
+import { configureMachineKeys } from "../machines/sealed-keys";
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../db/client";

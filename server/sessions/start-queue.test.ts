@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
-import { writeStaticHostsFile } from "../machines/netns-hosts";
+import { writeStaticHostsFile } from "../testing/netns-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import { startTestStack, type TestStack } from "../testing/stack";

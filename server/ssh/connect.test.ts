@@ -9,7 +9,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import { connectSsh } from "./connect";
 
 /** Unused by every other test (grep `subnet:` and `SUBNET =` in server/ and e2e/). */

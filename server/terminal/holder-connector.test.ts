@@ -10,7 +10,7 @@ import path from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import type { MachineState, SessionOverReason } from "./protocol";
 import { TerminalSession, type Viewer } from "./session";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";

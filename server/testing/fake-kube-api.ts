@@ -9,7 +9,7 @@
  * missing CRDs and RBAC answer as a real cluster does (404 "page not found" for a group that is not
  * served, 403 naming the user, verb and resource, 403 "exceeded quota" from quota admission).
  *
- * A started VMI is a REAL machine: a netns sshd host (server/machines/netns-hosts.ts) whose
+ * A started VMI is a REAL machine: a netns sshd host (server/testing/netns-hosts.ts) whose
  * hostname, SSH host key and root's authorized key come from the VM's cloud-init Secret, at an
  * address reserved for the VM's Service when the Service is made (the fake's ClusterIP = the host's
  * address; a real cluster routes a ClusterIP to the pod, whose IP changes at every restart). No
@@ -27,7 +27,7 @@ import { log } from "../log";
 import { validateObject } from "../machines/kubevirt/api-types";
 import { parseQuantity } from "../machines/kubevirt/capacity";
 import { launcherOverheadMiB } from "../machines/kubevirt/sizing";
-import { createNetnsHosts, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, type NetnsHostSet } from "./netns-hosts";
 
 /** The fake's node name in VMI statuses. */
 const NODE_NAME = "fake-node-1";

@@ -13,7 +13,7 @@ import type net from "node:net";
 import { createDb } from "../db/client";
 import { log } from "../log";
 import { terminalEndpoint } from "../terminal/tabs";
-import { configureMachineKeys } from "../sessions/machine-keys";
+import { configureMachineKeys } from "../machines/sealed-keys";
 import { TerminalRegistry } from "../terminal/registry";
 import { dbEpochStore } from "../terminal/epochs";
 import { terminalUpgrade } from "../terminal/upgrade";

@@ -6,7 +6,7 @@
  *   DATABASE_URL=... tsx server/testing/hanging-start.ts <learnerId>
  */
 import { randomBytes } from "node:crypto";
-import { configureMachineKeys } from "../sessions/machine-keys";
+import { configureMachineKeys } from "../machines/sealed-keys";
 import { createDb } from "../db/client";
 import type { MachineProvider } from "../machines/provider";
 import { startOrResumeSession } from "../sessions/lab-sessions";

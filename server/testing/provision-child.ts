@@ -13,7 +13,7 @@ import { log } from "../log";
 import { SshExecPool } from "../ssh/exec";
 import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import { providerRefsInUse } from "../sessions/lab-sessions";
-import { configureMachineKeys } from "../sessions/machine-keys";
+import { configureMachineKeys } from "../machines/sealed-keys";
 
 const Args = z.object({
   cohortId: z.string(),

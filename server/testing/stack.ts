@@ -3,7 +3,7 @@
  * committed migrations, the static-hosts provider over them, and the terminal gateway on an
  * HTTP server on a free loopback port. Used by integration tests and the benchmark.
  */
-import { configureMachineKeys } from "../sessions/machine-keys";
+import { configureMachineKeys } from "../machines/sealed-keys";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import http from "node:http";
@@ -24,7 +24,7 @@ import { SshExecPool } from "../ssh/exec";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { log } from "../log";
-import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "../machines/netns-hosts";
+import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
 import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
 import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";

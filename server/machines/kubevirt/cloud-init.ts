@@ -15,8 +15,8 @@
  */
 import { stringify } from "yaml";
 import { z } from "zod";
-import { GUEST_PLATFORM_KEYS_DIR } from "../qemu/guest";
-import { hostsFile } from "../qemu/seed";
+import { GUEST_PLATFORM_KEYS_DIR } from "../images/guest";
+import { hostsFile } from "../images/seed";
 
 export const CloudInitIdentity = z.strictObject({
   hostname: z.string().regex(/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/, "must be a lowercase hostname"),

@@ -3,7 +3,7 @@
  * identity KubeVirt hands over as NoCloud data (cloud-init.ts) the way labdeck-seed applies QEMU's
  * fw_cfg seed. A separate recipe, so a separate hash: QEMU images stay as they are.
  */
-import { ImageRecipe, recipeHash } from "../qemu/recipe";
+import { ImageRecipe, recipeHash } from "../images/recipe";
 
 /** cloud-init's settings in the image: NoCloud only (no network metadata probes at boot), networkd renders network-config. */
 export const CLOUD_INIT_IMAGE_CONFIG = {

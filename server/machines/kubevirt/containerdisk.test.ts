@@ -129,9 +129,9 @@ describe("containerDisk as an OCI archive (written without Docker)", () => {
 
 describe("labdeck image build --format containerdisk", () => {
   it("archives the cached fleet image of the variant (the recipe + cloud-init) under its hash, and says how to push it", async () => {
-    const { runQemuCli } = await import("../qemu/cli");
+    const { runQemuCli } = await import("../../cli/image");
     const { containerDiskRecipe, containerDiskImageHash } = await import("./containerdisk-recipe");
-    const { recipeByName, recipeHash, recipePackages } = await import("../qemu/recipe");
+    const { recipeByName, recipeHash, recipePackages } = await import("../images/recipe");
     const recipe = containerDiskRecipe(recipeByName("debian-base"));
     expect(recipe.packages).toContain("cloud-init");
     const hash = containerDiskImageHash(recipeByName("debian-base"));

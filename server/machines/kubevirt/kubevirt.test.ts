@@ -26,7 +26,7 @@ import { TerminalTestClient } from "../../testing/terminal-client";
 import { connectSsh } from "../../ssh/connect";
 import { KubeApi, loadKubeConfig } from "./cluster";
 import type { FleetSettings } from "./manifests";
-import { generateEd25519 } from "../qemu/keys";
+import { generateEd25519 } from "../keys";
 import { kubevirtProvider, presentsHostKey, type KubevirtProvider } from "./provider";
 
 const NAMESPACE = "labdeck-test";

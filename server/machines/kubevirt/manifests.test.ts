@@ -8,7 +8,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { listLabs } from "../../labs/load";
-import { RECIPES } from "../qemu/recipe";
+import { RECIPES } from "../images/recipe";
 import { validateObject } from "./api-types";
 import { quotaShortfalls } from "./capacity";
 import {

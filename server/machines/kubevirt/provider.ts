@@ -27,8 +27,8 @@ import {
   type ProvisionedMachine,
   type RecoveryReport,
 } from "../provider";
-import { generateEd25519 } from "../qemu/keys";
-import { recipeByName } from "../qemu/recipe";
+import { generateEd25519 } from "../keys";
+import { recipeByName } from "../images/recipe";
 import { QuotaExceededError, quotaShortfalls, type SessionUsage } from "./capacity";
 import { KubeApi, KubePermissionError, KubeResourceMissingError, RESOURCES } from "./cluster";
 import { containerDiskImageHash } from "./containerdisk-recipe";

@@ -2,7 +2,7 @@
  * How big a lab VM is on the fleet, per image variant, and what its virt-launcher pod asks the
  * cluster for (what a namespace ResourceQuota counts).
  */
-import { recipeByName } from "../qemu/recipe";
+import { recipeByName } from "../images/recipe";
 import { machineSize } from "../sizes";
 
 export interface VmSize {

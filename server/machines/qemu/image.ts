@@ -16,10 +16,10 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { requireTools, run } from "./command";
-import { DISABLED_UNITS, ENABLED_UNITS, GUEST_DIRECTORIES, INITRAMFS_CONF, MASKED_UNITS, guestFiles } from "./guest";
+import { DISABLED_UNITS, ENABLED_UNITS, GUEST_DIRECTORIES, INITRAMFS_CONF, MASKED_UNITS, guestFiles } from "../images/guest";
 import { debianMirror } from "./mirror";
 import { isAlive } from "./processes";
-import { ImageRecipe, DEBIAN_BASE_RECIPE, needsUpstream, recipeHash, recipePackages, type UpstreamSource } from "./recipe";
+import { ImageRecipe, DEBIAN_BASE_RECIPE, needsUpstream, recipeHash, recipePackages, type UpstreamSource } from "../images/recipe";
 
 /** Longest a debootstrap may take (downloads ~200 packages, unpacks, configures), in ms. */
 const DEBOOTSTRAP_TIMEOUT_MS = 30 * 60_000;

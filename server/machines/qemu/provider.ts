@@ -27,15 +27,15 @@ import {
 import type { SshEndpoint } from "../../ssh/connect";
 import { checkCapacity, vmFootprintMiB } from "./capacity";
 import type { BuiltImage } from "./image";
-import { generateEd25519 } from "./keys";
+import { generateEd25519 } from "../keys";
 import { freeLoopbackPort } from "./ports";
 import { isAlive, isOurProcess, residentKiB, terminate } from "./processes";
 import { egressIntact, egressNamespace, ensureEgressTable, setUpEgress, tearDownEgress, egressUnavailable } from "./egress";
 import { InternetNotOfferedError } from "./network";
-import { hostsFile, seedFile } from "./seed";
+import { hostsFile, seedFile } from "../images/seed";
 import { SessionId, listSessionDirs, readState, sessionDir, writeState, type SessionState, type VmRecord } from "./state";
 import { isSwitchAlive, startSwitch, stopSwitch } from "./switch";
-import { recipeByName, DEBIAN_BASE_RECIPE, type ImageRecipe } from "./recipe";
+import { recipeByName, DEBIAN_BASE_RECIPE, type ImageRecipe } from "../images/recipe";
 import { LAB_START, snapshotHost } from "./snapshots";
 import { readTemplate, templatePaths, type TemplateRecord } from "./templates";
 import { SshExecPool } from "../../ssh/exec";

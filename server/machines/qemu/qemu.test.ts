@@ -18,7 +18,7 @@ import { isNoCapacity, type ProvisionedMachine } from "../provider";
 import { HostKeyMismatchError } from "../../ssh/connect";
 import { connectSsh } from "../../ssh/connect";
 import type { BuiltImage } from "./image";
-import { generateEd25519 } from "./keys";
+import { generateEd25519 } from "../keys";
 import { run } from "./command";
 import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSessions, tearDownEgress } from "./egress";
 import { processArgv } from "./processes";

@@ -8,7 +8,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { MachineRequest, ProvisionedMachine } from "../provider";
 import type { SshEndpoint } from "../../ssh/connect";
-import { seedHostKey } from "./seed";
+import { seedHostKey } from "../images/seed";
 import type { QemuCore, Runtime } from "./session-core";
 import { snapshotHost } from "./snapshots";
 import { listSessionDirs, readState, sessionDir, type VmRecord } from "./state";

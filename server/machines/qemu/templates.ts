@@ -21,7 +21,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { HOLDER_UNIT } from "../../holder/install";
-import { GUEST_PLATFORM_KEYS_DIR } from "./guest";
+import { GUEST_PLATFORM_KEYS_DIR } from "../images/guest";
 import { afterRestoreScript } from "./snapshots";
 
 const TEMPLATE_FILE = "template.json";

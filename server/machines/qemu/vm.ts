@@ -28,8 +28,8 @@ import { inNamespace } from "./egress";
 import type { BuiltImage } from "./image";
 import { isAlive, isOurProcess, signal, sleep, terminate, waitGone } from "./processes";
 import { qmpCommand } from "./qmp";
-import { READY_LINE_PREFIX } from "./guest";
-import { SEED_FW_CFG_NAME } from "./seed";
+import { READY_LINE_PREFIX } from "../images/guest";
+import { SEED_FW_CFG_NAME } from "../images/seed";
 
 export type Accel = "tcg" | "kvm";
 

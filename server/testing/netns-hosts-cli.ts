@@ -5,8 +5,8 @@ import { createNetnsHosts, destroyNetnsHostsById, writeStaticHostsFile } from ".
 
 /**
  * Dev CLI for the netns sshd hosts (needs root):
- *   npx tsx server/machines/netns-hosts-cli.ts up --id dev --subnet 10 --dir .labdeck/dev-hosts --out .labdeck/hosts.json
- *   npx tsx server/machines/netns-hosts-cli.ts down --id dev --dir .labdeck/dev-hosts
+ *   npx tsx server/testing/netns-hosts-cli.ts up --id dev --subnet 10 --dir .labdeck/dev-hosts --out .labdeck/hosts.json
+ *   npx tsx server/testing/netns-hosts-cli.ts down --id dev --dir .labdeck/dev-hosts
  * `up` leaves the sshd processes running and exits; `down` removes them, the namespaces and links.
  * Exit codes: 0 ok, 1 the operation failed, 2 bad command line.
  */
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
       console.log(`  ${h.name.padEnd(16)} ${h.user}@${h.host}:${h.port}  netns ${h.namespace}  sshd pid ${h.pid}`);
     }
     console.log(`  key ${set.hosts[0]!.privateKeyPath}`);
-    console.log(`stop with: npx tsx server/machines/netns-hosts-cli.ts down --id ${set.id} --dir ${cmd.dir}`);
+    console.log(`stop with: npx tsx server/testing/netns-hosts-cli.ts down --id ${set.id} --dir ${cmd.dir}`);
   } else {
     await destroyNetnsHostsById(cmd.id, { dir: cmd.dir });
     console.log(`removed netns hosts ${cmd.id}`);

@@ -1,17 +1,17 @@
 /**
  * Whether a lab's machine image exists on this server, and if not, whether it can be built here.
- * Labs name an image variant (lab.yaml `image`, server/machines/qemu/recipe.ts); variants that
+ * Labs name an image variant (lab.yaml `image`, server/machines/images/recipe.ts); variants that
  * install software Debian does not ship (Kubernetes, kubespray) need upstream downloads, which
  * only a deployment with internet access can make. The session-start route calls
  * refuseUnbuiltImage so a learner gets a clear message instead of a failed boot; it also refuses
  * labs that ask for internet access (lab.yaml `network.internet`) where this host cannot give
  * QEMU machines the egress path (server/machines/qemu/egress.ts, network.ts).
  */
-import { findImage } from "../machines/qemu/image";
-import { egressUnavailable } from "../machines/qemu/egress";
-import { internetLabRefusal } from "../machines/qemu/network";
-import { needsUpstream, recipeByName, recipeHash } from "../machines/qemu/recipe";
-import type { LabManifest } from "./schema";
+import { findImage } from "./image";
+import { egressUnavailable } from "./egress";
+import { internetLabRefusal } from "./network";
+import { needsUpstream, recipeByName, recipeHash } from "../images/recipe";
+import type { LabManifest } from "../../labs/schema";
 
 export type LabImageState =
   /** The image is on disk: sessions can boot it. */
@@ -41,7 +41,11 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
   const base = { slug: lab.slug, variant, hash };
   const build = `npm run labdeck -- image build --variant ${variant}`;
   if (await findImage(dataDir, recipe)) {
-    return { ...base, state: "built", message: { ja: `マシンイメージ ${variant} は用意できています。`, en: `image ${variant} (${hash}) is built` } };
+    return {
+      ...base,
+      state: "built",
+      message: { ja: `マシンイメージ ${variant} は用意できています。`, en: `image ${variant} (${hash}) is built` },
+    };
   }
   if (!needsUpstream(recipe)) {
     return {

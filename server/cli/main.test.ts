@@ -9,7 +9,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "labdeck-cli-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function labdeck(...args: string[]) {
-  const r = spawnSync(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", "server/cli/main.ts", ...args], {
     encoding: "utf8",
     env: { ...process.env, LOG_LEVEL: "warn" },
     timeout: 120_000,

@@ -2,9 +2,9 @@
  * The `labdeck` command for operators and course authors (`npm run labdeck -- <command>`):
  *   labs validate                      check every lab under LABDECK_LABS_DIR (or --labs-dir)
  *   labs test <slug> [--machines M]    prove each step on real machines (M: qemu | netns | hosts:<file>)
- *   image build|list, session up|down|list   the local QEMU machines (server/machines/qemu/cli.ts)
+ *   image build|list, session up|down|list   the local QEMU machines (server/cli/image.ts)
  *   labs move-sessions <slug> [--session ID]   live sessions onto the lab's current version (server/sessions/lab-versions.ts)
- *   users invite --email E --role R    an invitation link (server/auth/cli.ts)
+ *   users invite --email E --role R    an invitation link (server/cli/users.ts)
  * Exit codes: 0 ok, 1 the command found problems or failed, 2 bad command line.
  */
 import fs from "node:fs/promises";
@@ -13,19 +13,19 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import pino from "pino";
 import { z } from "zod";
-import { parseEnv } from "./config";
-import { labImageStatus } from "./labs/image-status";
-import { formatLabIssue, labWarnings, listLabs, loadLab, LabError, type Lab } from "./labs/load";
-import { formatResults, testLab, type LabTestMachines } from "./labs/lab-test";
-import { createNetnsHosts } from "./machines/netns-hosts";
-import { findImage } from "./machines/qemu/image";
-import { qemuLabMachines } from "./machines/qemu/lab-machines";
-import { egressUnavailable } from "./machines/qemu/egress";
-import { internetLabRefusal } from "./machines/qemu/network";
-import { qemuProvider } from "./machines/qemu/provider";
-import { recipeByName } from "./machines/qemu/recipe";
-import { SshExecPool } from "./ssh/exec";
-import { loadStaticHosts } from "./machines/static-hosts";
+import { parseEnv } from "../config";
+import { labImageStatus } from "../machines/qemu/image-status";
+import { formatLabIssue, labWarnings, listLabs, loadLab, LabError, type Lab } from "../labs/load";
+import { formatResults, testLab, type LabTestMachines } from "../labs/lab-test";
+import { createNetnsHosts } from "../testing/netns-hosts";
+import { findImage } from "../machines/qemu/image";
+import { qemuLabMachines } from "./lab-machines";
+import { egressUnavailable } from "../machines/qemu/egress";
+import { internetLabRefusal } from "../machines/qemu/network";
+import { qemuProvider } from "../machines/qemu/provider";
+import { recipeByName } from "../machines/images/recipe";
+import { SshExecPool } from "../ssh/exec";
+import { loadStaticHosts } from "../machines/static-hosts";
 
 const USAGE = `usage:
   labdeck labs validate [--labs-dir DIR]
@@ -64,7 +64,7 @@ const Options = z.object({
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "users") {
-    const { runUsersCli, UsersUsageError } = await import("./auth/cli");
+    const { runUsersCli, UsersUsageError } = await import("./users");
     try {
       return await runUsersCli(argv);
     } catch (error) {
@@ -73,7 +73,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   if (argv[0] === "image" || argv[0] === "session") {
-    const { runQemuCli } = await import("./machines/qemu/cli");
+    const { runQemuCli } = await import("./image");
     await runQemuCli(argv);
     return 0;
   }
@@ -138,11 +138,11 @@ async function main(argv: string[]): Promise<number> {
  * one line per session; the learners' pages and dashboards follow through the event bus.
  */
 async function moveSessionsCli(labsDir: string, slug: string, sessionId: string | undefined): Promise<number> {
-  const { openDatabase } = await import("./auth/cli");
-  const { createDb } = await import("./db/client");
-  const { EventBus } = await import("./events/bus");
-  const { LabCatalog } = await import("./labs/catalog");
-  const { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } = await import("./sessions/lab-versions");
+  const { openDatabase } = await import("./users");
+  const { createDb } = await import("../db/client");
+  const { EventBus } = await import("../events/bus");
+  const { LabCatalog } = await import("../labs/catalog");
+  const { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } = await import("../sessions/lab-versions");
   const env = parseEnv();
   const database = await openDatabase(env);
   const db = createDb(database.url);

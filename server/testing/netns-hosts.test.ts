@@ -6,7 +6,7 @@ import path from "node:path";
 import { Client } from "ssh2";
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { createNetnsHosts, destroyNetnsHostsById, writeStaticHostsFile, type NetnsHost, type NetnsHostSet } from "./netns-hosts";
-import { loadStaticHosts } from "./static-hosts";
+import { loadStaticHosts } from "../machines/static-hosts";
 
 /** Creating the hosts (keygen, namespaces, sshd start-up) may take this long, in ms. */
 const SETUP_TIMEOUT_MS = 30_000;

@@ -135,7 +135,7 @@ const FETCH_HELPER = [
   "labdeck_fetch() {",
   '  curl -fsSL --retry 3 -o "$2" "$1"',
   '  got=$(sha256sum "$2" | cut -d" " -f1)',
-  '  if [ -z "$3" ]; then echo "labdeck: $1 is not pinned yet: its sha256 is $got; put it in server/machines/qemu/recipe.ts" >&2; exit 1; fi',
+  '  if [ -z "$3" ]; then echo "labdeck: $1 is not pinned yet: its sha256 is $got; put it in server/machines/images/recipe.ts" >&2; exit 1; fi',
   '  if [ "$got" != "$3" ]; then echo "labdeck: $1 has sha256 $got, pinned: $3" >&2; exit 1; fi',
   "}",
 ];

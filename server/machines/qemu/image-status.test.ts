@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { imagesDir } from "../machines/qemu/image";
-import { DEBIAN_BASE_RECIPE, recipeHash } from "../machines/qemu/recipe";
+import { imagesDir } from "./image";
+import { DEBIAN_BASE_RECIPE, recipeHash } from "../images/recipe";
 import { labImageStatus, refuseUnbuiltImage } from "./image-status";
 
 let dataDir: string;
@@ -37,7 +37,16 @@ describe("labImageStatus", () => {
     const dir = path.join(imagesDir(dataDir), recipeHash(DEBIAN_BASE_RECIPE));
     await mkdir(dir, { recursive: true });
     for (const f of ["base.qcow2", "vmlinuz", "initrd.img"]) await writeFile(path.join(dir, f), "");
-    const manifest = { hash: recipeHash(DEBIAN_BASE_RECIPE), recipe: DEBIAN_BASE_RECIPE, packages: [], mirror: "http://m", kernelVersion: "6", builtAt: "now", seconds: {}, baseBytes: 0 };
+    const manifest = {
+      hash: recipeHash(DEBIAN_BASE_RECIPE),
+      recipe: DEBIAN_BASE_RECIPE,
+      packages: [],
+      mirror: "http://m",
+      kernelVersion: "6",
+      builtAt: "now",
+      seconds: {},
+      baseBytes: 0,
+    };
     await writeFile(path.join(dir, "manifest.json"), JSON.stringify(manifest));
     expect((await labImageStatus(dataDir, lab("debian-base"))).state).toBe("built");
     // A k8s lab is still refused: its variant is another image.

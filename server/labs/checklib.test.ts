@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runInFakeRoot } from "../testing/fake-root";
-import { CHECK_LIB } from "./grader";
+import { CHECK_LIB } from "./check-script";
 
 const UNIT_DIRS = [
   "/etc/systemd/system.control",

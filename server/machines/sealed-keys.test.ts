@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../testing/stack";
-import { machineEndpoint } from "./lab-sessions";
-import { configureMachineKeys, openPrivateKey, sealPlaintextMachineKeys, sealPrivateKey } from "./machine-keys";
+import { machineEndpoint } from "../sessions/lab-sessions";
+import { configureMachineKeys, openPrivateKey, sealPlaintextMachineKeys, sealPrivateKey } from "./sealed-keys";
 
 let stack: TestStack;
 

@@ -3,8 +3,8 @@
  * (watching a learner's terminals, ending a cohort, extending time, importing learners).
  */
 import { z } from "zod";
-import type { Db } from "../db/client";
-import type { Prisma } from "../db/generated/client";
+import type { Db } from "./db/client";
+import type { Prisma } from "./db/generated/client";
 
 export const AuditAction = z.enum([
   "cohort.create",

@@ -12,9 +12,9 @@ import { createDb } from "../db/client";
 import { embeddedPostgresUrl, startEmbeddedPostgres } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { loadSecret } from "../secret";
-import { ROLES } from "./auth";
-import { createInvitation } from "./invitations";
-import { Email } from "./users";
+import { ROLES } from "../auth/auth";
+import { createInvitation } from "../auth/invitations";
+import { Email } from "../auth/users";
 
 const Options = z.object({
   email: Email,

@@ -28,7 +28,7 @@ export const INITRD_MODULES = ["virtio_pci", "virtio_blk", "ext4"] as const;
  * sed/ssh-keygen/mv per field took 7 s).
  */
 const SEED_SCRIPT = `#!/bin/sh
-# Installed by Labdeck (server/machines/qemu/guest.ts). Applies this VM's settings, handed over by
+# Installed by Labdeck (server/machines/images/guest.ts). Applies this VM's settings, handed over by
 # QEMU through fw_cfg, before networkd and sshd start.
 #  - every boot: the SSH host key and the platform's authorized key (so the platform keeps access)
 #  - when the seed's identity changed (first boot): hostname, /etc/hosts, eth1 address; later
@@ -86,7 +86,7 @@ read -r name < /etc/hostname
 printf '%s' "$name" > /proc/sys/kernel/hostname
 `;
 
-const SEED_UNIT = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+const SEED_UNIT = `# Installed by Labdeck (server/machines/images/guest.ts).
 [Unit]
 Description=Labdeck: apply this VM's settings from QEMU fw_cfg
 DefaultDependencies=no
@@ -112,7 +112,7 @@ WantedBy=sysinit.target
  * a shell that still does not exit is killed after 10 s, not systemd's 90 s, so a reboot with the
  * lab's terminals open is not held up in shutdown.
  */
-const HOLDER_SERVICE = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+const HOLDER_SERVICE = `# Installed by Labdeck (server/machines/images/guest.ts).
 [Unit]
 Description=Labdeck terminal holder: the lab's shells, independent of SSH
 After=local-fs.target
@@ -136,7 +136,7 @@ WantedBy=multi-user.target
  * ssh.service is Type=notify on Debian: after it, sshd listens.
  */
 export const READY_LINE_PREFIX = "labdeck-ready ";
-const READY_UNIT = `# Installed by Labdeck (server/machines/qemu/guest.ts).
+const READY_UNIT = `# Installed by Labdeck (server/machines/images/guest.ts).
 [Unit]
 Description=Labdeck: tell the host on the serial console that SSH is up on this boot
 After=ssh.service systemd-networkd.service
@@ -194,7 +194,7 @@ export function guestFiles(): { path: string; content: string; mode?: number }[]
     {
       path: "/etc/ssh/sshd_config.d/labdeck.conf",
       content: [
-        "# Installed by Labdeck (server/machines/qemu/guest.ts). First value wins: this file is",
+        "# Installed by Labdeck (server/machines/images/guest.ts). First value wins: this file is",
         "# included at the top of sshd_config.",
         "PermitRootLogin prohibit-password",
         "PasswordAuthentication no",

@@ -2,12 +2,12 @@
  * Command line of the QEMU provider, for developers and the `labdeck` CLI (which imports the
  * exported functions). Standalone:
  *
- *   npx tsx server/machines/qemu/cli.ts image build   [--data-dir D] [--mirror URL] [--variant NAME] [--format qcow2|containerdisk] [--out FILE]
- *   npx tsx server/machines/qemu/cli.ts image variants
- *   npx tsx server/machines/qemu/cli.ts image list    [--data-dir D]
- *   npx tsx server/machines/qemu/cli.ts session up    [--data-dir D] [--machines a,b,c] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
- *   npx tsx server/machines/qemu/cli.ts session down  <id> [--data-dir D]
- *   npx tsx server/machines/qemu/cli.ts session list  [--data-dir D]
+ *   npx tsx server/cli/image.ts image build   [--data-dir D] [--mirror URL] [--variant NAME] [--format qcow2|containerdisk] [--out FILE]
+ *   npx tsx server/cli/image.ts image variants
+ *   npx tsx server/cli/image.ts image list    [--data-dir D]
+ *   npx tsx server/cli/image.ts session up    [--data-dir D] [--machines a,b,c] [--lab SLUG] [--memory MIB] [--accel tcg|kvm|auto] [--id ID]
+ *   npx tsx server/cli/image.ts session down  <id> [--data-dir D]
+ *   npx tsx server/cli/image.ts session list  [--data-dir D]
  *
  * Results go to stdout as JSON; progress and logs to stderr. `session up` leaves the VMs running
  * and exits; `session down` removes them. Exit codes: 0 ok, 1 the operation failed, 2 bad command line.
@@ -19,14 +19,14 @@ import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import pino, { type Logger } from "pino";
 import { z } from "zod";
-import { parseEnv } from "../../config";
-import { detectAccel } from "./accel";
-import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage } from "./image";
-import { qemuProvider } from "./provider";
-import { DEBIAN_BASE_RECIPE, needsUpstream, recipeByName, recipeHash, RECIPES } from "./recipe";
-import { SessionId, sessionDir } from "./state";
-import { writeContainerDisk, type ContainerDiskResult } from "../kubevirt/containerdisk";
-import { containerDiskRecipe } from "../kubevirt/containerdisk-recipe";
+import { parseEnv } from "../config";
+import { detectAccel } from "../machines/qemu/accel";
+import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage } from "../machines/qemu/image";
+import { qemuProvider } from "../machines/qemu/provider";
+import { DEBIAN_BASE_RECIPE, needsUpstream, recipeByName, recipeHash, RECIPES } from "../machines/images/recipe";
+import { SessionId, sessionDir } from "../machines/qemu/state";
+import { writeContainerDisk, type ContainerDiskResult } from "../machines/kubevirt/containerdisk";
+import { containerDiskRecipe } from "../machines/kubevirt/containerdisk-recipe";
 
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;

@@ -11,7 +11,7 @@ import { createDb } from "../db/client";
 import { startEmbeddedPostgres } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { freePort } from "../testing/stack";
-import { findOpenInvitation } from "./invitations";
+import { findOpenInvitation } from "../auth/invitations";
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -29,7 +29,7 @@ function labdeck(env: Record<string, string>, ...args: string[]): Promise<{ code
   return new Promise((resolve) => {
     // The embedded database of LABDECK_DATA_DIR, never an external one from this shell.
     const { DATABASE_URL: _external, ...inherited } = process.env;
-    const child = spawn(process.execPath, ["--import", "tsx", "server/cli.ts", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "server/cli/main.ts", ...args], {
       env: { ...inherited, LOG_LEVEL: "warn", ...env },
     });
     let out = "";

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildImage, checkUpstream, UpstreamUnreachableError } from "./image";
+import { buildImage, checkUpstream, UpstreamUnreachableError } from "../qemu/image";
 import {
   DEBIAN_BASE_RECIPE,
   ImageRecipe,
@@ -49,7 +49,7 @@ describe("image variants", () => {
   it("keeps debian-base's hash stable: it changes only with the guest files (the terminal holder file included)", () => {
     // The image carries server/holder/labdeck-holder: editing that file changes this hash
     // (a new image is built), as it should.
-    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("78c591e26860b922");
+    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("7c7b3fbc9bf32de7");
   });
 
   it("registers debian-base (Debian only) and the Kubernetes and kubespray variants (upstream)", () => {

@@ -7,9 +7,9 @@
  * by the CLI and the real-VM lab test.
  */
 import { randomBytes } from "node:crypto";
-import type { LabTestMachines } from "../../labs/lab-test";
-import { connectSsh, type SshEndpoint } from "../../ssh/connect";
-import type { QemuProvider } from "./provider";
+import type { LabTestMachines } from "../labs/lab-test";
+import { connectSsh, type SshEndpoint } from "../ssh/connect";
+import type { QemuProvider } from "../machines/qemu/provider";
 
 /** Login and one short command, ms. */
 const COMMAND_TIMEOUT_MS = 20_000;
