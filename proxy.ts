@@ -1,6 +1,6 @@
 /**
  * Early redirect to /login for page requests without a session cookie (a cheap check of the
- * cookie's presence only). Pages still check the session itself (server/auth/page.ts) and API
+ * cookie's presence only). Pages still check the session itself (server/compose/page.ts) and API
  * routes answer 401/403 on their own (server/auth/guard.ts), so nothing relies on this alone.
  */
 import { getSessionCookie } from "better-auth/cookies";

@@ -19,27 +19,27 @@ import { EventBus } from "./server/events/bus";
 import { Grader } from "./server/grader/grader";
 import { SingletonRole } from "./server/leases/roles";
 import { LabCatalog } from "./server/labs/catalog";
-import { backfillLabVersions } from "./server/sessions/lab-versions";
+import { backfillLabVersions } from "./server/labs/pinned";
 import { refuseUnbuiltImage } from "./server/machines/qemu/image-status";
 import { SshExecPool } from "./server/ssh/exec";
 import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
 import { log } from "./server/log";
-import { startMachines } from "./server/machines/select";
+import { startMachines } from "./server/compose/machines";
 import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 import { loadSecret } from "./server/secret";
 import { trackResponses } from "./server/http/drain";
 import { createAppServer, originOf } from "./server/http/guard";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
-import { setServices } from "./server/services";
+import { setServices, type PlatformPayloads } from "./server/compose/services";
 import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
 import { SessionSweeper } from "./server/sessions/sweeper";
 import { TerminalRegistry } from "./server/terminal/registry";
 import { dbEpochStore } from "./server/terminal/epochs";
-import { openTabs, tabIsOpen, terminalEndpoint } from "./server/terminal/tabs";
-import { terminalUpgrade } from "./server/terminal/upgrade";
+import { openTabs, tabIsOpen, terminalEndpoint } from "./server/sessions/tabs";
+import { terminalUpgrade } from "./server/http/terminal-upgrade";
 
 /**
  * Bound on a graceful stop after the drain (terminals, machines, database); a normal one takes
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   configureMachineKeys(secret);
   const sealed = await sealPlaintextMachineKeys(db);
   if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
-  const bus = new EventBus({ db, databaseUrl, log });
+  const bus = new EventBus<PlatformPayloads>({ db, databaseUrl, log });
   const auth = createAuth({
     db,
     platformSecret: secret,

@@ -5,7 +5,7 @@ import { getLocale, getTimeZone, getTranslations } from "next-intl/server";
 import type { ReactNode } from "react";
 import { LanguageSwitcher } from "@/components/account/LanguageSwitcher";
 import { SignOutButton } from "@/components/account/SignOutButton";
-import { pageUserOrNull } from "@/server/auth/page";
+import { pageUserOrNull } from "@/server/compose/page";
 import { timeZoneAbbreviation } from "@/server/i18n/time-zone";
 import "./globals.css";
 

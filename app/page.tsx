@@ -1,9 +1,9 @@
 import Link from "next/link";
 import { getFormatter, getTranslations } from "next-intl/server";
-import { pageUser } from "@/server/auth/page";
+import { pageUser } from "@/server/compose/page";
 import { labsDirFromEnv, listLabs, type Lab } from "@/server/labs/load";
 import { storedLabVersion } from "@/server/labs/versions";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { LIVE_STATES } from "@/server/sessions/lifecycle";
 
 // Lab content is read from disk on every request so an edited lab shows up without a rebuild.

@@ -1,8 +1,8 @@
 import Link from "next/link";
 import { getTranslations } from "next-intl/server";
-import { pageRole } from "@/server/auth/page";
+import { pageRole } from "@/server/compose/page";
 import { listCohorts } from "@/server/cohorts/cohorts";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 
 export const dynamic = "force-dynamic";
 

@@ -1,6 +1,6 @@
 import { getTranslations } from "next-intl/server";
 import { redirect } from "next/navigation";
-import { pageUserOrNull, safeNext } from "@/server/auth/page";
+import { pageUserOrNull, safeNext } from "@/server/compose/page";
 import { LoginForm } from "./LoginForm";
 
 export const dynamic = "force-dynamic";

@@ -10,7 +10,7 @@ import Link from "next/link";
 import { useMemo, useState } from "react";
 import { Group, Panel, Separator } from "react-resizable-panels";
 import { Lesson } from "@/components/lesson/Lesson";
-import { MachineSwitchProvider, type MachineSwitch } from "./active-machine";
+import { MachineSwitchProvider, type MachineSwitch } from "../lesson/machine-switch";
 import { LabGuide } from "./LabGuide";
 import type { StepText } from "./StepPanel";
 import { labPreviewUrl, TerminalTabs } from "./TerminalTabs";

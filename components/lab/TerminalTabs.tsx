@@ -1,7 +1,7 @@
 "use client";
 /**
  * One tab per shell over a stack of terminals: each machine's first shell, then the learner's
- * extra ones (`node01 #2`, server/terminal/tabs.ts) after it. Every terminal stays mounted for the
+ * extra ones (`node01 #2`, server/sessions/tabs.ts) after it. Every terminal stays mounted for the
  * life of the page; inactive ones are only made invisible, so their shells, sockets and scrollback
  * live on and each keeps its size (no refit or remote resize on every tab switch). The active tab
  * is the workspace's state (active-machine.tsx), so "run in machine" buttons can switch it too.

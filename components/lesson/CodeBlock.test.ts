@@ -2,7 +2,7 @@ import { NextIntlClientProvider } from "next-intl";
 import { createElement, type ReactNode } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { MachineSwitchProvider, toKeystrokes } from "@/components/lab/active-machine";
+import { MachineSwitchProvider, toKeystrokes } from "@/components/lesson/machine-switch";
 import { MESSAGES } from "@/server/i18n/locale";
 import { Lesson } from "./Lesson";
 

@@ -7,7 +7,7 @@
 import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import { copyText } from "@/components/clipboard";
-import { useRunInMachine } from "@/components/lab/active-machine";
+import { useRunInMachine } from "@/components/lesson/machine-switch";
 
 /** How long a button shows the result of a copy or run, in milliseconds. */
 const COPY_FEEDBACK_MS = 1500;

@@ -8,7 +8,7 @@
  * same rendering for other lab text (steps, hints).
  */
 import { memo, type ComponentProps } from "react";
-import { useMachineSwitch } from "@/components/lab/active-machine";
+import { useMachineSwitch } from "@/components/lesson/machine-switch";
 import Markdown, { type Components, type ExtraProps } from "react-markdown";
 import remarkCjkFriendly from "remark-cjk-friendly";
 import remarkGfm from "remark-gfm";

@@ -6,7 +6,7 @@
  */
 import { createHmac } from "node:crypto";
 import { betterAuth } from "better-auth";
-import { CLIENT_ADDRESS_HEADER } from "../http/throttle";
+import { CLIENT_ADDRESS_HEADER } from "../throttle";
 import { prismaAdapter } from "better-auth/adapters/prisma";
 import type { Db } from "../db/client";
 

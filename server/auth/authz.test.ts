@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEnv } from "../config";
-import { setServices } from "../services";
+import { setServices } from "../compose/services";
 import { TerminalTestClient } from "../testing/terminal-client";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { signInCookie } from "../testing/sign-in";
@@ -49,7 +49,7 @@ import * as sessionPreviewRoute from "@/app/api/sessions/[id]/preview/route";
 import * as labPreviewRoute from "@/app/api/labs/[slug]/preview/route";
 import * as tabsRoute from "@/app/api/sessions/[id]/tabs/route";
 import * as tabRoute from "@/app/api/sessions/[id]/tabs/[machine]/[number]/route";
-import { openTab } from "../terminal/tabs";
+import { openTab } from "../sessions/tabs";
 import { refuseUnbuiltImage } from "@/server/machines/qemu/image-status";
 
 const BASE = "http://127.0.0.1";

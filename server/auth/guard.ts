@@ -11,6 +11,7 @@
  */
 import type { Db } from "../db/client";
 import type { Auth, Role } from "./auth";
+import { Denied } from "../denied";
 
 export interface CurrentUser {
   id: string;
@@ -21,17 +22,6 @@ export interface CurrentUser {
 
 /** What a user may do with one lab session: use it (owner), watch it read-only, or nothing. */
 export type SessionAccess = "owner" | "watch" | null;
-
-/** A refusal a handler turns into a response: 401 not signed in, 403 not allowed, 404 not found (or not yours). */
-export class Denied extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409,
-    /** Message key under "errors" in messages/*.json. */
-    readonly code: string,
-  ) {
-    super(code);
-  }
-}
 
 /** The signed-in user of a request (better-auth session cookie), or null. */
 export async function userFromHeaders(auth: Auth, headers: Headers): Promise<CurrentUser | null> {

@@ -1,14 +1,12 @@
 /**
  * Who may see a cohort: admins every cohort, instructors the cohorts they teach until it ends
- * (then 403 cohortEnded); anyone else gets 404 (a cohort they may not see looks like none). Cohort refusals from the domain become API
- * errors here, so route handlers stay one call each.
+ * (then 403 cohortEnded); anyone else gets 404 (a cohort they may not see looks like none). (The cohort domain's refusals become API errors in
+ * server/compose/route.ts cohortRoute.)
  */
 import type { CurrentUser } from "../auth/guard";
-import { Denied } from "../auth/guard";
+import { Denied } from "../denied";
 import type { Db } from "../db/client";
-import { apiError, apiRoute } from "../http/route";
-import type { Services } from "../services";
-import { CohortId, CohortNotFoundError, CohortRuleError, MemberNotFoundError } from "./cohorts";
+import { CohortId } from "./cohorts";
 
 export async function requireCohortView(db: Db, user: CurrentUser, cohortId: string): Promise<void> {
   if (!CohortId.safeParse(cohortId).success) throw new Denied(404, "noSuchCohort");
@@ -24,18 +22,4 @@ export async function requireCohortView(db: Db, user: CurrentUser, cohortId: str
     }
   }
   throw new Denied(404, "noSuchCohort");
-}
-
-/** apiRoute plus the cohort domain's refusals (404 no such cohort; 404/409/422 rule errors). */
-export function cohortRoute<C>(handler: (request: Request, context: C, services: Services) => Promise<Response>) {
-  return apiRoute<C>(async (request, context, services) => {
-    try {
-      return await handler(request, context, services);
-    } catch (error) {
-      if (error instanceof CohortNotFoundError) return apiError(request, 404, "noSuchCohort");
-      if (error instanceof CohortRuleError) return apiError(request, error.status, error.code);
-      if (error instanceof MemberNotFoundError) return apiError(request, 404, "noSuchMember");
-      throw error;
-    }
-  });
 }

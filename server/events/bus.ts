@@ -15,8 +15,6 @@ import { EventEmitter } from "node:events";
 import pg from "pg";
 import { z } from "zod";
 import type { Db } from "../db/client";
-import type { Progress } from "../grader/progress";
-import type { TabView } from "../terminal/tab-names";
 import type { Logger } from "pino";
 
 /** The one NOTIFY channel of the platform. */
@@ -32,7 +30,7 @@ const LOAD_GATHER_MS = 20;
  * A notice on the wire: `k` what changed, `s` the lab session. `progress`: the learner's Progress
  * (and so the dashboards); `session`: only what instructors see (a failing check's feedback, a
  * start, an end); `watchers`: who watches the session read-only; `tabs`: the learner opened or
- * closed an extra shell (server/terminal/tabs.ts).
+ * closed an extra shell (server/sessions/tabs.ts).
  */
 const SessionNotice = z.object({ k: z.enum(["progress", "session", "watchers", "tabs"]), s: z.string().min(1).max(200) });
 /**
@@ -48,18 +46,28 @@ const RestoredNotice = z.object({ k: z.literal("restored"), s: z.string().min(1)
 const Notice = z.discriminatedUnion("k", [SessionNotice, AccessNotice, RestoredNotice]);
 type Notice = z.infer<typeof Notice>;
 
-/** Where the data behind a notice is read from when a process has subscribers for it. */
-export interface EventSources {
-  progress(sessionId: string): Promise<Progress>;
-  watchers(sessionId: string): Promise<string[]>;
-  /** The session's open extra tabs; without it `onTabs` subscribers get nothing. */
-  tabs?(sessionId: string): Promise<TabView[]>;
+/**
+ * What a loaded notice carries: a learner's progress (the grader's Progress) and a session's open
+ * extra tabs (the terminal's TabView). The bus only passes them on, so it names no domain's types:
+ * the composition root does (server/compose/services.ts, PlatformBus).
+ */
+export interface EventPayloads {
+  progress: unknown;
+  tab: unknown;
 }
 
-export class EventBus {
+/** Where the data behind a notice is read from when a process has subscribers for it. */
+export interface EventSources<P extends EventPayloads = EventPayloads> {
+  progress(sessionId: string): Promise<P["progress"]>;
+  watchers(sessionId: string): Promise<string[]>;
+  /** The session's open extra tabs; without it `onTabs` subscribers get nothing. */
+  tabs?(sessionId: string): Promise<P["tab"][]>;
+}
+
+export class EventBus<P extends EventPayloads = EventPayloads> {
   private readonly emitter = new EventEmitter();
   private client: pg.Client | null = null;
-  private sources: EventSources | null = null;
+  private sources: EventSources<P> | null = null;
   private stopped = false;
   private reconnectDelay = RECONNECT_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -72,7 +80,7 @@ export class EventBus {
   }
 
   /** Connects the LISTEN connection; rejects when the database cannot be reached at all. */
-  async start(sources: EventSources): Promise<void> {
+  async start(sources: EventSources<P>): Promise<void> {
     this.sources = sources;
     await this.connect();
   }
@@ -109,7 +117,7 @@ export class EventBus {
   }
 
   /** Calls `listener` with the session's open extra tabs whenever they change (watch views). */
-  onTabs(sessionId: string, listener: (tabs: TabView[]) => void): () => void {
+  onTabs(sessionId: string, listener: (tabs: P["tab"][]) => void): () => void {
     return this.subscribe(`tabs:${sessionId}`, listener);
   }
 
@@ -145,7 +153,7 @@ export class EventBus {
   }
 
   /** Calls `listener` with every progress change of a session; returns the unsubscribe function. */
-  onProgress(sessionId: string, listener: (progress: Progress) => void): () => void {
+  onProgress(sessionId: string, listener: (progress: P["progress"]) => void): () => void {
     return this.subscribe(`progress:${sessionId}`, listener);
   }
 

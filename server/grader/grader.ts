@@ -20,7 +20,7 @@ import type { LabCatalog } from "../labs/catalog";
 import { checkScript } from "../labs/check-script";
 import type { LoadedStep } from "../labs/load";
 import { firstOpenStep, type LabVersion } from "../labs/versions";
-import { sessionLab } from "../sessions/lab-versions";
+import { sessionLab } from "../labs/pinned";
 import { isSealed, openPrivateKey, sealIfPlain } from "../machines/sealed-keys";
 import { checkRunning, claimDue, claimNow, oldestDueLagMs, releaseCheck, RENEW_EVERY_MS, renewChecks, type ClaimedSession } from "./claims";
 import { pruneCheckRuns, recordCheckRun, type CheckRelease } from "./history";

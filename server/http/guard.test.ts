@@ -218,7 +218,7 @@ describe("client address (X-Forwarded-For believed only from LABDECK_TRUSTED_PRO
   const req = (peer: string, xff?: string) =>
     ({ socket: { remoteAddress: peer }, headers: xff ? { "x-forwarded-for": xff } : {} }) as unknown as http.IncomingMessage;
   it("ignores the header from an untrusted peer, uses the last untrusted hop behind trusted ones", async () => {
-    const { clientAddress } = await import("./throttle");
+    const { clientAddress } = await import("../throttle");
     expect(clientAddress(req("203.0.113.9", "1.2.3.4"), [])).toBe("203.0.113.9");
     expect(clientAddress(req("::ffff:203.0.113.9", "1.2.3.4"), ["10.0.0.1"])).toBe("203.0.113.9");
     expect(clientAddress(req("10.0.0.1", "6.6.6.6, 198.51.100.7"), ["10.0.0.1"])).toBe("198.51.100.7");

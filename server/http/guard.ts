@@ -9,7 +9,7 @@ import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import type { Logger } from "pino";
 import { log as processLog } from "../log";
 import { tagRequest } from "./request-id";
-import { CLIENT_ADDRESS_HEADER, clientAddress } from "./throttle";
+import { CLIENT_ADDRESS_HEADER, clientAddress } from "../throttle";
 
 /** JSON bodies of every route: far above any form the app sends. */
 export const JSON_BODY_LIMIT = 64 * 1024;

@@ -1,5 +1,6 @@
 /**
- * The one wrapper every API route handler goes through: refusals (Denied) and bad input (zod)
+ * The one wrapper every API route handler goes through (made with the process's services by
+ * server/compose/route.ts): refusals (Denied) and bad input (zod)
  * become JSON errors `{ code, error }` with the message in the caller's language; anything else
  * is logged and answers 500 without details.
  *
@@ -10,13 +11,11 @@
  */
 import { Prisma } from "../db/generated/client";
 import { ZodError } from "zod";
-import { Denied } from "../auth/guard";
-import { publicUrl } from "../config";
+import { Denied } from "../denied";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import { log } from "../log";
-import { getServicesOrThrow, type Services } from "../services";
 import { errorForLog } from "../startup-failure";
-import { bodyLimitFor, declaredTooLarge, originOf, originRefusal } from "./guard";
+import { bodyLimitFor, declaredTooLarge, originRefusal } from "./guard";
 import { loggablePath, requestIdOf } from "./request-id";
 
 export function apiError(request: Request, status: number, code: string, extra?: Record<string, unknown>): Response {
@@ -41,13 +40,27 @@ export class BadInput extends Error {
   }
 }
 
-export function apiRoute<C>(handler: (request: Request, context: C, services: Services) => Promise<Response>) {
-  return async (request: Request, context: C): Promise<Response> => {
+/** What a route needs from its process: the services handed to handlers and the one origin that may change state. */
+export interface RouteContext<S> {
+  services: S;
+  /** The public URL's origin (state-changing requests must carry it). */
+  publicOrigin: string;
+}
+
+/** The route wrapper over the services `context()` gives (read at each request: the process sets them once started). */
+export function routeWith<S>(context: () => RouteContext<S>) {
+  return function apiRoute<C>(handler: (request: Request, context: C, services: S) => Promise<Response>) {
+    return handleWith<S, C>(context, handler);
+  };
+}
+
+function handleWith<S, C>(context: () => RouteContext<S>, handler: (request: Request, context: C, services: S) => Promise<Response>) {
+  return async (request: Request, routeContext: C): Promise<Response> => {
     try {
-      const services = getServicesOrThrow();
-      const refused = await precheck(request, context, services);
+      const { services, publicOrigin } = context();
+      const refused = await precheck(request, routeContext, publicOrigin);
       if (refused) return refused;
-      return await handler(request, context, services);
+      return await handler(request, routeContext, services);
     } catch (error) {
       if (error instanceof Denied) return apiError(request, error.status, error.code);
       if (error instanceof BadInput) return apiError(request, error.status, error.code, { issues: [{ path: "", message: error.message }] });
@@ -68,9 +81,9 @@ export function apiRoute<C>(handler: (request: Request, context: C, services: Se
   };
 }
 
-async function precheck(request: Request, context: unknown, services: Services): Promise<Response | null> {
+async function precheck(request: Request, context: unknown, publicOrigin: string): Promise<Response | null> {
   const url = new URL(request.url);
-  const refusal = originRefusal(request.method, url.pathname, request.headers.get("origin"), originOf(publicUrl(services.env)));
+  const refusal = originRefusal(request.method, url.pathname, request.headers.get("origin"), publicOrigin);
   if (refusal) return apiError(request, 403, refusal);
   if (declaredTooLarge(request.headers.get("content-length"), bodyLimitFor(url.pathname))) return apiError(request, 413, "bodyTooLarge");
   let raw = url.pathname + url.search;

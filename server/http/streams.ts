@@ -4,7 +4,7 @@
  * the hundreds of stalled viewers an attacker would open. A stream whose user's access changed
  * is re-decided and closed with a reason (revokeOnAccessChange).
  */
-import { Denied } from "../auth/guard";
+import { Denied } from "../denied";
 
 export const MAX_STREAMS_PER_USER = 8;
 

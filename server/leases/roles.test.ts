@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Db } from "../db/client";
 import { log } from "../log";
 import type { MachineProvider } from "../machines/provider";
-import { poolOnOneProcess } from "../machines/select";
+import { poolOnOneProcess } from "../compose/machines";
 import { WarmPool } from "../machines/warm-pool";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { SessionSweeper } from "../sessions/sweeper";

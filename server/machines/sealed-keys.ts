@@ -19,7 +19,7 @@ const TAG_BYTES = 16;
 
 /**
  * Where the derived key lives: on globalThis, because Next.js route handlers run in their own
- * module graph (as with server/services.ts), and they start sessions too.
+ * module graph (as with server/compose/services.ts), and they start sessions too.
  */
 const KEY = Symbol.for("labdeck.machineKeys");
 const holder = globalThis as Record<symbol, Buffer | undefined>;

@@ -13,7 +13,7 @@ import { parseEnv } from "../config";
 import { log } from "../log";
 import { writeStaticHostsFile, type NetnsHostSet } from "../testing/netns-hosts";
 import { isNoCapacity } from "./provider";
-import { DEMO_WARNING, startMachines } from "./select";
+import { DEMO_WARNING, startMachines } from "../compose/machines";
 import { dbHostClaims, staticHostsProvider } from "./static-hosts";
 
 let db: Db;

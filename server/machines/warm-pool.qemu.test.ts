@@ -17,7 +17,7 @@ import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endSession, machineEndpoint, resetMachine, restartMachine } from "../sessions/lab-sessions";
-import { poolPreparer } from "./select";
+import { poolPreparer } from "../compose/machines";
 import { SshExecPool } from "../ssh/exec";
 import { CloseCode } from "../terminal/protocol";
 import { connectSsh } from "../ssh/connect";

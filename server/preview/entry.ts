@@ -7,7 +7,8 @@
  */
 import { z } from "zod";
 import type { Auth } from "../auth/auth";
-import { Denied, type CurrentUser } from "../auth/guard";
+import { type CurrentUser } from "../auth/guard";
+import { Denied } from "../denied";
 import type { Db } from "../db/client";
 import { PreviewMachine, PreviewPath, PreviewPort, previewOrigin, type PreviewBase } from "./address";
 import { PREVIEW_ENTER_PATH, signPreview } from "./grant";

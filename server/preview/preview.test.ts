@@ -11,7 +11,7 @@ import WebSocket from "ws";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { parseEnv } from "../config";
 import { log } from "../log";
-import { setServices } from "../services";
+import { setServices } from "../compose/services";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { startLabWebServer } from "../testing/lab-web-server";
 import { startTestStack, type TestStack } from "../testing/stack";

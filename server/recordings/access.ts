@@ -3,7 +3,8 @@
  * that is not ended and has the learner and the session's lab. Anyone else gets 404, exactly like
  * a session that does not exist (server/auth/guard.ts).
  */
-import { Denied, requireSession, type CurrentUser } from "../auth/guard";
+import { requireSession, type CurrentUser } from "../auth/guard";
+import { Denied } from "../denied";
 import type { Db } from "../db/client";
 
 export async function requireRecordingAccess(

@@ -17,6 +17,7 @@
  * live output is held back meanwhile, so the recording stays in log order.
  */
 import type { Db } from "../db/client";
+import type { LogReader, RecordingTap } from "../terminal/recording-tap";
 
 /** How long output is buffered in the process before it is written, ms. */
 export const FLUSH_INTERVAL_MS = 1_000;
@@ -41,21 +42,6 @@ interface Pending {
   data: Buffer[];
   bytes: number;
   events: ChunkEvent[];
-}
-
-/** Reads the holder's log of a terminal from `from` up to its end when asked, handing each piece to `sink`. */
-export type LogReader = (from: number, sink: (offset: number, data: Buffer) => void) => Promise<void>;
-
-/** What the connector calls for one terminal. */
-export interface RecordingTap {
-  /** `bootId` names the holder log's epoch (the connector gives boot id and holder instance): offsets restart with it. */
-  output(bootId: string, offset: number, data: Buffer): void;
-  resize(cols: number, rows: number): void;
-  /**
-   * Called on attaching, before the live read starts: if the recording of this epoch ends before
-   * what the holder holds, `read` fills it from there. Live output is held until it is done.
-   */
-  catchUp(bootId: string, read: LogReader): void;
 }
 
 export interface RecorderOptions {

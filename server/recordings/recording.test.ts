@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEnv } from "../config";
-import { setServices } from "../services";
+import { setServices } from "../compose/services";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { signInCookie } from "../testing/sign-in";

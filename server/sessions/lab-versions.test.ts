@@ -11,10 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as labVersionRoute from "@/app/api/sessions/[id]/lab-version/route";
 import { createUserWithPassword } from "../auth/users";
 import { parseEnv } from "../config";
-import { setServices } from "../services";
+import { setServices } from "../compose/services";
 import { clearLabVersionCache, currentLabVersion } from "../labs/versions";
 import { startTestStack, type TestStack } from "../testing/stack";
-import { backfillLabVersions, moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } from "./lab-versions";
+import { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } from "./lab-versions";
+import { backfillLabVersions } from "../labs/pinned";
 
 const SLUG = "versions-test";
 /** The catalog re-reads a lab's files after this long (server/labs/catalog.ts CATALOG_TTL_MS + a margin). */

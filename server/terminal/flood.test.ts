@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Logger } from "pino";
 import type { TerminalRegistry } from "./registry";
-import { terminalUpgrade } from "./upgrade";
+import { terminalUpgrade } from "../http/terminal-upgrade";
 
 let server: http.Server;
 let url: string;

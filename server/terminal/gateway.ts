@@ -20,7 +20,8 @@ import {
 } from "./protocol";
 import { metrics } from "../ops/metrics";
 import type { TerminalRegistry } from "./registry";
-import type { PtySize, TerminalSession, Viewer } from "./session";
+import type { TerminalSession, Viewer } from "./session";
+import type { PtySize } from "./pty";
 import { verifyTerminalToken, type TerminalClaims } from "./token";
 
 /** Bytes queued on one socket above which it counts as backed up... */

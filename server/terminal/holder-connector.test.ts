@@ -22,7 +22,8 @@ import type { Db } from "../db/client";
 import { castOutput } from "../testing/cast";
 import { startTestDb } from "../testing/test-db";
 import { castText, loadCast } from "../recordings/asciicast";
-import { TerminalRecorder, type RecordingTap } from "../recordings/recorder";
+import { TerminalRecorder } from "../recordings/recorder";
+import type { RecordingTap } from "./recording-tap";
 
 const SUBNET = 66; // 10.213.66.0/24: a host with a holder
 const BARE_SUBNET = 67; // a host without one

@@ -5,12 +5,12 @@
  * machine without a usable holder gets the direct PTY (ssh.ts) and a visible line saying so.
  */
 import { createHash } from "node:crypto";
-import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./session";
+import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { sshConnector } from "./ssh-pty";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "../holder/client";
 import type { Client } from "ssh2";
-import type { RecordingTap } from "../recordings/recorder";
+import type { RecordingTap } from "./recording-tap";
 import { newEpochBase, type EpochStore } from "./epochs";
 import { log } from "../log";
 

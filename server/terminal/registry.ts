@@ -9,7 +9,7 @@ import { TerminalSession } from "./session";
 import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder-connector";
 import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "../ssh/connect";
-import type { RecordingTap } from "../recordings/recorder";
+import type { RecordingTap } from "./recording-tap";
 import type { EpochStore } from "./epochs";
 
 /**

@@ -6,7 +6,7 @@
  */
 import serializePkg from "@xterm/addon-serialize";
 import headlessPkg from "@xterm/headless";
-import type { PtySize } from "./session";
+import type { PtySize } from "./pty";
 
 // Both packages are CommonJS: Node's ESM loader sees only their default export.
 const { Terminal } = headlessPkg;

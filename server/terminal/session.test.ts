@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { MachineState } from "./protocol";
-import { TerminalSession, type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize, type Viewer } from "./session";
+import { TerminalSession, type Viewer } from "./session";
+import { type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./pty";
 
 class InMemoryPty implements PtyConnector {
   readonly machine = "node01";

@@ -19,6 +19,7 @@ import type { MachineState, SessionOverReason } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
 import { Screen } from "./screen";
 import type { HostKeyMismatchError } from "../ssh/connect";
+import type { InputSeq, PtyChannel, PtyConnector, PtySize } from "./pty";
 
 /** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
 export const REPLAY_BUFFER_BYTES = 256 * 1024;
@@ -29,47 +30,6 @@ export const PENDING_INPUT_BYTES = 64 * 1024;
 /** Reconnect backoff after the machine fails to answer: first and longest wait, in ms. */
 export const RECONNECT_MIN_MS = 500;
 export const RECONNECT_MAX_MS = 10_000;
-
-export interface PtySize {
-  cols: number;
-  rows: number;
-}
-
-/** A browser's numbering of one input message: its writer id and sequence number (from 1). */
-export interface InputSeq {
-  writer: string;
-  seq: number;
-}
-
-/** A live shell with a PTY. */
-export interface PtyChannel {
-  /** Keystrokes; with `input`, numbered by the browser (applied once where the shell outlives the channel). */
-  write(data: string, input?: InputSeq): void;
-  resize(size: PtySize): void;
-  /** Stop reading output (backpressure reaches the remote program); resume() undoes it. */
-  pause(): void;
-  resume(): void;
-  /** Stops using the shell; `endShell` (its lab session is over) also ends it where it outlives the channel. */
-  close(endShell?: boolean): void;
-}
-
-export interface PtyHandlers {
-  /** Output; `offset` is its place in the machine's output log (absent: right after the last byte). */
-  onData(chunk: Uint8Array, offset?: number): void;
-  /** A line for the viewers that is not part of the shell's output (fallback, reboot). */
-  onNotice?(text: string): void;
-  /** The shell's side applied `writer`'s input up to `seq`. */
-  onInputAck?(writer: string, seq: number): void;
-  /** The shell or the connection ended; `error` is set when it was not a normal exit. */
-  onClose(error?: Error): void;
-}
-
-/** Opens shells on one machine. */
-export interface PtyConnector {
-  readonly machine: string;
-  /** @param from offset of the output the first viewer needs next (a resume), when this process has none yet. */
-  open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel>;
-}
 
 /** One watcher of a terminal; the transport adapter implements it. */
 export interface Viewer {

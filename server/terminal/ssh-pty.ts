@@ -4,11 +4,10 @@
  */
 import type { ClientChannel } from "ssh2";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
-import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./session";
+import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
 
 /** Terminal type announced to the remote PTY; xterm.js implements it. */
 const TERM = "xterm-256color";
-
 
 /** Browser writers whose last input seq a direct PTY remembers (the oldest are forgotten). */
 const MAX_TYPED_WRITERS = 64;

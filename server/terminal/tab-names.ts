@@ -1,5 +1,5 @@
 /**
- * Names and bounds of a machine's shells (server/terminal/tabs.ts), shared by the server and the
+ * Names and bounds of a machine's shells (server/sessions/tabs.ts), shared by the server and the
  * browser (no imports): the first shell of a machine is #1, extra tabs are #2, #3…
  */
 

@@ -18,7 +18,7 @@ export const TerminalClaims = z.object({
   sid: z.string().min(1),
   /** Machine name. */
   m: z.string().min(1),
-  /** Which shell of the machine (server/terminal/tabs.ts): absent for the first (#1), else its tab number. */
+  /** Which shell of the machine (server/sessions/tabs.ts): absent for the first (#1), else its tab number. */
   n: z.number().int().min(2).max(MAX_TAB_NUMBER).optional(),
   mode: z.enum(["write", "read"]),
   /** Who the token was issued to. */

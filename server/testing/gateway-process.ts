@@ -12,11 +12,11 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import type net from "node:net";
 import { createDb } from "../db/client";
 import { log } from "../log";
-import { terminalEndpoint } from "../terminal/tabs";
+import { terminalEndpoint } from "../sessions/tabs";
 import { configureMachineKeys } from "../machines/sealed-keys";
 import { TerminalRegistry } from "../terminal/registry";
 import { dbEpochStore } from "../terminal/epochs";
-import { terminalUpgrade } from "../terminal/upgrade";
+import { terminalUpgrade } from "../http/terminal-upgrade";
 
 const url = process.env.DATABASE_URL;
 const secretHex = process.env.LABDECK_TEST_SECRET;

@@ -16,6 +16,7 @@ import { Provisioner } from "../cohorts/provision";
 import { WatchRegistry } from "../cohorts/watchers";
 import { createDb, type Db } from "../db/client";
 import { EventBus } from "../events/bus";
+import type { PlatformBus, PlatformPayloads } from "../compose/services";
 import { Grader, type GraderOptions } from "../grader/grader";
 import { LabCatalog } from "../labs/catalog";
 import { currentLabVersion } from "../labs/versions";
@@ -32,10 +33,10 @@ import { SessionSweeper } from "../sessions/sweeper";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import { TerminalRegistry } from "../terminal/registry";
 import { dbEpochStore } from "../terminal/epochs";
-import { openTabs, tabIsOpen, terminalEndpoint } from "../terminal/tabs";
+import { openTabs, tabIsOpen, terminalEndpoint } from "../sessions/tabs";
 import { TerminalRecorder } from "../recordings/recorder";
 import { signTerminalToken } from "../terminal/token";
-import { terminalUpgrade } from "../terminal/upgrade";
+import { terminalUpgrade } from "../http/terminal-upgrade";
 
 export const LAB_MACHINES = ["controlplane", "node01", "node02"] as const;
 
@@ -55,7 +56,7 @@ export interface Stack {
   recorder: TerminalRecorder;
   labs: LabCatalog;
   pool: SshExecPool;
-  bus: EventBus;
+  bus: PlatformBus;
   /** Not started; call grader.start() in tests that want polling. */
   grader: Grader;
   /** Not started; tests call sweep() with the time they want. Terminal input reaches activity(). */
@@ -158,7 +159,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
 
     const secret = options.secret ?? randomBytes(32);
     configureMachineKeys(secret);
-    const bus = new EventBus({ db, databaseUrl: embedded.url, log });
+    const bus = new EventBus<PlatformPayloads>({ db, databaseUrl: embedded.url, log });
     cleanups.push(() => bus.stop());
     const auth = createAuth({
       db,

@@ -1,8 +1,8 @@
 import Link from "next/link";
 import { getFormatter, getTranslations } from "next-intl/server";
-import { pageRole } from "@/server/auth/page";
+import { pageRole } from "@/server/compose/page";
 import { capacitySnapshot } from "@/server/cohorts/capacity";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { PoolTargetForm } from "@/components/admin/PoolTargetForm";
 
 export const dynamic = "force-dynamic";

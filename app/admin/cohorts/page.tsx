@@ -1,9 +1,9 @@
 import Link from "next/link";
 import { getFormatter, getTranslations } from "next-intl/server";
-import { pageRole } from "@/server/auth/page";
+import { pageRole } from "@/server/compose/page";
 import { listCohorts } from "@/server/cohorts/cohorts";
 import { labsDirFromEnv, listLabs } from "@/server/labs/load";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { CohortForm } from "./CohortForm";
 
 export const dynamic = "force-dynamic";

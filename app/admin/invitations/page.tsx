@@ -1,9 +1,9 @@
 import { getFormatter, getTranslations } from "next-intl/server";
 import { OpenInvitations } from "@/components/invitations/OpenInvitations";
 import { invitationLinks, listInvitations } from "@/server/auth/invitations";
-import { pageRole } from "@/server/auth/page";
+import { pageRole } from "@/server/compose/page";
 import { publicUrl } from "@/server/config";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { InvitationForm } from "./InvitationForm";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
 /** GET the capacity view: live sessions, machines, provider and warm pool, host memory. Admins. */
 import { requireRole } from "@/server/auth/guard";
 import { capacitySnapshot } from "@/server/cohorts/capacity";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

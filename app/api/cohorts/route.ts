@@ -1,6 +1,6 @@
 /** Cohorts: GET lists them (admins: all; instructors: the ones they teach); POST makes one (admins). */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { createCohort, listCohorts } from "@/server/cohorts/cohorts";
 import { jsonBody } from "@/server/http/route";
 

@@ -5,7 +5,8 @@
 import { requireRole } from "@/server/auth/guard";
 import { publicUrl } from "@/server/config";
 import { createInvitation, invitationLinks, listInvitations } from "@/server/auth/invitations";
-import { apiRoute, jsonBody } from "@/server/http/route";
+import { jsonBody } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

@@ -1,11 +1,11 @@
 import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
-import { Denied } from "@/server/auth/guard";
-import { pageRole } from "@/server/auth/page";
+import { Denied } from "@/server/denied";
+import { pageRole } from "@/server/compose/page";
 import { requireCohortView } from "@/server/cohorts/access";
 import { getCohortOrThrow } from "@/server/cohorts/cohorts";
 import { cohortDashboard } from "@/server/cohorts/dashboard";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { CohortDashboard } from "./CohortDashboard";
 
 export const dynamic = "force-dynamic";

@@ -3,8 +3,8 @@ import { getTranslations } from "next-intl/server";
 import { SignOutButton } from "@/components/account/SignOutButton";
 import { MIN_PASSWORD_LENGTH } from "@/server/auth/auth";
 import { findOpenInvitation } from "@/server/auth/invitations";
-import { pageUserOrNull } from "@/server/auth/page";
-import { getServicesOrThrow } from "@/server/services";
+import { pageUserOrNull } from "@/server/compose/page";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { AcceptForm } from "./AcceptForm";
 import { JoinButton } from "./JoinButton";
 

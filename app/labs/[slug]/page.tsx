@@ -2,10 +2,10 @@ import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { cache } from "react";
 import { LabWorkspace } from "@/components/lab/LabWorkspace";
-import { pageUser } from "@/server/auth/page";
+import { pageUser } from "@/server/compose/page";
 import { LabError, labsDirFromEnv, loadLab, type Lab } from "@/server/labs/load";
 import { labVersionHash, storedLabVersion } from "@/server/labs/versions";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { LIVE_STATES } from "@/server/sessions/lifecycle";
 
 export const dynamic = "force-dynamic";

@@ -1,10 +1,10 @@
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
-import { Denied } from "@/server/auth/guard";
-import { pageUser } from "@/server/auth/page";
+import { Denied } from "@/server/denied";
+import { pageUser } from "@/server/compose/page";
 import { requireRecordingAccess } from "@/server/recordings/access";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { sessionLabById } from "@/server/sessions/lab-versions";
 import { RecordingPlayer } from "@/components/recordings/RecordingPlayer";
 

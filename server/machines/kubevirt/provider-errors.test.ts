@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseEnv } from "../../config";
 import { log } from "../../log";
 import { startTestDb } from "../../testing/test-db";
-import { startMachines } from "../select";
+import { startMachines } from "../../compose/machines";
 import { startFakeKubeApi, type FakeKubeApi, type FakeKubeApiOptions } from "../../testing/fake-kube-api";
 import { isNoCapacity } from "../provider";
 import { QUOTA_FULL_MESSAGE, QuotaExceededError } from "./capacity";

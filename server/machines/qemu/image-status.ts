@@ -11,7 +11,6 @@ import { findImage } from "./image";
 import { egressUnavailable } from "./egress";
 import { internetLabRefusal } from "./network";
 import { needsUpstream, recipeByName, recipeHash } from "../images/recipe";
-import type { LabManifest } from "../../labs/schema";
 
 export type LabImageState =
   /** The image is on disk: sessions can boot it. */
@@ -31,7 +30,8 @@ export interface LabImageStatus {
   message: { ja: string; en: string };
 }
 
-type LabRef = { slug: string; manifest: Pick<LabManifest, "image"> & Partial<Pick<LabManifest, "network">> };
+/** What this needs of a lab (server/labs/schema.ts LabManifest): its image variant and whether it asks for the internet. */
+type LabRef = { slug: string; manifest: { image: string; network?: { internet: boolean } } };
 
 /** The state of the lab's image under dataDir; reads the disk, never the network. */
 export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabImageStatus> {

@@ -3,13 +3,13 @@ import { notFound } from "next/navigation";
 import { getFormatter, getTranslations } from "next-intl/server";
 import { OpenInvitations } from "@/components/invitations/OpenInvitations";
 import { invitationLinks, listInvitations } from "@/server/auth/invitations";
-import { pageRole } from "@/server/auth/page";
+import { pageRole } from "@/server/compose/page";
 import { cohortLiveSessions, cohortMembers, getCohortOrThrow, type CohortView } from "@/server/cohorts/cohorts";
 import { CSV_MAX_BYTES } from "@/server/cohorts/csv-import";
 import { publicUrl } from "@/server/config";
 import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { labsDirFromEnv, listLabs } from "@/server/labs/load";
-import { getServicesOrThrow } from "@/server/services";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { CohortForm } from "../CohortForm";
 import { AddMember, AssignInstructor, CsvImport, EndCohort, ExtendButton, Provision, RemoveMember } from "./CohortActions";
 

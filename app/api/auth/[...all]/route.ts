@@ -4,8 +4,8 @@
  * better-auth sees it; a successful sign-in clears its account's count.
  */
 import { apiError, tooManyRequests } from "@/server/http/route";
-import { CLIENT_ADDRESS_HEADER, consume, forget } from "@/server/http/throttle";
-import { getServicesOrThrow } from "@/server/services";
+import { CLIENT_ADDRESS_HEADER, consume, forget } from "@/server/throttle";
+import { getServicesOrThrow } from "@/server/compose/services";
 
 export const dynamic = "force-dynamic";
 

@@ -1,6 +1,7 @@
 /** One cohort: GET (admins, its instructors) with members and pending invitations; PUT edits it (admins). */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
+import { requireCohortView } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { cohortMembers, getCohortOrThrow, updateCohort } from "@/server/cohorts/cohorts";
 import { jsonBody } from "@/server/http/route";
 

@@ -1,7 +1,8 @@
 /** DELETE revokes an open invitation: its link stops working at once (admins); 404 when it is not open. */
 import { requireRole } from "@/server/auth/guard";
 import { revokeInvitation } from "@/server/auth/invitations";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

@@ -4,7 +4,8 @@
  */
 import { InvitationInvalidError, acceptInvitation } from "@/server/auth/invitations";
 import { EmailTakenError } from "@/server/auth/users";
-import { apiError, apiRoute, jsonBody } from "@/server/http/route";
+import { apiError, jsonBody } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { requireUser } from "@/server/auth/guard";
 import { InvitationInvalidError } from "@/server/auth/invitations";
 import { EmailTakenError } from "@/server/auth/users";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { InvitationForAnotherAccountError, joinWithInvitation } from "@/server/cohorts/members";
 import { apiError, jsonBody } from "@/server/http/route";
 

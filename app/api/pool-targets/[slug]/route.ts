@@ -5,7 +5,8 @@
  */
 import { requireRole } from "@/server/auth/guard";
 import { removePoolTarget, setPoolTarget } from "@/server/cohorts/pool-targets";
-import { apiError, apiRoute, jsonBody } from "@/server/http/route";
+import { apiError, jsonBody } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

@@ -1,6 +1,7 @@
 /** GET the instructor dashboard's data for a cohort (?lab=<slug>, default its first lab): admins and its instructors. */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
+import { requireCohortView } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { cohortDashboard } from "@/server/cohorts/dashboard";
 
 export const dynamic = "force-dynamic";

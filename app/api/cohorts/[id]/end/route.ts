@@ -1,6 +1,6 @@
 /** POST ends the cohort: every live session of its learners ends and its machines are torn down. Admins. */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { endCohort } from "@/server/cohorts/cohorts";
 
 export const dynamic = "force-dynamic";

@@ -6,7 +6,8 @@
  * `revoked` with the reason and ends).
  */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute, requireCohortView } from "@/server/cohorts/access";
+import { requireCohortView } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { cohortLearnerSessionIds } from "@/server/cohorts/dashboard";
 import { apiError } from "@/server/http/route";
 import { eventStream, revokeOnAccessChange, streamSlot } from "@/server/http/streams";

@@ -5,7 +5,7 @@
  */
 import { requireRole } from "@/server/auth/guard";
 import { invitationLinks } from "@/server/auth/invitations";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { CSV_MAX_BYTES, importCohortCsv } from "@/server/cohorts/csv-import";
 import { publicUrl } from "@/server/config";
 import { readBodyBytes } from "@/server/http/route";

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { requireRole } from "@/server/auth/guard";
 import { createInvitation, invitationLinks } from "@/server/auth/invitations";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { CohortRuleError, getCohortOrThrow } from "@/server/cohorts/cohorts";
 import { publicUrl } from "@/server/config";
 import { jsonBody } from "@/server/http/route";

@@ -5,7 +5,7 @@
  */
 import { requireRole } from "@/server/auth/guard";
 import { invitationLinks } from "@/server/auth/invitations";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { addMemberByEmail } from "@/server/cohorts/members";
 import { publicUrl } from "@/server/config";
 import { jsonBody } from "@/server/http/route";

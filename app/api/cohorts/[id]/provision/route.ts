@@ -5,7 +5,7 @@
  * progress (n/total, failures with reasons), which the admin page polls.
  */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { getCohortOrThrow } from "@/server/cohorts/cohorts";
 import { latestProvisionJob } from "@/server/cohorts/provision-jobs";
 import { log } from "@/server/log";

@@ -3,10 +3,11 @@
  * session of a lab (what a lesson's `http://node01:30080/` link opens): 303 to the preview origin
  * with a short-lived entry code; 404 when the caller has no ready session of the lab.
  */
-import { Denied, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { requireUser } from "@/server/auth/guard";
+import { Denied } from "@/server/denied";
+import { apiRoute } from "@/server/compose/route";
 import { previewEntryUrl, previewQuery, signInId } from "@/server/preview/entry";
-import { previewBaseOf } from "@/server/services";
+import { previewBaseOf } from "@/server/compose/services";
 
 export const dynamic = "force-dynamic";
 

@@ -10,14 +10,15 @@
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
-import { apiError, apiRoute, tooManyRequests } from "@/server/http/route";
-import { consume } from "@/server/http/throttle";
+import { apiError, tooManyRequests } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
+import { consume } from "@/server/throttle";
 import { runLabSetup } from "@/server/labs/setup";
 import { currentLabVersion } from "@/server/labs/versions";
 import { log } from "@/server/log";
 import { isNoCapacity } from "@/server/machines/provider";
 import { machineEndpoint, startOrResumeSession } from "@/server/sessions/lab-sessions";
-import { openTabs } from "@/server/terminal/tabs";
+import { openTabs } from "@/server/sessions/tabs";
 import { tabTokens, terminalTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";
@@ -67,7 +68,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
       expiresAt: session.expiresAt?.toISOString() ?? null,
       mode: "write",
       machines: terminalTokens(services.secret, session.id, session.machines, "write", user.id),
-      // The learner's extra shells (server/terminal/tabs.ts), so a reload shows them again.
+      // The learner's extra shells (server/sessions/tabs.ts), so a reload shows them again.
       tabs: tabTokens(services.secret, session.id, await openTabs(services.db, session.id), "write", user.id),
     });
   } catch (error) {

@@ -1,7 +1,8 @@
 /** POST /api/sessions/:id/check — run the current step's check now (the Check button); the owner only. */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute, tooManyRequests } from "@/server/http/route";
-import { consume } from "@/server/http/throttle";
+import { tooManyRequests } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
+import { consume } from "@/server/throttle";
 
 export const dynamic = "force-dynamic";
 

@@ -9,9 +9,10 @@
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import type { Progress } from "@/server/grader/progress";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { eventStream, revokeOnAccessChange, streamSlot } from "@/server/http/streams";
-import { openTabs } from "@/server/terminal/tabs";
+import { openTabs } from "@/server/sessions/tabs";
 
 export const dynamic = "force-dynamic";
 

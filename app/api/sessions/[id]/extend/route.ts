@@ -1,6 +1,6 @@
 /** POST { minutes } gives a learner's live session more time before it expires. Admins. */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { extendSession } from "@/server/cohorts/cohorts";
 import { jsonBody } from "@/server/http/route";
 

@@ -4,7 +4,8 @@
  * becomes the new version's first step not passed. Admins only; audited. No body.
  */
 import { requireRole } from "@/server/auth/guard";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { moveSessionToCurrentVersion, VersionMoveError } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";

@@ -4,9 +4,9 @@
  * short-lived entry code. The owner, and watchers (read-only: GET and HEAD only). 404 for anyone else.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { previewEntryUrl, previewQuery, signInId } from "@/server/preview/entry";
-import { previewBaseOf } from "@/server/services";
+import { previewBaseOf } from "@/server/compose/services";
 
 export const dynamic = "force-dynamic";
 

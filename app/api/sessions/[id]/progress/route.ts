@@ -1,6 +1,6 @@
 /** GET /api/sessions/:id/progress — progress of a session the caller owns or watches. */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

@@ -2,7 +2,7 @@
 import { requireUser } from "@/server/auth/guard";
 import { markerLabel, sessionMarkers } from "@/server/recordings/asciicast";
 import { requireRecordingAccess } from "@/server/recordings/access";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";

@@ -4,7 +4,7 @@
  * while it waits. The owner and watchers.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { startView } from "@/server/sessions/start-progress";
 
 export const dynamic = "force-dynamic";

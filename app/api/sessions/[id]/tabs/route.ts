@@ -1,13 +1,14 @@
 /**
  * POST /api/sessions/:id/tabs { machine } — opens another shell on a machine of the caller's own
- * session (`node01 #2`, server/terminal/tabs.ts): answers its number and a write token. The owner
+ * session (`node01 #2`, server/sessions/tabs.ts): answers its number and a write token. The owner
  * only; 409 tooManyShells when the machine already has MAX_SHELLS_PER_MACHINE.
  */
 import { z } from "zod";
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute, jsonBody } from "@/server/http/route";
+import { jsonBody } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { MachineName } from "@/server/labs/schema";
-import { openTab } from "@/server/terminal/tabs";
+import { openTab } from "@/server/sessions/tabs";
 import { tabTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";

@@ -5,8 +5,8 @@
  * 404 for anyone else.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
-import { openTabs } from "@/server/terminal/tabs";
+import { apiRoute } from "@/server/compose/route";
+import { openTabs } from "@/server/sessions/tabs";
 import { tabTokens, terminalTokens } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";

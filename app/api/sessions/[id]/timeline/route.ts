@@ -1,7 +1,7 @@
 /** GET a session's check runs, oldest first (every run, background ones too): the owner and its watchers. */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import { sessionTimeline } from "@/server/cohorts/dashboard";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 
 export const dynamic = "force-dynamic";
 

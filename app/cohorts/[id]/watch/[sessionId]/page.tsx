@@ -1,8 +1,8 @@
 import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
 import { sessionAccess } from "@/server/auth/guard";
-import { pageRole } from "@/server/auth/page";
-import { getServicesOrThrow } from "@/server/services";
+import { pageRole } from "@/server/compose/page";
+import { getServicesOrThrow } from "@/server/compose/services";
 import { sessionLabById } from "@/server/sessions/lab-versions";
 import { WatchView } from "./WatchView";
 

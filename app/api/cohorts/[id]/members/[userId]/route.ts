@@ -1,6 +1,6 @@
 /** DELETE removes a member (learner or instructor) from the cohort, audited (admins); 404 when not a member. Their live sockets and streams that relied on it close. */
 import { requireRole } from "@/server/auth/guard";
-import { cohortRoute } from "@/server/cohorts/access";
+import { cohortRoute } from "@/server/compose/route";
 import { removeMember } from "@/server/cohorts/cohorts";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,7 @@
 /** POST /api/sessions/:id/hints/:stepId — reveal a step's hint (recorded) and return it; the owner only. */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";

@@ -4,10 +4,11 @@
  * an extra shell (server/terminal/tab-names.ts).
  */
 import { z } from "zod";
-import { Denied, requireUser } from "@/server/auth/guard";
+import { requireUser } from "@/server/auth/guard";
+import { Denied } from "@/server/denied";
 import { castLines, sessionMarkers } from "@/server/recordings/asciicast";
 import { requireRecordingAccess } from "@/server/recordings/access";
-import { apiRoute } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { sessionLabById } from "@/server/sessions/lab-versions";
 
 export const dynamic = "force-dynamic";

@@ -6,8 +6,9 @@
  * (QEMU): elsewhere the learner reboots from the terminal, and the button is not offered (501).
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiError, apiRoute, tooManyRequests } from "@/server/http/route";
-import { consume } from "@/server/http/throttle";
+import { apiError, tooManyRequests } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
+import { consume } from "@/server/throttle";
 import { requestReboot } from "@/server/sessions/lab-sessions";
 
 export const dynamic = "force-dynamic";

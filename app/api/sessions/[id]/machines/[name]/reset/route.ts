@@ -5,7 +5,8 @@
  * owner only.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { runLabSetup } from "@/server/labs/setup";
 import { machineEndpoint, resetMachine } from "@/server/sessions/lab-sessions";
 import { sessionLabById } from "@/server/sessions/lab-versions";

@@ -3,7 +3,8 @@
  * poweroff or crash (a hard reset when it runs); answers when it takes SSH again. The owner only.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
-import { apiError, apiRoute } from "@/server/http/route";
+import { apiError } from "@/server/http/route";
+import { apiRoute } from "@/server/compose/route";
 import { restartMachine } from "@/server/sessions/lab-sessions";
 
 export const dynamic = "force-dynamic";

@@ -5,13 +5,14 @@
  * machine (#1) is not a tab and cannot be closed. The owner only; 404 for a tab that is not open.
  */
 import { z } from "zod";
-import { Denied, requireSession, requireUser } from "@/server/auth/guard";
-import { apiRoute } from "@/server/http/route";
+import { requireSession, requireUser } from "@/server/auth/guard";
+import { Denied } from "@/server/denied";
+import { apiRoute } from "@/server/compose/route";
 import { MachineName } from "@/server/labs/schema";
 import { log } from "@/server/log";
 import { machineEndpoint } from "@/server/sessions/lab-sessions";
 import { MAX_TAB_NUMBER } from "@/server/terminal/tab-names";
-import { closeTab } from "@/server/terminal/tabs";
+import { closeTab } from "@/server/sessions/tabs";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
 /**
- * Several shells per machine (server/terminal/tabs.ts) on real sshd hosts with their terminal
+ * Several shells per machine (server/sessions/tabs.ts) on real sshd hosts with their terminal
  * holders, the real gateway over WebSockets and PostgreSQL: an extra tab is its own shell beside
  * the first, durable like it (a lost socket, a process that forgot every terminal), bounded,
  * recorded under its own name, visible to a watcher, and closing it ends its shell everywhere —
@@ -7,13 +7,13 @@
  * Run: flock /tmp/labdeck-test.lock npx vitest run server/terminal/tabs.test.ts
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { machineEndpoint } from "../sessions/lab-sessions";
+import { machineEndpoint } from "./lab-sessions";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { TerminalTestClient } from "../testing/terminal-client";
-import { CloseCode } from "./protocol";
-import { MAX_SHELLS_PER_MACHINE } from "./tab-names";
+import { CloseCode } from "../terminal/protocol";
+import { MAX_SHELLS_PER_MACHINE } from "../terminal/tab-names";
 import { closeTab, openTab, openTabs, terminalEndpoint } from "./tabs";
-import { signTerminalToken } from "./token";
+import { signTerminalToken } from "../terminal/token";
 
 let stack: TestStack;
 let sessionId: string;

@@ -2,20 +2,26 @@
  * The process-wide services, built once by server.ts. Next.js compiles route handlers into its
  * own module graph, so they reach these through globalThis (getServices) rather than by import.
  */
-import type { Auth } from "./auth/auth";
-import type { Provisioner } from "./cohorts/provision";
-import type { WatchRegistry } from "./cohorts/watchers";
-import { previewBase, type Env } from "./config";
-import type { Db } from "./db/client";
-import type { EventBus } from "./events/bus";
-import type { Grader } from "./grader/grader";
-import type { LabCatalog } from "./labs/catalog";
-import type { refuseUnbuiltImage } from "./machines/qemu/image-status";
-import type { MachineProvider } from "./machines/provider";
-import type { PreviewBase } from "./preview/address";
-import type { SshExecPool } from "./ssh/exec";
-import type { SessionSweeper } from "./sessions/sweeper";
-import type { TerminalRegistry } from "./terminal/registry";
+import type { Auth } from "../auth/auth";
+import type { Provisioner } from "../cohorts/provision";
+import type { WatchRegistry } from "../cohorts/watchers";
+import { previewBase, type Env } from "../config";
+import type { Db } from "../db/client";
+import type { EventBus } from "../events/bus";
+import type { Progress } from "../grader/progress";
+import type { TabView } from "../terminal/tab-names";
+import type { Grader } from "../grader/grader";
+import type { LabCatalog } from "../labs/catalog";
+import type { refuseUnbuiltImage } from "../machines/qemu/image-status";
+import type { MachineProvider } from "../machines/provider";
+import type { PreviewBase } from "../preview/address";
+import type { SshExecPool } from "../ssh/exec";
+import type { SessionSweeper } from "../sessions/sweeper";
+import type { TerminalRegistry } from "../terminal/registry";
+
+/** What the platform's notices carry (server/events/bus.ts passes them on without naming them). */
+export type PlatformPayloads = { progress: Progress; tab: TabView };
+export type PlatformBus = EventBus<PlatformPayloads>;
 
 export interface Services {
   env: Env;
@@ -35,7 +41,7 @@ export interface Services {
   refuseUnbuiltImage: (lab: Parameters<typeof refuseUnbuiltImage>[1]) => ReturnType<typeof refuseUnbuiltImage>;
   /** SSH exec channels for checks and setup, apart from learners' shells. */
   pool: SshExecPool;
-  bus: EventBus;
+  bus: PlatformBus;
   grader: Grader;
   /** Session expiry and idle suspension; learner activity goes here. */
   sweeper: SessionSweeper;

@@ -8,11 +8,11 @@
  * machine that rebooted knows none). Numbers are never reused within a session and machine: each
  * names one holder terminal and one recording, so a new tab never shows an old tab's output.
  */
-import { Denied } from "../auth/guard";
+import { Denied } from "../denied";
 import type { Db } from "../db/client";
-import { machineEndpoint } from "../sessions/lab-sessions";
+import { machineEndpoint } from "./lab-sessions";
 import type { SshEndpoint } from "../ssh/connect";
-import { MAX_SHELLS_PER_MACHINE, MAX_TAB_NUMBER, type TabView } from "./tab-names";
+import { MAX_SHELLS_PER_MACHINE, MAX_TAB_NUMBER, type TabView } from "../terminal/tab-names";
 
 /** The session's open extra tabs, by machine and number. */
 export async function openTabs(db: Db, sessionId: string): Promise<TabView[]> {

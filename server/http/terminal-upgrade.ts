@@ -6,9 +6,9 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { upgradeOriginRefusal } from "../http/guard";
-import { handleTerminalSocket, LiveSockets, type GatewayDeps } from "./gateway";
-import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "./protocol";
+import { upgradeOriginRefusal } from "./guard";
+import { handleTerminalSocket, LiveSockets, type GatewayDeps } from "../terminal/gateway";
+import { CloseCode, MAX_CLIENT_FRAME_BYTES, TERMINAL_WS_PATH } from "../terminal/protocol";
 
 export interface TerminalUpgrade {
   /** Handles the upgrade if it is for the terminal path; returns false otherwise. */

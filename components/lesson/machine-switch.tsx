@@ -1,8 +1,8 @@
 "use client";
 /**
- * Which machine's terminal the lab page shows. LabWorkspace owns the state and hands it to the
- * terminal tabs as props; this context hands the setter to whatever else on the page needs to
- * switch machines: the "run in machine" buttons of lesson and step code blocks.
+ * What a lesson may ask of the page around it: switch to a machine's terminal, type into it, open
+ * a preview. The lab workspace (components/lab/LabWorkspace.tsx) owns which machine's terminal is
+ * shown and provides this context; the lesson's and steps' code blocks and links use it.
  */
 import { createContext, useContext, type ReactNode } from "react";
 

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import { RateLimiterPrisma, RateLimiterRes } from "rate-limiter-flexible";
-import type { Db } from "../db/client";
+import type { Db } from "./db/client";
 
 /** Set by server.ts on every request: the client's address as this server believes it. */
 export const CLIENT_ADDRESS_HEADER = "x-labdeck-client-address";

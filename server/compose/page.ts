@@ -5,9 +5,9 @@
  */
 import { headers } from "next/headers";
 import { notFound, redirect } from "next/navigation";
-import { getServicesOrThrow } from "../services";
-import type { Role } from "./auth";
-import { userFromHeaders, type CurrentUser } from "./guard";
+import { getServicesOrThrow } from "./services";
+import type { Role } from "../auth/auth";
+import { userFromHeaders, type CurrentUser } from "../auth/guard";
 
 /** The signed-in user of this page request, or null. */
 export async function pageUserOrNull(): Promise<CurrentUser | null> {

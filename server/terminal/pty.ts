@@ -1,0 +1,45 @@
+/**
+ * The port between a terminal and its shell: a connector opens a shell with a PTY on one machine
+ * (holder-connector.ts through the machine's holder, ssh-pty.ts straight over SSH) and hands its
+ * output to the terminal (session.ts). Output offsets are the holder log's.
+ */
+export interface PtySize {
+  cols: number;
+  rows: number;
+}
+
+/** A browser's numbering of one input message: its writer id and sequence number (from 1). */
+export interface InputSeq {
+  writer: string;
+  seq: number;
+}
+
+/** A live shell with a PTY. */
+export interface PtyChannel {
+  /** Keystrokes; with `input`, numbered by the browser (applied once where the shell outlives the channel). */
+  write(data: string, input?: InputSeq): void;
+  resize(size: PtySize): void;
+  /** Stop reading output (backpressure reaches the remote program); resume() undoes it. */
+  pause(): void;
+  resume(): void;
+  /** Stops using the shell; `endShell` (its lab session is over) also ends it where it outlives the channel. */
+  close(endShell?: boolean): void;
+}
+
+export interface PtyHandlers {
+  /** Output; `offset` is its place in the machine's output log (absent: right after the last byte). */
+  onData(chunk: Uint8Array, offset?: number): void;
+  /** A line for the viewers that is not part of the shell's output (fallback, reboot). */
+  onNotice?(text: string): void;
+  /** The shell's side applied `writer`'s input up to `seq`. */
+  onInputAck?(writer: string, seq: number): void;
+  /** The shell or the connection ended; `error` is set when it was not a normal exit. */
+  onClose(error?: Error): void;
+}
+
+/** Opens shells on one machine. */
+export interface PtyConnector {
+  readonly machine: string;
+  /** @param from offset of the output the first viewer needs next (a resume), when this process has none yet. */
+  open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel>;
+}
