@@ -1,45 +1,26 @@
 /**
  * The Labdeck process: Next.js pages and API, plus the terminal WebSocket gateway on
- * TERMINAL_WS_PATH, in one HTTP server. Start-up: environment -> database (embedded PostgreSQL
- * unless DATABASE_URL) -> migrations -> services -> Next.js -> listen.
+ * TERMINAL_WS_PATH and the web preview, in one HTTP server. Start-up: environment -> database
+ * (embedded PostgreSQL unless DATABASE_URL) -> migrations -> services (server/compose/compose.ts)
+ * -> Next.js -> listen.
  */
-import { configureMachineKeys, sealPlaintextMachineKeys } from "./server/machines/sealed-keys";
 import http from "node:http";
 import next from "next";
-import { createAuth } from "./server/auth/auth";
-import { terminalAuthorizer } from "./server/auth/terminal-access";
 import { ensureFirstAdmin } from "./server/auth/invitations";
-import { parseEnv, previewBase, publicUrl } from "./server/config";
-import { previewAccess } from "./server/preview/access";
-import { PreviewProxy } from "./server/preview/proxy";
-import { Provisioner } from "./server/cohorts/provision";
-import { WatchRegistry } from "./server/cohorts/watchers";
-import { TerminalRecorder } from "./server/recordings/recorder";
-import { EventBus } from "./server/events/bus";
-import { Grader } from "./server/grader/grader";
-import { SingletonRole } from "./server/leases/roles";
-import { LabCatalog } from "./server/labs/catalog";
-import { backfillLabVersions } from "./server/labs/pinned";
-import { refuseUnbuiltImage } from "./server/machines/qemu/image-status";
-import { SshExecPool } from "./server/ssh/exec";
+import { composePlatform, settingsFromEnv, type Platform } from "./server/compose/compose";
+import { startMachines } from "./server/compose/machines";
+import { setServices } from "./server/compose/services";
+import { parseEnv, publicUrl, type Env } from "./server/config";
 import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
-import { log } from "./server/log";
-import { startMachines } from "./server/compose/machines";
-import { errorForLog, startupFailureMessage } from "./server/startup-failure";
-import { loadSecret } from "./server/secret";
 import { trackResponses } from "./server/http/drain";
-import { createAppServer, originOf } from "./server/http/guard";
+import { createAppServer } from "./server/http/guard";
+import { log } from "./server/log";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
-import { setServices, type PlatformPayloads } from "./server/compose/services";
-import { machineEndpoint, machinePoweredOff } from "./server/sessions/lab-sessions";
-import { SessionSweeper } from "./server/sessions/sweeper";
-import { TerminalRegistry } from "./server/terminal/registry";
-import { dbEpochStore } from "./server/terminal/epochs";
-import { openTabs, tabIsOpen, terminalEndpoint } from "./server/sessions/tabs";
-import { terminalUpgrade } from "./server/http/terminal-upgrade";
+import { loadSecret } from "./server/secret";
+import { errorForLog, startupFailureMessage } from "./server/startup-failure";
 
 /**
  * Bound on a graceful stop after the drain (terminals, machines, database); a normal one takes
@@ -60,166 +41,75 @@ async function main(): Promise<void> {
   await migrateDeploy(databaseUrl);
   const { db, pool: dbPool } = createDbWithPool(databaseUrl, env.LABDECK_DB_POOL_SIZE);
   const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
-  configureMachineKeys(secret);
-  const sealed = await sealPlaintextMachineKeys(db);
-  if (sealed > 0) log.info({ machines: sealed }, "machine private keys stored before encryption were encrypted");
-  const bus = new EventBus<PlatformPayloads>({ db, databaseUrl, log });
-  const auth = createAuth({
+  const platform = await composePlatform({
+    env,
     db,
-    platformSecret: secret,
-    baseURL: publicUrl(env),
-    onSignInEnded: (userId) => bus.publishAccessChange(userId),
+    databaseUrl,
+    secret,
+    log,
+    settings: settingsFromEnv(env),
+    machines: ({ labs, pool }) => startMachines(env, db, log, { catalog: labs, exec: pool }),
+    logTerminalStates: true,
   });
   // A one-time link shown once in the banner below (stdout, never the logger); only its hash is stored.
   const firstAdmin = await ensureFirstAdmin(db, env.LABDECK_ADMIN_EMAIL, { secret });
-  const labs = new LabCatalog(env.LABDECK_LABS_DIR);
-  const pool = new SshExecPool();
-  // The warm pool prepares labs' sets with their setup (labs, SSH) before anyone asks.
-  const machines = await startMachines(env, db, log, { catalog: labs, exec: pool });
-  const provider = machines.provider;
-  const recorder = new TerminalRecorder(db, {
-    maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES,
-    retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS,
-    log,
-  });
-  const terminals = new TerminalRegistry(
-    (sessionId, machine, number) => terminalEndpoint(db, sessionId, machine, number),
-    (event) => log.info(event, "terminal state"),
-    (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
-    recorder,
-    (sessionId, terminal) => dbEpochStore(db, sessionId, terminal),
-  );
-  const grader = new Grader(
-    { db, labs, pool, bus, log },
-    {
-      intervalMs: env.LABDECK_GRADER_INTERVAL_MS,
-      concurrency: env.LABDECK_GRADER_CONCURRENCY,
-      retentionDays: env.LABDECK_CHECK_RETENTION_DAYS,
-    },
-  );
-  const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: env.LABDECK_IDLE_MINUTES * 60_000 });
-  const watchers = new WatchRegistry({ db, bus });
-  await bus.start({ progress: (id) => grader.progress(id), watchers: (id) => watchers.watchers(id), tabs: (id) => openTabs(db, id) });
-  // A tab closed on another process: this process's terminals of it end too.
-  bus.onAnyTabsChange(
-    (sessionId) => void terminals.dropClosedTabs(sessionId, (sid, machine, number) => tabIsOpen(db, sid, machine, number)),
-  );
-  watchers.start();
-  // Jobs a stopped process left running are resumed by whichever process holds them next.
-  const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
-  // One sweeper over all processes: a lease row, taken over when its holder stops renewing.
-  const sweeperRole = new SingletonRole({ db, log }, "sweeper", {
-    start: () => {
-      sweeper.start();
-      void sweeper.sweep();
-    },
-    stop: () => sweeper.stop(),
-  });
-  // Web preview origins (`<port>-<machine>-<session>.<preview host>`): their port is known once listening.
-  let preview = previewBase(env);
-  setServices({
-    env,
-    db,
-    secret,
-    auth,
-    provider,
-    terminals,
-    labs,
-    pool,
-    bus,
-    grader,
-    sweeper,
-    watchers,
-    provisioner,
-    refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
-    previewBase: () => preview,
-  });
-  // Starts and teardowns a dead predecessor left half-done are settled before serving.
-  await sweeper.reconcile();
-  // Sessions from before lab versions: pinned to the current lab, current step by step id.
-  const backfill = await backfillLabVersions(db, labs);
-  if (backfill.pinned > 0 || backfill.failed.length > 0)
-    log.info({ pinned: backfill.pinned, failed: backfill.failed }, "lab versions backfilled");
-  grader.start();
-  sweeperRole.start();
-  provisioner.start();
-  recorder.startPruning();
+  setServices(platform.services);
+  await platform.startBackground();
 
   const dev = env.NODE_ENV !== "production";
   const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
   await app.prepare();
-  const handle = app.getRequestHandler();
-  const nextUpgrade = app.getUpgradeHandler();
-
+  const { services } = platform;
   observeProcess({
     sessionsByState: async () =>
       Object.fromEntries((await db.labSession.groupBy({ by: ["state"], _count: true })).map((g) => [g.state, g._count])),
-    pool: () => machines.pool?.status() ?? null,
-    graderLagMs: () => grader.lagMs(),
+    pool: () => platform.machines.pool?.status() ?? null,
+    graderLagMs: () => services.grader.lagMs(),
     dbPool: () => ({ total: dbPool.totalCount, idle: dbPool.idleCount, waiting: dbPool.waitingCount }),
   });
-  const readinessSources = {
+  const readiness = {
     pingDatabase: () => db.$queryRaw`SELECT 1`,
     machinesReady: () => true, // startMachines resolved: images found, providers started
-    graderLagMs: () => grader.lagMs(),
+    graderLagMs: () => services.grader.lagMs(),
     maxGraderLagMs: env.LABDECK_READY_MAX_GRADER_LAG_MS,
   };
-  const ops = opsHandler({ readiness: readinessSources, metricsToken: env.LABDECK_METRICS_TOKEN });
-  // The public origin, known once listening (PORT 0 picks one); state-changing /api requests and
-  // terminal upgrades must come from it.
-  let allowedOrigin = originOf(publicUrl(env));
-  const previewProxy = new PreviewProxy({
-    secret,
-    base: () => preview,
-    access: previewAccess(db),
-    endpoint: (sessionId, machine) => machineEndpoint(db, sessionId, machine),
-    log,
-  });
   const server = createAppServer({
-    ops,
-    allowedOrigin: () => allowedOrigin,
+    ops: opsHandler({ readiness, metricsToken: env.LABDECK_METRICS_TOKEN }),
+    allowedOrigin: platform.allowedOrigin,
     trustedProxies: env.LABDECK_TRUSTED_PROXIES,
-    handle,
-    preview: (req, res) => previewProxy.handleRequest(req, res),
+    handle: app.getRequestHandler(),
+    preview: (req, res) => platform.preview.handleRequest(req, res),
   });
-  const responses = trackResponses(server);
+  const nextUpgrade = app.getUpgradeHandler();
+  server.on("upgrade", (req, socket, head) => {
+    if (platform.preview.handleUpgrade(req, socket, head)) return;
+    if (platform.gateway.handle(req, socket, head)) return;
+    // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
+    if (dev) return void nextUpgrade(req, socket, head);
+    socket.destroy();
+  });
   // The admin listener: /metrics without a token (and the health paths), for a scraper on a
   // private address; never the app.
   const adminServer =
     env.LABDECK_METRICS_PORT === undefined
       ? null
       : http.createServer((req, res) => {
-          if (!opsHandler({ readiness: readinessSources, metricsToken: undefined, metricsOpen: true })(req, res)) res.writeHead(404).end();
+          if (!opsHandler({ readiness, metricsToken: undefined, metricsOpen: true })(req, res)) res.writeHead(404).end();
         });
-  const gateway = terminalUpgrade({
-    secret,
-    terminals,
-    log,
-    onEnter: (sessionId) => grader.nudge(sessionId),
-    onInput: (sessionId) => sweeper.activity(sessionId),
-    authorize: terminalAuthorizer(auth, db),
-    onViewer: watchers.onViewer,
-    allowedOrigin: () => allowedOrigin,
-  });
-  // Sign-out, removal from a cohort, an ended cohort: this process re-decides that user's sockets.
-  bus.onAccessChange((userId) => void gateway.recheckUser(userId));
-  // A machine put back to a saved state (a reset): connections into it from before are dead
-  // without knowing it; terminals re-attach and checks open a fresh SSH connection.
-  bus.onMachineRestored(({ sessionId, machine }) => {
-    void terminals.reconnectMachine(sessionId, machine);
-    void machineEndpoint(db, sessionId, machine).then(
-      (endpoint) => endpoint && pool.close(endpoint),
-      () => undefined,
-    );
-  });
-  server.on("upgrade", (req, socket, head) => {
-    if (previewProxy.handleUpgrade(req, socket, head)) return;
-    if (gateway.handle(req, socket, head)) return;
-    // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
-    if (dev) return void nextUpgrade(req, socket, head);
-    socket.destroy();
-  });
 
+  const port = await listen(server, env, platform);
+  await listenAdmin(adminServer, env);
+  const url = publicUrl(env, port);
+  platform.listening(port);
+  log.info({ url, machines: platform.machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
+  if (firstAdmin) printFirstAdmin(firstAdmin, url);
+  // One plain line for people and scripts (e2e and bench read it to find the port).
+  process.stdout.write(`LABDECK_READY ${url}\n`);
+  stopOnSignals({ env, server, adminServer, platform, disconnect: () => db.$disconnect() });
+}
+
+/** Listens on HOST:PORT; on failure (a taken port) nothing will ever serve these machines, so what this process started goes. */
+async function listen(server: http.Server, env: Env, platform: Platform): Promise<number> {
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -229,37 +119,42 @@ async function main(): Promise<void> {
       });
     });
   } catch (error) {
-    // A taken port: nothing will ever serve these machines, so the pool's sets go now (they are
-    // detached processes and would outlive this one) and the database stops.
-    await Promise.all([sweeperRole.stop(), provisioner.stop()]);
-    grader.stop();
-    await machines.stop().catch(() => undefined);
-    await db.$disconnect().catch(() => undefined);
+    // The pool's sets are detached processes and would outlive this one; the database stops.
+    await platform.stop();
+    await platform.services.db.$disconnect().catch(() => undefined);
     throw error;
   }
-  if (adminServer) {
-    await new Promise<void>((resolve, reject) => {
-      adminServer.once("error", reject);
-      adminServer.listen(env.LABDECK_METRICS_PORT, env.LABDECK_METRICS_HOST, () => resolve());
-    });
-    log.info({ host: env.LABDECK_METRICS_HOST, port: env.LABDECK_METRICS_PORT }, "metrics listener");
-  }
   const address = server.address();
-  const port = typeof address === "object" && address ? address.port : env.PORT;
-  const url = publicUrl(env, port);
-  allowedOrigin = originOf(url);
-  preview = previewBase(env, port);
-  log.info({ url, machines: machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
-  if (firstAdmin) {
-    process.stdout.write(
-      `\n  First admin account: open this one-time link to set its password (valid until ${firstAdmin.expiresAt.toISOString()};\n` +
-        `  a restart before it is used prints a new one):\n` +
-        `    email:    ${firstAdmin.email}\n    link:     ${url}/invite/${firstAdmin.token}\n\n`,
-    );
-  }
-  // One plain line for people and scripts (e2e and bench read it to find the port).
-  process.stdout.write(`LABDECK_READY ${url}\n`);
+  return typeof address === "object" && address ? address.port : env.PORT;
+}
 
+async function listenAdmin(adminServer: http.Server | null, env: Env): Promise<void> {
+  if (!adminServer) return;
+  await new Promise<void>((resolve, reject) => {
+    adminServer.once("error", reject);
+    adminServer.listen(env.LABDECK_METRICS_PORT, env.LABDECK_METRICS_HOST, () => resolve());
+  });
+  log.info({ host: env.LABDECK_METRICS_HOST, port: env.LABDECK_METRICS_PORT }, "metrics listener");
+}
+
+function printFirstAdmin(firstAdmin: { email: string; token: string; expiresAt: Date }, url: string): void {
+  process.stdout.write(
+    `\n  First admin account: open this one-time link to set its password (valid until ${firstAdmin.expiresAt.toISOString()};\n` +
+      `  a restart before it is used prints a new one):\n` +
+      `    email:    ${firstAdmin.email}\n    link:     ${url}/invite/${firstAdmin.token}\n\n`,
+  );
+}
+
+/** SIGTERM, SIGINT and SIGHUP (the terminal that ran scripts/up.sh closed) drain, then stop everything this process started. */
+function stopOnSignals(deps: {
+  env: Env;
+  server: http.Server;
+  adminServer: http.Server | null;
+  platform: Platform;
+  disconnect: () => Promise<void>;
+}): void {
+  const { env, server, adminServer, platform } = deps;
+  const responses = trackResponses(server);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -275,32 +170,20 @@ async function main(): Promise<void> {
     // 4503; event streams: ended with a short retry), let running checks finish and be recorded.
     server.close();
     server.closeIdleConnections();
-    gateway.closeAll();
     const streams = responses.endEventStreams();
-    // Gives the sweeper role and this process's provisioning jobs to another process at once.
-    await Promise.all([sweeperRole.stop(), provisioner.stop()]);
-    const checks = grader.checksInFlight;
-    const drained = await grader.drain(env.LABDECK_DRAIN_TIMEOUT_MS);
+    const { checks, drained } = await platform.drain(env.LABDECK_DRAIN_TIMEOUT_MS);
     log.info(
       { streams, checks, drained, timeoutMs: env.LABDECK_DRAIN_TIMEOUT_MS },
       drained ? "drained" : "drain timed out; checks left run again elsewhere when their claims lapse",
     );
-    pool.closeAll();
-    previewProxy.closeAll();
     adminServer?.close();
-    await watchers.stop();
-    await bus.stop();
-    await terminals.closeAll();
-    await recorder.stop().catch(() => undefined);
-    // Learners' VMs keep running (adopted on the next start); only unclaimed pool sets go.
-    await machines.stop().catch(() => undefined);
-    await db.$disconnect().catch(() => undefined);
+    await platform.stop();
+    await deps.disconnect().catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
-  // The terminal that ran scripts/up.sh closed.
   process.on("SIGHUP", () => void stop("SIGHUP"));
 }
 

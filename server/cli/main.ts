@@ -138,17 +138,10 @@ async function main(argv: string[]): Promise<number> {
  * one line per session; the learners' pages and dashboards follow through the event bus.
  */
 async function moveSessionsCli(labsDir: string, slug: string, sessionId: string | undefined): Promise<number> {
-  const { openDatabase } = await import("./users");
-  const { createDb } = await import("../db/client");
-  const { EventBus } = await import("../events/bus");
-  const { LabCatalog } = await import("../labs/catalog");
+  const { openTools } = await import("../compose/tools");
   const { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } = await import("../sessions/lab-versions");
-  const env = parseEnv();
-  const database = await openDatabase(env);
-  const db = createDb(database.url);
-  const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));
-  const bus = new EventBus({ db, databaseUrl: database.url, log });
-  const labs = new LabCatalog(labsDir);
+  const tools = await openTools(parseEnv(), labsDir);
+  const { db, bus, labs } = tools;
   try {
     const ids = sessionId ? [sessionId] : await outdatedSessions(db, labs, slug);
     let failed = 0;
@@ -173,8 +166,7 @@ async function moveSessionsCli(labsDir: string, slug: string, sessionId: string 
 `);
     return failed > 0 ? 1 : 0;
   } finally {
-    await db.$disconnect();
-    await database.stop();
+    await tools.close();
   }
 }
 

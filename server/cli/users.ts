@@ -5,12 +5,9 @@
  * embedded one for the moment when the server is not running.
  */
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { z } from "zod";
 import { parseEnv, publicUrl } from "../config";
-import { createDb } from "../db/client";
-import { embeddedPostgresUrl, startEmbeddedPostgres } from "../db/embedded";
-import { migrateDeploy } from "../db/migrate";
+import { openTools } from "../compose/tools";
 import { loadSecret } from "../secret";
 import { ROLES } from "../auth/auth";
 import { createInvitation } from "../auth/invitations";
@@ -40,8 +37,8 @@ export async function runUsersCli(argv: string[]): Promise<number> {
   if (!options.success) throw new UsersUsageError(options.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("\n"));
 
   const env = parseEnv();
-  const database = await openDatabase(env);
-  const db = createDb(database.url);
+  const tools = await openTools(env);
+  const { db } = tools;
   try {
     // The server's secret seals the token, so the link is listed on /admin/invitations too.
     const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
@@ -52,29 +49,6 @@ export async function runUsersCli(argv: string[]): Promise<number> {
     );
     return 0;
   } finally {
-    await db.$disconnect();
-    await database.stop();
-  }
-}
-
-export async function openDatabase(env: ReturnType<typeof parseEnv>): Promise<{ url: string; stop(): Promise<void> }> {
-  if (env.DATABASE_URL) return { url: env.DATABASE_URL, stop: async () => {} };
-  const running = await embeddedPostgresUrl(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
-  if (running && (await answers(running))) return { url: running, stop: async () => {} };
-  const embedded = await startEmbeddedPostgres(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
-  await migrateDeploy(embedded.url);
-  return embedded;
-}
-
-async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
+    await tools.close();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The process-wide services, built once by server.ts. Next.js compiles route handlers into its
- * own module graph, so they reach these through globalThis (getServices) rather than by import.
+ * The process-wide services, built once by the composition root (compose.ts) and set here by
+ * server.ts. Next.js compiles route handlers into its own module graph, so they reach these
+ * through globalThis (getServicesOrThrow) rather than by import.
  */
 import type { Auth } from "../auth/auth";
 import type { Provisioner } from "../cohorts/provision";

@@ -1,42 +1,39 @@
 /**
  * Test stack: real sshd hosts in network namespaces, a real embedded PostgreSQL with the
- * committed migrations, the static-hosts provider over them, and the terminal gateway on an
- * HTTP server on a free loopback port. Used by integration tests and the benchmark.
+ * committed migrations, the platform as production composes it (server/compose/compose.ts) over
+ * the static-hosts provider, and the terminal gateway on an HTTP server on a free loopback port.
+ * Used by integration tests and the benchmarks.
  */
-import { configureMachineKeys } from "../machines/sealed-keys";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { createAuth, type Auth } from "../auth/auth";
-import { terminalAuthorizer } from "../auth/terminal-access";
-import { Provisioner } from "../cohorts/provision";
-import { WatchRegistry } from "../cohorts/watchers";
+import type { Auth } from "../auth/auth";
+import type { Provisioner } from "../cohorts/provision";
+import type { WatchRegistry } from "../cohorts/watchers";
+import { composePlatform } from "../compose/compose";
+import type { PlatformBus } from "../compose/services";
+import { parseEnv } from "../config";
 import { createDb, type Db } from "../db/client";
-import { EventBus } from "../events/bus";
-import type { PlatformBus, PlatformPayloads } from "../compose/services";
-import { Grader, type GraderOptions } from "../grader/grader";
-import { LabCatalog } from "../labs/catalog";
-import { currentLabVersion } from "../labs/versions";
-import { runLabSetup } from "../labs/setup";
-import { SshExecPool } from "../ssh/exec";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
+import type { Grader, GraderOptions } from "../grader/grader";
+import type { LabCatalog } from "../labs/catalog";
+import { runLabSetup } from "../labs/setup";
+import { currentLabVersion } from "../labs/versions";
 import { log } from "../log";
-import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
-import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
 import type { MachineProvider } from "../machines/provider";
-import { machineEndpoint, machinePoweredOff, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
-import { SessionSweeper } from "../sessions/sweeper";
+import { dbHostClaims, staticHostsProvider } from "../machines/static-hosts";
+import type { TerminalRecorder } from "../recordings/recorder";
+import { machineEndpoint, providerRefsInUse, startOrResumeSession } from "../sessions/lab-sessions";
+import type { SessionSweeper } from "../sessions/sweeper";
+import type { SshExecPool } from "../ssh/exec";
 import type { TerminalAuthorizer } from "../terminal/gateway";
-import { TerminalRegistry } from "../terminal/registry";
-import { dbEpochStore } from "../terminal/epochs";
-import { openTabs, tabIsOpen, terminalEndpoint } from "../sessions/tabs";
-import { TerminalRecorder } from "../recordings/recorder";
+import type { TerminalRegistry } from "../terminal/registry";
 import { signTerminalToken } from "../terminal/token";
-import { terminalUpgrade } from "../http/terminal-upgrade";
+import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
 
 export const LAB_MACHINES = ["controlplane", "node01", "node02"] as const;
 
@@ -156,72 +153,44 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     await migrateDeploy(embedded.url);
     const db = createDb(embedded.url);
     cleanups.push(() => db.$disconnect());
-
     const secret = options.secret ?? randomBytes(32);
-    configureMachineKeys(secret);
-    const bus = new EventBus<PlatformPayloads>({ db, databaseUrl: embedded.url, log });
-    cleanups.push(() => bus.stop());
-    const auth = createAuth({
+    // The production composition (server/compose/compose.ts) over this stack's database and provider.
+    const env = parseEnv({
+      LABDECK_DATA_DIR: dir,
+      LABDECK_LABS_DIR: options.labsDir ?? path.resolve("labs"),
+      LOG_LEVEL: process.env.LOG_LEVEL,
+    });
+    const platform = await composePlatform({
+      env,
       db,
-      platformSecret: secret,
-      baseURL: "http://127.0.0.1",
-      onSignInEnded: (userId) => bus.publishAccessChange(userId),
-    });
-    const provider = options.provider(db);
-    const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30, log });
-    cleanups.push(() => recorder.stop());
-    const terminals = new TerminalRegistry(
-      (sid, machine, number) => terminalEndpoint(db, sid, machine, number),
-      undefined,
-      (sid, machine) => machinePoweredOff(db, provider, sid, machine),
-      recorder,
-      (sid, terminal) => dbEpochStore(db, sid, terminal),
-    );
-    cleanups.push(() => terminals.closeAll());
-    const labs = new LabCatalog(options.labsDir ?? path.resolve("labs"));
-    const pool = new SshExecPool();
-    cleanups.push(async () => pool.closeAll());
-    const grader = new Grader({ db, labs, pool, bus, log }, options.grader);
-    cleanups.push(async () => grader.stop());
-    const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: options.idleMs ?? 0 });
-    cleanups.push(async () => sweeper.stop());
-    const watchers = new WatchRegistry({ db, bus });
-    const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
-    cleanups.push(() => provisioner.stop());
-    await bus.start({
-      progress: (sid) => grader.progress(sid),
-      watchers: (sid) => watchers.watchers(sid),
-      tabs: (sid) => openTabs(db, sid),
-    });
-    const offTabs = bus.onAnyTabsChange(
-      (sid) => void terminals.dropClosedTabs(sid, (s, machine, number) => tabIsOpen(db, s, machine, number)),
-    );
-    cleanups.push(async () => offTabs());
-    const gateway = terminalUpgrade({
-      onViewer: watchers.onViewer,
+      databaseUrl: embedded.url,
       secret,
-      terminals,
       log,
-      onEnter: (sid) => grader.nudge(sid),
-      onInput: (sid) => sweeper.activity(sid),
-      authorize: options.terminalAuth === "session" ? terminalAuthorizer(auth, db) : acceptSignedTokenOnly,
+      settings: {
+        grader: options.grader ?? {},
+        idleMs: options.idleMs ?? 0,
+        recorder: { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30 },
+      },
+      machines: async () => ({ kind: "static", provider: options.provider(db), pool: null, stop: async () => {} }),
+      authorize: options.terminalAuth === "session" ? undefined : acceptSignedTokenOnly,
     });
-    const offAccess = bus.onAccessChange((userId) => void gateway.recheckUser(userId));
-    cleanups.push(async () => offAccess());
+    cleanups.push(() => platform.stop());
+    const { auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner } = platform.services;
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
-      if (!gateway.handle(req, socket, head)) socket.destroy();
+      if (!platform.gateway.handle(req, socket, head)) socket.destroy();
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     cleanups.push(
       () =>
         new Promise<void>((resolve) => {
-          gateway.closeAll();
+          platform.gateway.closeAll();
           server.closeAllConnections();
           server.close(() => resolve());
         }),
     );
     const port = (server.address() as net.AddressInfo).port;
+    platform.listening(port);
     return {
       wsUrl: `ws://127.0.0.1:${port}/ws/terminal`,
       db,
@@ -230,7 +199,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       auth,
       provider,
       terminals,
-      recorder,
+      recorder: platform.recorder,
       labs,
       pool,
       bus,
