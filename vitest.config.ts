@@ -1,13 +1,39 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
+
+/**
+ * Test lanes, by file name:
+ *   unit         *.test.ts(x)       no root, no database, no machines (React components: jsdom, per file)
+ *   db           *.db.test.ts       a real embedded PostgreSQL each; no root
+ *   integration  *.int.test.ts      root: sshd hosts in network namespaces, fake roots in mount namespaces, server processes
+ *   vm           *.vm.test.ts       real QEMU VMs (minutes under TCG)
+ * `npm run test:fast` runs unit and db; `npm test` (scripts/test.sh) runs every lane. A plain
+ * `vitest run` boots no VM: the vm lane runs only when named (`--project vm`) or with LABDECK_TEST_VM=1.
+ */
+const TESTS = ["server", "bench", "components", "scripts", "e2e/firefox", "app"].flatMap((dir) => [`${dir}/**/*.test.ts`, `${dir}/**/*.test.tsx`]);
+const LANES = ["db", "int", "vm"] as const;
+
+function lane(name: string, suffix: (typeof LANES)[number] | null, parallel: boolean): TestProjectInlineConfiguration {
+  const include = suffix ? TESTS.filter((p) => p.endsWith(".ts")).map((p) => p.replace(/\.test\.ts$/, `.${suffix}.test.ts`)) : TESTS;
+  const exclude = suffix ? [] : LANES.flatMap((l) => [`**/*.${l}.test.ts`, `**/*.${l}.test.tsx`]);
+  return { extends: true, test: { name, include, exclude: [...exclude, "**/node_modules/**"], fileParallelism: parallel } };
+}
+
+const vmAsked = process.env.LABDECK_TEST_VM === "1" || process.argv.some((arg, i) => arg === "--project=vm" || (arg === "--project" && process.argv[i + 1] === "vm"));
 
 export default defineConfig({
   // The `@/` import prefix of tsconfig.json's paths, for modules shared with the browser.
   resolve: { alias: { "@/": fileURLToPath(new URL("./", import.meta.url)) } },
   test: {
-    include: ["server/**/*.test.ts", "bench/**/*.test.ts", "components/**/*.test.ts", "scripts/**/*.test.ts", "e2e/firefox/**/*.test.ts"],
     testTimeout: 60000,
     hookTimeout: 60000,
-    fileParallelism: false,
+    projects: [
+      // Pure code and embedded databases on free ports: files run side by side.
+      lane("unit", null, true),
+      lane("db", "db", true),
+      // Network namespaces, sshd hosts and server processes share subnets and /tmp/labdeck-test.lock: one file at a time.
+      lane("integration", "int", false),
+      ...(vmAsked ? [lane("vm", "vm", false)] : []),
+    ],
   },
 });

@@ -37,7 +37,7 @@ let checks = 0;
 const lastStart = new Map<string, number>(); // session -> Date.now() of this process's newest check start
 let watch = { sessions: new Set<string>(), since: Infinity };
 const firstSince = new Map<string, number>();
-// Counts the checks this process won the claim for (runClaimed runs only after a won claim), as server/grader/replicas.test.ts does.
+// Counts the checks this process won the claim for (runClaimed runs only after a won claim), as server/grader/replicas.int.test.ts does.
 const inner = grader as unknown as { runClaimed: (sessionId: string, ...rest: unknown[]) => Promise<unknown> };
 const runClaimed = inner.runClaimed.bind(grader);
 inner.runClaimed = (sessionId, ...rest) => {

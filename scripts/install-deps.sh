@@ -12,7 +12,7 @@ source scripts/lib/apt.sh
 # qemu-system-x86 + qemu-utils: lab VMs and their qcow2 disks; debootstrap: builds the lab image
 # from Debian packages; vde-switch: each session's private L2 network (server/machines/qemu/)
 # ansible-core: the kubespray lab's checks are tested with real ansible-inventory/ansible-playbook
-# (server/labs/course-labs.test.ts)
+# (server/labs/course-labs.int.test.ts)
 # nginx-light: the reverse proxy in front of two server processes in e2e/replicas.spec.ts
 # nftables: the `inet labdeck` table that keeps internet labs' VMs off the host and private ranges
 # (server/machines/qemu/egress.ts)

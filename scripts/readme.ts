@@ -1,4 +1,4 @@
-/** Shell commands of README.md, with the heading they stand under (scripts/readme.test.ts, scripts/up.test.ts). */
+/** Shell commands of README.md, with the heading they stand under (scripts/readme.int.test.ts, scripts/up.int.test.ts). */
 export interface ReadmeCommand {
   heading: string;
   command: string;

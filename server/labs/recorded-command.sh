@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TEST FAKE for tests against RECORDED command outputs (server/labs/course-labs.test.ts): the
+# TEST FAKE for tests against RECORDED command outputs (server/labs/course-labs.int.test.ts): the
 # test puts symlinks named kubectl, systemctl, ip, curl ... to this script in a directory it binds
 # over /usr/local/bin (first on the checks' fixed PATH), with recording.txt beside them. It
 # prints the recorded output whose header in recording.txt is exactly this command line:

@@ -1,6 +1,6 @@
 /**
  * WarmPool's hand-out rules with an in-memory provider standing in for QEMU (the far edge faked;
- * warm-pool.qemu.test.ts runs the pool over real VMs): only requests that match the pooled
+ * warm-pool.vm.test.ts runs the pool over real VMs): only requests that match the pooled
  * layout and image variant are served from the pool; spares are made in the background and
  * promoted on hand-out; lifecycle calls reach the inner provider under the pooled set's id.
  */

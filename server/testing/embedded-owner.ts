@@ -1,5 +1,5 @@
 /**
- * A process that owns an embedded PostgreSQL, for server/db/embedded.test.ts: starts it in the
+ * A process that owns an embedded PostgreSQL, for server/db/embedded.db.test.ts: starts it in the
  * data directory and port given, prints "READY <url>", stops it on SIGTERM. Killing it with
  * SIGKILL is the crashed server the test plays.
  *

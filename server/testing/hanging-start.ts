@@ -1,6 +1,6 @@
 /**
  * A server process that dies in the middle of a session start, for the reconciler's tests
- * (server/sessions/reconcile.test.ts): it starts a lab session through the real
+ * (server/sessions/reconcile.db.test.ts): it starts a lab session through the real
  * startOrResumeSession on the database in DATABASE_URL, with a machine provider at the far edge
  * whose create() never answers (a boot that is still running), and waits to be killed -9.
  *   DATABASE_URL=... tsx server/testing/hanging-start.ts <learnerId>

@@ -1,6 +1,6 @@
 /**
  * A server process that works on a pre-provisioning job and is killed -9 in the middle of it,
- * for server/cohorts/provision.test.ts: the real Provisioner over the static-hosts provider (netns
+ * for server/cohorts/provision.int.test.ts: the real Provisioner over the static-hosts provider (netns
  * sshd hosts) and the real lab setup, on the database in DATABASE_URL. It starts a job for the
  * cohort and works on it until it is killed.
  *   DATABASE_URL=... tsx server/testing/provision-child.ts '{"cohortId":…,"hostsFile":…,"labsDir":…,"secretHex":…,"leaseMs":…,"renewMs":…}'

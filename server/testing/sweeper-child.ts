@@ -1,5 +1,5 @@
 /**
- * A server process that holds the sweeper role, for server/leases/roles.test.ts: the real
+ * A server process that holds the sweeper role, for server/leases/roles.db.test.ts: the real
  * SessionSweeper under the real SingletonRole on the database in DATABASE_URL, with a machine
  * provider at the far edge (teardowns succeed and touch nothing). Prints `held` once it has the
  * role, and sweeps until it is killed.

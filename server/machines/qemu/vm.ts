@@ -45,7 +45,7 @@ export const ETH0_MAC = "52:54:00:12:34:56";
  * host's loopback: the app, PostgreSQL, other sessions' SSH forwards), 10.0.2.3 (DNS), the host's
  * LAN, link-local, the internet — while its built-in DHCP still answers (every eth0 still gets
  * 10.0.2.15) and the host's `hostfwd` connections to the guest still come in. The session's
- * machines talk to each other on eth1 only. Proven from inside VMs by qemu.test.ts.
+ * machines talk to each other on eth1 only. Proven from inside VMs by qemu.vm.test.ts.
  */
 export const ETH0_NETDEV = "user,id=n0,restrict=on";
 /**

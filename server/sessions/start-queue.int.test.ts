@@ -4,7 +4,7 @@
  * hosts (network namespaces) handed out by the static-hosts provider with exclusive allocation
  * (one group: a second learner finds the host full, as a full QEMU host would be), the lab's real
  * setup over SSH, embedded PostgreSQL.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/sessions/start-queue.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/sessions/start-queue.int.test.ts
  */
 import fs from "node:fs/promises";
 import os from "node:os";

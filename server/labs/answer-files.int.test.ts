@@ -5,7 +5,7 @@
  * alternatives and the solution must pass. record-before is judged against a planted swap
  * priority (setup's /var/lib/preinstall-checks/swap-priority) with nothing on port 10250 here: a
  * recording with this machine's priority passes, the hand-typed shortcuts fail. The same fixtures
- * run on real VMs in lab-test.qemu.test.ts; this is the fast loop for parsing and wording.
+ * run on real VMs in lab-test.vm.test.ts; this is the fast loop for parsing and wording.
  */
 import fs from "node:fs";
 import os from "node:os";

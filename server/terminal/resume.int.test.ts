@@ -9,7 +9,7 @@
  *    see the same bytes in order;
  *  - a watcher that stops reading while output floods: the learner keeps getting output and its
  *    echo, memory stays bounded, and the watcher then gets a snapshot of the screen.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/resume.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/resume.int.test.ts
  */
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";

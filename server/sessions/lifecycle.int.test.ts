@@ -2,7 +2,7 @@
  * Session lifecycle on real sshd hosts (network namespaces), a real database and the real gateway:
  * a session whose time is up is ended by a sweep (its terminals close with 4410 and the reason,
  * its machines go back to the provider, its progress stays), and terminal input counts as activity.
- * Suspension (machines powered off) needs a provider that can power off: warm-pool.qemu.test.ts.
+ * Suspension (machines powered off) needs a provider that can power off: warm-pool.vm.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CloseCode } from "../terminal/protocol";

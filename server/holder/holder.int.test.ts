@@ -1,7 +1,7 @@
 /**
  * The terminal holder against real sshd hosts (network namespaces, server/testing/netns-hosts.ts):
  * the real labdeck-holder reached through real SSH (direct-streamlocal) with the real client.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/holder/holder.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/holder/holder.int.test.ts
  */
 import { createHash } from "node:crypto";
 import fsSync from "node:fs";

@@ -219,7 +219,7 @@ const ROUTES: {
   },
   {
     // The static hosts under this test cannot power machines on or reset them: the owner passes
-    // authorization and gets 501 from the route itself (QEMU: warm-pool.qemu.test.ts, qemu.test.ts).
+    // authorization and gets 501 from the route itself (QEMU: warm-pool.vm.test.ts, qemu.vm.test.ts).
     name: "POST /api/sessions/:id/machines/:name/start",
     expect: { ...OWNER_ONLY, owner: 501 },
     call: (a) =>

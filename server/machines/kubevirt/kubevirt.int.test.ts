@@ -4,7 +4,7 @@
  * key and authorized key from the VM's cloud-init Secret. The real provider, database, gateway
  * and grader run the hello-terminal lab on it; then reboot (running and powered off), reset, suspend
  * and resume, destroy and adoption after a restart. Needs root (netns): run under the test lock,
- * `flock /tmp/labdeck-test.lock npx vitest run server/machines/kubevirt/kubevirt.test.ts`.
+ * `flock /tmp/labdeck-test.lock npx vitest run server/machines/kubevirt/kubevirt.int.test.ts`.
  */
 import fs from "node:fs/promises";
 import os from "node:os";

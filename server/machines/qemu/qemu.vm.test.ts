@@ -321,7 +321,7 @@ describe("qemu provider (real VMs)", () => {
   }, 120_000);
 
   // A reboot and a poweroff from inside a guest are tested with the learner's terminal open, in
-  // warm-pool.qemu.test.ts (same QEMU process, disk, identity and eth1 after each): one TCG boot
+  // warm-pool.vm.test.ts (same QEMU process, disk, identity and eth1 after each): one TCG boot
   // each in CI instead of two.
 
   it("after a platform restart adopts live sessions and removes ended ones", async () => {

@@ -2,7 +2,7 @@
  * TerminalSession over the holder connector against real sshd hosts (netns) with a real holder:
  * the shell outlives the TerminalSession that opened it (a server process going away), a lab
  * session's end hangs it up, and a machine without a holder falls back to the direct PTY visibly.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder-connector.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder-connector.int.test.ts
  */
 import fs from "node:fs/promises";
 import os from "node:os";

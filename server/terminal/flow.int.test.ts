@@ -7,7 +7,7 @@
  *  - a page that asked for a window and stops reporting `consumed` is sent at most that window;
  *  - input sent just before the socket closes is applied, also when the socket closes before
  *    the gateway has attached it.
- * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/flow.test.ts
+ * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/flow.int.test.ts
  */
 import fs from "node:fs";
 import os from "node:os";

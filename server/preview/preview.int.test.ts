@@ -3,7 +3,7 @@
  * web service on a machine (started over SSH, on its 127.0.0.1), the real entry route (Fetch
  * Request, as Next calls it), the real proxy on an HTTP server, real better-auth sign-ins and
  * PostgreSQL. Auth matrix (anonymous, other learner, owner, watcher), WebSocket upgrade through
- * the preview, bad input, limits. Run: flock /tmp/labdeck-test.lock npx vitest run server/preview/preview.test.ts
+ * the preview, bad input, limits. Run: flock /tmp/labdeck-test.lock npx vitest run server/preview/preview.int.test.ts
  */
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
