@@ -32,7 +32,7 @@ echo "==> e2e (Playwright, Debian Chromium)"
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME=.test-reports/playwright.json \
   npx playwright test --reporter=list,json || status=1
 
-# The browser benchmark in its short mode (issue 12): the lab page against the browser's floor in
+# The browser benchmark in its short mode (bench/README.md): the lab page against the browser's floor in
 # Chromium. It fails only when it cannot measure; its figures are printed, not asserted.
 echo "==> browser bench (short)"
 npx tsx bench/browser-typing.ts --mode short --json .test-reports/browser-typing.json || status=1
