@@ -8,7 +8,7 @@ const ROOMS = [
   [
     "base",
     [
-      "^server/(config|log|secret|signed|startup-failure|audit|denied)[.]ts$",
+      "^server/(config|log|secret|signed|startup-failure|audit|denied|throttle)[.]ts$",
       "^server/(db|i18n|events|leases)/",
       "^server/ops/metrics[.]ts$",
     ],
