@@ -16,8 +16,9 @@ source scripts/lib/apt.sh
 # nginx-light: the reverse proxy in front of two server processes in e2e/replicas.spec.ts
 # nftables: the `inet labdeck` table that keeps internet labs' VMs off the host and private ranges
 # (server/machines/qemu/egress.ts)
+# pyflakes3: lints the holder's Python (scripts/test-fast.sh), and brings the python3 its unit tests run on
 APT_PACKAGES=(chromium openssh-server iproute2 util-linux fonts-noto-cjk ca-certificates
-  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light nftables)
+  qemu-system-x86 qemu-utils debootstrap vde-switch ansible-core nginx-light nftables pyflakes3)
 # --test (.ci/run, and anyone running `npm test`): what only the test suite needs.
 # firefox-esr: the copy-and-paste test in Firefox (e2e/firefox/), driven over WebDriver BiDi.
 if [[ ${1:-} == --test ]]; then

@@ -60,11 +60,11 @@ it("reads the same frames, in order, whatever chunks the bytes arrive in", async
     for (const piece of cut(HELLO, [2, 3])) stream.push(piece);
     const link = await opening;
     const got: [number, Buffer][] = [];
-    link.on("output", (_id, at, data) => got.push([at, Buffer.from(data)]));
+    link.on("output", (_id, offset, data) => got.push([offset, Buffer.from(data)]));
     for (const piece of cut(bytes, sizes)) stream.push(piece);
     for (let turn = 0; turn < 100 && got.length < payloads.length; turn++) await new Promise((r) => setImmediate(r));
     expect(
-      got.map(([at]) => at),
+      got.map(([offset]) => offset),
       `chunks of ${sizes}`,
     ).toEqual(payloads.map((_, i) => payloads.slice(0, i).reduce((n, p) => n + p.length, 0)));
     expect(Buffer.concat(got.map(([, data]) => data)).equals(Buffer.concat(payloads)), `chunks of ${sizes}`).toBe(true);
@@ -117,8 +117,8 @@ it("refuses a HELLO whose boot id or instance is not one a holder makes (a learn
 async function outputsPerTurn(link: HolderLink, count: number, feed: () => void): Promise<{ perTurn: number[]; offsets: number[] }> {
   const perTurn: number[] = [0];
   const offsets: number[] = [];
-  link.on("output", (_id, at) => {
-    offsets.push(at);
+  link.on("output", (_id, offset) => {
+    offsets.push(offset);
     perTurn[perTurn.length - 1]!++;
   });
   // A new turn starts at this tick, scheduled before any of the link's (each turn runs it first).

@@ -12,7 +12,9 @@
  *
  * Wire format (the one definition on this side; the holder's header comment is the other):
  * every frame is u32 length (big-endian, counts type + body) | u8 type | body; frames ≤ 1 MiB.
- * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 number | bytes.
+ * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 (an offset or a seq) | bytes; a u64
+ * beyond 2^53-1 has no exact number here and its frame is refused. Golden examples of every frame,
+ * decoded, and of frames each side refuses, shared with the holder's tests: protocol-frames.json.
  *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode, writer?} (from -1: the end, or the last
  *                    `tail` bytes; input seqs count per writer) · 0x02 INPUT tagged seq+bytes ·
  *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id} ·
@@ -48,7 +50,8 @@ export const HELLO_TIMEOUT_MS = 5_000;
 /** Terminal ids the holder accepts. */
 export const TERMINAL_ID = /^[A-Za-z0-9_-]{1,32}$/;
 
-const T = {
+/** Frame types by name (the holder's T_* constants). */
+export const FRAME_TYPE = {
   OPEN: 0x01,
   INPUT: 0x02,
   RESIZE: 0x03,
@@ -111,8 +114,8 @@ function jsonFrame(type: number, value: object): Buffer {
   return frame(type, Buffer.from(JSON.stringify(value)));
 }
 
-/** u8 idlen | id | [u8 wlen | writer] | u64 n | data */
-function taggedFrame(type: number, id: string, n: number, data?: Uint8Array, writer?: Buffer): Buffer {
+/** u8 idlen | id | [u8 wlen | writer] | u64 seq | data: INPUT and INPUT_AS. */
+function taggedFrame(type: number, id: string, seq: number, data?: Uint8Array, writer?: Buffer): Buffer {
   const tag = Buffer.from(id);
   const named = writer ? 1 + writer.length : 0;
   const head = Buffer.allocUnsafe(1 + tag.length + named + 8);
@@ -122,7 +125,7 @@ function taggedFrame(type: number, id: string, n: number, data?: Uint8Array, wri
     head.writeUInt8(writer.length, 1 + tag.length);
     writer.copy(head, 2 + tag.length);
   }
-  head.writeBigUInt64BE(BigInt(n), 1 + tag.length + named);
+  head.writeBigUInt64BE(BigInt(seq), 1 + tag.length + named);
   return frame(type, data ? Buffer.concat([head, data]) : head);
 }
 
@@ -199,35 +202,44 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     return this.closed;
   }
 
-  open(id: string, from: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
+  /** Reads terminal `id` from `offset` (-1: the end, or `tail` bytes before it); a writer's shell starts if none runs. */
+  open(id: string, offset: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
     this.send(
-      jsonFrame(T.OPEN, { id, from, tail: options.tail ?? 0, writer: options.writer ?? "", cols: size.cols, rows: size.rows, mode }),
+      jsonFrame(FRAME_TYPE.OPEN, {
+        id,
+        from: offset,
+        tail: options.tail ?? 0,
+        writer: options.writer ?? "",
+        cols: size.cols,
+        rows: size.rows,
+        mode,
+      }),
     );
   }
 
   input(id: string, seq: number, data: Uint8Array): void {
-    this.send(taggedFrame(T.INPUT, id, seq, data));
+    this.send(taggedFrame(FRAME_TYPE.INPUT, id, seq, data));
   }
 
   /** Input numbered by `writer` (its own sequence, e.g. a browser's), not this link's OPEN writer. */
   inputAs(id: string, writer: string, seq: number, data: Uint8Array): void {
     if (!TERMINAL_ID.test(writer)) throw new Error(`writer must match ${TERMINAL_ID}`);
     const w = Buffer.from(writer);
-    this.send(taggedFrame(T.INPUT_AS, id, seq, data, w));
+    this.send(taggedFrame(FRAME_TYPE.INPUT_AS, id, seq, data, w));
   }
 
   resize(id: string, size: TerminalSize): void {
-    this.send(jsonFrame(T.RESIZE, { id, cols: size.cols, rows: size.rows }));
+    this.send(jsonFrame(FRAME_TYPE.RESIZE, { id, cols: size.cols, rows: size.rows }));
   }
 
   detach(id: string): void {
-    this.send(jsonFrame(T.DETACH, { id }));
+    this.send(jsonFrame(FRAME_TYPE.DETACH, { id }));
   }
 
   /** Hangs up the terminal's shell (its readers then get EXIT). */
   kill(id: string): void {
-    this.send(jsonFrame(T.KILL, { id }));
+    this.send(jsonFrame(FRAME_TYPE.KILL, { id }));
   }
 
   /** Pauses reading from the holder (its send buffer fills and it stops sending this link output). */
@@ -300,38 +312,44 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   }
 
   private dispatch(type: number, body: Buffer): void {
-    if (type === T.ACK_AS) {
+    if (type === FRAME_TYPE.ACK_AS) {
       const n = body[0]!;
       const id = body.toString("utf8", 1, 1 + n);
       const w = body[1 + n]!;
       const writer = body.toString("utf8", 2 + n, 2 + n + w);
-      return void this.emit("ackAs", id, writer, Number(body.readBigUInt64BE(2 + n + w)));
+      return void this.emit("ackAs", id, writer, readU64(body, 2 + n + w));
     }
-    if (type === T.OUTPUT || type === T.ACK) {
+    if (type === FRAME_TYPE.OUTPUT || type === FRAME_TYPE.ACK) {
       const n = body[0]!;
       const id = body.toString("utf8", 1, 1 + n);
-      const number = Number(body.readBigUInt64BE(1 + n));
-      if (type === T.OUTPUT) this.emit("output", id, number, body.subarray(9 + n));
-      else this.emit("ack", id, number);
+      if (type === FRAME_TYPE.OUTPUT) this.emit("output", id, readU64(body, 1 + n), body.subarray(9 + n));
+      else this.emit("ack", id, readU64(body, 1 + n));
       return;
     }
     const value: unknown = JSON.parse(body.toString("utf8"));
     switch (type) {
-      case T.HELLO:
+      case FRAME_TYPE.HELLO:
         this.hello = Hello.parse(value);
         return void this.emit("hello", this.hello);
-      case T.OPENED:
+      case FRAME_TYPE.OPENED:
         return void this.emit("opened", Opened.parse(value));
-      case T.GONE:
+      case FRAME_TYPE.GONE:
         return void this.emit("gone", Gone.parse(value));
-      case T.EXIT:
+      case FRAME_TYPE.EXIT:
         return void this.emit("exit", Exit.parse(value));
-      case T.ERROR:
+      case FRAME_TYPE.ERROR:
         return void this.emit("holderError", ErrorMessage.parse(value));
       default:
         throw new Error("unknown frame type");
     }
   }
+}
+
+/** The u64 (an offset or a seq) at `index` of a tagged body; beyond 2^53-1 no number holds it exactly. */
+function readU64(body: Buffer, index: number): number {
+  const value = body.readBigUInt64BE(index);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`u64 ${value} is beyond 2^53-1`);
+  return Number(value);
 }
 
 /** SSH connections whose server already treats them as interactive (see markInteractive). */
@@ -591,9 +609,9 @@ export class HolderTerminal {
     // offset > next cannot happen on one link (the holder sends a reader's bytes in order, or
     // GONE); should it, the bytes are still delivered at their own offset, which the handler sees.
     const fresh = this.next > offset ? data.subarray(this.next - offset) : data;
-    const at = Math.max(offset, this.next);
-    this.next = at + fresh.length;
-    this.handlers.onOutput(at, fresh);
+    const freshOffset = Math.max(offset, this.next);
+    this.next = freshOffset + fresh.length;
+    this.handlers.onOutput(freshOffset, fresh);
   }
 }
 
