@@ -17,7 +17,7 @@
  * live output is held back meanwhile, so the recording stays in log order.
  */
 import type { Db } from "../db/client";
-import type { LogReader, RecordingTap } from "../terminal/recording-tap";
+import type { RecordingTap } from "../terminal/recording-tap";
 
 /** How long output is buffered in the process before it is written, ms. */
 export const FLUSH_INTERVAL_MS = 1_000;
