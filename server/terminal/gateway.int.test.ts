@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { TerminalTestClient } from "../testing/terminal-client";
 import { CloseCode, MAX_CLIENT_FRAME_BYTES } from "./protocol";
-import { REPLAY_BUFFER_BYTES } from "./session";
+import { REPLAY_BUFFER_BYTES } from "./terminal";
 
 let stack: TestStack;
 let sessionId: string;

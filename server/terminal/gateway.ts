@@ -1,5 +1,5 @@
 /**
- * WebSocket adapter of the terminal sessions. Per socket: `hello` with a signed token must come
+ * WebSocket adapter of the terminals (terminal.ts). Per socket: `hello` with a signed token must come
  * first (within HELLO_TIMEOUT_MS) and `authorize` must accept the socket's request for it (the
  * signed-in user the token names, still allowed on the session); then input, resize and ping.
  * Output goes out as binary frames numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
@@ -20,7 +20,7 @@ import {
 } from "./protocol";
 import { metrics } from "../ops/metrics";
 import type { TerminalRegistry } from "./registry";
-import type { TerminalSession, Viewer } from "./session";
+import type { Terminal, Viewer } from "./terminal";
 import type { PtySize } from "./pty";
 import { verifyTerminalToken, type TerminalClaims } from "./token";
 
@@ -117,7 +117,7 @@ class SocketViewer implements Viewer {
   /** Offset right after the last byte sent, and the client's last `consumed` offset (window clients). */
   private sentEnd: number;
   private consumedAt: number;
-  terminal: TerminalSession | null = null;
+  terminal: Terminal | null = null;
 
   constructor(
     private readonly ws: WebSocket,

@@ -1,8 +1,8 @@
 /**
- * A PtyConnector (session.ts) whose shells live in the machine's terminal holder: the gateway
+ * A PtyConnector (pty.ts) whose shells live in the machine's terminal holder: the gateway
  * attaches to them instead of owning them, so a server restart, a dropped network or a restarted
  * sshd leave the shell running and the next `open()` (this process or another) resumes it. A
- * machine without a usable holder gets the direct PTY (ssh.ts) and a visible line saying so.
+ * machine without a usable holder gets the direct PTY (ssh-pty.ts) and a visible line saying so.
  */
 import { createHash } from "node:crypto";
 import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
@@ -145,7 +145,7 @@ export function holderConnector(
       // The recording first catches up on what no process read (live output waits for it).
       recording?.catchUp(`${bootId}/${instance}`, (from, sink) => readLog(client, terminalId, from, sink));
       let done = false;
-      let returned = false; // onClose only for a channel the session has been given
+      let returned = false; // onClose only for a channel the terminal has been given
       const finish = (error?: Error) => {
         if (done) return;
         done = true;
@@ -168,11 +168,11 @@ export function holderConnector(
       client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
       if (rebooted) handlers.onNotice?.(`\r\n[${endpoint.name} が再起動されました。新しいシェルです]\r\n`);
       active = handlers;
-      // The shell ended: a normal close; the session opens again, which starts a fresh shell.
+      // The shell ended: a normal close; the terminal opens again, which starts a fresh shell.
       onExit = () => finish();
       // This reader fell behind the log (every viewer stopped reading while output flooded), or
       // a resume asked for bytes no longer held: go on from the last ATTACH_TAIL_BYTES; the
-      // session rebuilds its screen from them and sends viewers a snapshot.
+      // terminal rebuilds its screen from them and sends viewers a snapshot.
       onGone = () => {
         term.next = -1;
         void term.attach(link).catch(() => undefined);

@@ -1,7 +1,7 @@
 /**
  * The port between a terminal and its shell: a connector opens a shell with a PTY on one machine
  * (holder-connector.ts through the machine's holder, ssh-pty.ts straight over SSH) and hands its
- * output to the terminal (session.ts). Output offsets are the holder log's.
+ * output to the terminal (terminal.ts). Output offsets are the holder log's.
  */
 export interface PtySize {
   cols: number;

@@ -48,7 +48,7 @@ describe("Screen parse budget", () => {
     }
     expect(screen.stale).toBe(true);
     expect(screen.end).toBe(offset);
-    // The session rebuilds from its replay buffer before a snapshot (session.ts).
+    // The terminal rebuilds from its replay buffer before a snapshot (terminal.ts).
     const keep = held.slice(-3);
     const start = offset - keep.reduce((n, c) => n + c.byteLength, 0);
     screen.rebuild(start, keep);

@@ -1,6 +1,6 @@
 /**
  * A terminal's current screen, kept by a headless xterm.js fed with every output byte the
- * TerminalSession sees, so a viewer whose offset is no longer held gets the screen as it is
+ * Terminal (terminal.ts) sees, so a viewer whose offset is no longer held gets the screen as it is
  * (serialized by @xterm/addon-serialize: cells, colours, cursor, modes) instead of a blank reset.
  * Memory is bounded by the size and SCREEN_SCROLLBACK_LINES (measured: bench/screen.ts).
  */
@@ -9,7 +9,7 @@ import headlessPkg from "@xterm/headless";
 import type { PtySize } from "./pty";
 
 // Both packages are CommonJS: Node's ESM loader sees only their default export.
-const { Terminal } = headlessPkg;
+const { Terminal: HeadlessTerminal } = headlessPkg;
 const { SerializeAddon } = serializePkg;
 
 /** Scrollback lines the headless terminal keeps (and a snapshot carries) above the screen. */
@@ -100,7 +100,7 @@ export interface Snapshot {
 }
 
 export class Screen {
-  private readonly term: InstanceType<typeof Terminal>;
+  private readonly term: InstanceType<typeof HeadlessTerminal>;
   private readonly serializer = new SerializeAddon();
   /** Offset of the next byte written to the headless terminal. */
   private written: number;
@@ -122,7 +122,7 @@ export class Screen {
     let bucket = shared.get(now);
     if (!bucket) shared.set(now, (bucket = new Bucket(SCREEN_PARSE_SHARED_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES, now())));
     this.shared = bucket;
-    this.term = new Terminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
+    this.term = new HeadlessTerminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
     this.term.loadAddon(this.serializer as never);
     this.written = startOffset;
   }

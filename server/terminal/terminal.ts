@@ -1,6 +1,6 @@
 /**
  * Core logic of one terminal (one shell on one machine), independent of message transport: it
- * imports neither `ws` nor `ssh2`. A PtyConnector (server/ssh/connect.ts) opens the shell; any
+ * imports neither `ws` nor `ssh2`. A PtyConnector (pty.ts) opens the shell; any
  * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or gets a snapshot of the current screen
@@ -61,7 +61,7 @@ interface ViewerState {
   snapshotting: boolean;
 }
 
-export interface TerminalSessionOptions {
+export interface TerminalOptions {
   replayBufferBytes?: number;
   /** Called when a state change is worth logging (never with terminal content). */
   onEvent?: (event: { machine: string; state: MachineState; message?: string }) => void;
@@ -76,7 +76,7 @@ export interface TerminalSessionOptions {
  * A terminal's shell lifecycle: connecting -> connected -> (unreachable|refused -> connecting)*,
  * until close(), which is final.
  */
-export class TerminalSession {
+export class Terminal {
   private readonly buffer: ReplayBuffer;
   private readonly viewers = new Map<Viewer, ViewerState>();
   private channel: PtyChannel | null = null;
@@ -99,7 +99,7 @@ export class TerminalSession {
 
   constructor(
     private readonly connector: PtyConnector,
-    private readonly options: TerminalSessionOptions = {},
+    private readonly options: TerminalOptions = {},
   ) {
     this.buffer = new ReplayBuffer(options.replayBufferBytes ?? REPLAY_BUFFER_BYTES);
   }
@@ -143,7 +143,7 @@ export class TerminalSession {
   }
 
   /**
-   * Logs in to the machine's shell before anyone views it (a session just became ready): an SSH
+   * Logs in to the machine's shell before anyone views it (its lab session just became ready): an SSH
    * login to a TCG guest takes seconds, and the page's first terminal then only attaches.
    */
   prewarm(): void {
@@ -193,10 +193,6 @@ export class TerminalSession {
   }
 
   /**
-   * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
-   * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
-   */
-  /**
    * The machine was put back to a saved state (a reset by snapshot): the connection from before
    * is dead without knowing it (the restored guest never had it), so drop it and attach again now
    * instead of waiting for the keepalive.
@@ -212,12 +208,16 @@ export class TerminalSession {
     void this.connect();
   }
 
+  /**
+   * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
+   * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
+   */
   close(reason?: SessionOverReason): void {
     if (this.closed) return;
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    // An ended session's shell is hung up; a suspended one's stays in the holder (the machine's
+    // An ended lab session's shell is hung up; a suspended one's stays in the holder (the machine's
     // state is saved with it and the resume continues it).
     this.channel?.close(reason !== undefined && reason !== "suspended");
     this.channel = null;
