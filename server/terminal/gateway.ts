@@ -115,8 +115,8 @@ class SocketViewer implements Viewer {
   private pendingBytes = 0;
   private flushScheduled = false;
   /** Offset right after the last byte sent, and the client's last `consumed` offset (window clients). */
-  private sentEnd: number;
-  private consumedAt: number;
+  private sentOffset: number;
+  private consumedOffset: number;
   terminal: Terminal | null = null;
 
   constructor(
@@ -126,7 +126,7 @@ class SocketViewer implements Viewer {
     startOffset: number,
     private readonly window?: number,
   ) {
-    this.sentEnd = this.consumedAt = startOffset;
+    this.sentOffset = this.consumedOffset = startOffset;
   }
 
   sendOutput(offset: number, chunk: Uint8Array): boolean {
@@ -136,7 +136,7 @@ class SocketViewer implements Viewer {
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
     this.queued += chunk.byteLength;
-    this.sentEnd = offset + chunk.byteLength;
+    this.sentOffset = offset + chunk.byteLength;
     if (this.pendingBytes >= MAX_FRAME_BYTES) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -149,25 +149,25 @@ class SocketViewer implements Viewer {
   /** The client has written output up to `offset` to its screen. */
   consumed(offset: number): void {
     if (this.window === undefined) return;
-    this.consumedAt = Math.max(this.consumedAt, Math.min(offset, this.sentEnd));
+    this.consumedOffset = Math.max(this.consumedOffset, Math.min(offset, this.sentOffset));
     this.maybeDrained();
   }
 
   private overWindow(): boolean {
-    return this.window !== undefined && this.sentEnd - this.consumedAt >= this.window;
+    return this.window !== undefined && this.sentOffset - this.consumedOffset >= this.window;
   }
 
   private maybeDrained(): void {
     if (!this.blocked || this.queued > SOCKET_LOW_WATER_BYTES) return;
     // Half the window free again before more is sent: fewer, larger pulls.
-    if (this.window !== undefined && this.sentEnd - this.consumedAt > this.window / 2) return;
+    if (this.window !== undefined && this.sentOffset - this.consumedOffset > this.window / 2) return;
     this.blocked = false;
     this.terminal?.drained(this);
   }
 
   /** Output continues from `offset` on the client (a snapshot or reset moved it). */
   private moved(offset: number): void {
-    this.sentEnd = this.consumedAt = offset;
+    this.sentOffset = this.consumedOffset = offset;
     this.maybeDrained();
   }
 

@@ -266,15 +266,15 @@ describe("holder connector", () => {
     await new Promise((r) => setTimeout(r, 300));
     const offset = contiguousEnd(a.viewer, 0);
     a.terminal.close(); // leaves the log: its end is recorded
-    await expect.poll(async () => [...(await epochs().load()).values()][0]?.end, { timeout: 5_000 }).toBe(offset);
+    await expect.poll(async () => [...(await epochs().load()).values()][0]?.endLogOffset, { timeout: 5_000 }).toBe(offset);
     await restartHolder(host); // no process attached
 
     const b = open(host, labSession.id, undefined, { epochs: epochs(), offset });
     await typeUntilShown(b, "echo after-${R:-unset}-$((6*7))\r", "after-unset-42");
     expect(b.viewer.snapshots).toBe(0);
     contiguousEnd(b.viewer, offset);
-    const known = [...(await epochs().load()).values()].sort((x, y) => x.base - y.base);
-    expect(known.map((e) => e.base)).toEqual([0, offset]);
+    const known = [...(await epochs().load()).values()].sort((x, y) => x.startOffset - y.startOffset);
+    expect(known.map((e) => e.startOffset)).toEqual([0, offset]);
     b.terminal.close("learner");
   }, 90_000);
 

@@ -11,7 +11,7 @@ import { sshConnector } from "./ssh-pty";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "../holder/client";
 import type { Client } from "ssh2";
 import type { RecordingTap } from "./recording-tap";
-import { newEpochBase, type EpochStore } from "./epochs";
+import { newEpochStartOffset, type EpochStore } from "./epochs";
 import { log } from "../log";
 
 /**
@@ -46,21 +46,22 @@ export function holderConnector(
   let bootId: string | undefined;
   let instance: string | undefined;
   // Viewers' offsets keep rising across a reboot or a holder restart (a new holder's log starts
-  // at 0 again): each log (epoch) starts at a base, recorded for every process (epochs.ts).
-  let base = 0;
-  let holderEnd = 0;
+  // at 0 again): each log (epoch) starts at a start offset, recorded for every process (epochs.ts).
+  let startOffset = 0;
+  /** The log offset right after the last byte read from the current epoch's log. */
+  let endLogOffset = 0;
   let onExit: (() => void) | null = null;
   let onGone: ((oldest: number) => void) | null = null;
   const term = new HolderTerminal(
     terminalId,
     {
-      onOutput: (offset, data) => {
-        // The recording's log epoch: offsets start at 0 again with a new boot *or* a new holder
+      onOutput: (logOffset, data) => {
+        // The recording's log epoch: log offsets start at 0 again with a new boot *or* a new holder
         // instance (a holder restarted on the same boot); keyed by the boot alone, the recorder
         // took a restarted holder's output for bytes it already had and dropped it.
-        if (bootId !== undefined) recording?.output(`${bootId}/${instance}`, offset, data);
-        holderEnd = offset + data.byteLength;
-        active?.onData(data, base + offset);
+        if (bootId !== undefined) recording?.output(`${bootId}/${instance}`, logOffset, data);
+        endLogOffset = logOffset + data.byteLength;
+        active?.onData(data, startOffset + logOffset);
       },
       onExit: () => onExit?.(),
       onGone: (_requested, oldest) => onGone?.(oldest),
@@ -70,28 +71,29 @@ export function holderConnector(
   );
 
   /**
-   * Where log `epoch` starts for viewers: recorded by the first process that saw it, or chosen
-   * now (newEpochBase). `lastBoot`: the boot of the latest earlier epoch when this process saw
-   * none (a reboot while no process was attached still shows its line).
+   * Where log `epoch` starts for viewers (its start offset): recorded by the first process that
+   * saw it, or chosen now (newEpochStartOffset) from the resuming viewer's `offset`. `lastBoot`: the
+   * boot of the latest earlier epoch when this process saw none (a reboot while no process was
+   * attached still shows its line).
    */
   async function enterEpoch(
     epoch: string,
     seen: string | undefined,
-    from: number | undefined,
-  ): Promise<{ base: number; lastBoot?: string }> {
-    const previous = seen === undefined ? null : { base, end: holderEnd };
+    offset: number | undefined,
+  ): Promise<{ startOffset: number; lastBoot?: string }> {
+    const previous = seen === undefined ? null : { startOffset, endLogOffset };
     // This process's own numbering: right after the log it read, or 0.
-    const alone = { base: previous ? previous.base + previous.end : 0 };
+    const alone = { startOffset: previous ? previous.startOffset + previous.endLogOffset : 0 };
     const store = options.epochs;
     if (!store) return alone;
     const shared = async () => {
-      if (seen !== undefined) await store.setEnd(seen, holderEnd);
+      if (seen !== undefined) await store.setEnd(seen, endLogOffset);
       const known = await store.load();
       const recorded = known.get(epoch);
-      if (recorded) return { base: recorded.base };
-      const latest = [...known.entries()].sort((a, b) => b[1].base - a[1].base)[0];
-      const claimed = await store.claim(epoch, newEpochBase(known, previous, from));
-      return { base: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
+      if (recorded) return { startOffset: recorded.startOffset };
+      const latest = [...known.entries()].sort((a, b) => b[1].startOffset - a[1].startOffset)[0];
+      const claimed = await store.claim(epoch, newEpochStartOffset(known, previous, offset));
+      return { startOffset: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
     };
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -114,7 +116,7 @@ export function holderConnector(
 
   return {
     machine: endpoint.name,
-    async open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
+    async open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
       const client = await connectSsh(endpoint);
       let link: HolderLink;
       try {
@@ -132,18 +134,18 @@ export function holderConnector(
       const epoch = `${hello.bootId}/${hello.instance}`;
       let rebooted = false;
       if (epoch !== seen) {
-        const entered = await enterEpoch(epoch, seen, from);
+        const entered = await enterEpoch(epoch, seen, offset);
         const lastBoot = entered.lastBoot ?? bootId;
         rebooted = lastBoot !== undefined && lastBoot !== hello.bootId;
-        [bootId, instance, base, holderEnd] = [hello.bootId, hello.instance, entered.base, 0];
+        [bootId, instance, startOffset, endLogOffset] = [hello.bootId, hello.instance, entered.startOffset, 0];
         if (seen !== undefined)
           term.next = 0; // the fresh shell's log, from its first byte
         // This process's first read of the terminal: from where the resuming viewer stopped
-        // (a viewer from before this epoch's base gets the tail and a snapshot).
-        else if (term.next < 0 && from !== undefined && from > 0 && from >= base) term.next = from - base;
+        // (a viewer from before this epoch's start offset gets the tail and a snapshot).
+        else if (term.next < 0 && offset !== undefined && offset > 0 && offset >= startOffset) term.next = offset - startOffset;
       }
       // The recording first catches up on what no process read (live output waits for it).
-      recording?.catchUp(`${bootId}/${instance}`, (from, sink) => readLog(client, terminalId, from, sink));
+      recording?.catchUp(`${bootId}/${instance}`, (logOffset, sink) => readLog(client, terminalId, logOffset, sink));
       let done = false;
       let returned = false; // onClose only for a channel the terminal has been given
       const finish = (error?: Error) => {
@@ -151,7 +153,7 @@ export function holderConnector(
         done = true;
         if (active === handlers) active = null;
         onExit = onGone = null;
-        if (bootId !== undefined) void options.epochs?.setEnd(`${bootId}/${instance}`, holderEnd).catch(() => undefined);
+        if (bootId !== undefined) void options.epochs?.setEnd(`${bootId}/${instance}`, endLogOffset).catch(() => undefined);
         term.detach();
         link.end();
         // The SSH connection ends once the link has flushed its last frames (a KILL must reach the
@@ -229,34 +231,39 @@ export async function hangUpHolderTerminal(endpoint: SshEndpoint, terminalId: st
 }
 
 /**
- * Reads terminal `id`'s holder log from `from` (or the oldest byte held, when `from` is gone) up to
- * its end as of now, over a read-only link of its own on `client`, handing the bytes to `sink`.
+ * Reads terminal `id`'s holder log from `logOffset` (or the oldest byte held, when that is gone) up
+ * to its end as of now, over a read-only link of its own on `client`, handing the bytes to `sink`.
  */
-export async function readLog(client: Client, id: string, from: number, sink: (offset: number, data: Buffer) => void): Promise<void> {
+export async function readLog(
+  client: Client,
+  id: string,
+  logOffset: number,
+  sink: (logOffset: number, data: Buffer) => void,
+): Promise<void> {
   const link = await connectHolder(client);
   let timer: NodeJS.Timeout | undefined;
   try {
-    let start = from;
+    let startLogOffset = logOffset;
     for (let attempt = 0; attempt < 2; attempt++) {
-      let end = -1;
+      let endLogOffset = -1;
       let finish!: (error?: Error) => void;
       const finished = new Promise<void>((resolve, reject) => (finish = (error) => (error ? reject(error) : resolve())));
       const reader = new HolderTerminal(
         id,
         {
           onOpened: (info) => {
-            end = info.end; // set before any OUTPUT of this reader is handled
-            if (info.start >= end) finish();
+            endLogOffset = info.end; // set before any OUTPUT of this reader is handled
+            if (info.start >= endLogOffset) finish();
           },
-          onOutput: (offset, data) => {
-            if (end < 0 || offset >= end) return finish();
-            sink(offset, data.subarray(0, end - offset));
-            if (offset + data.length >= end) finish();
+          onOutput: (chunkLogOffset, data) => {
+            if (endLogOffset < 0 || chunkLogOffset >= endLogOffset) return finish();
+            sink(chunkLogOffset, data.subarray(0, endLogOffset - chunkLogOffset));
+            if (chunkLogOffset + data.length >= endLogOffset) finish();
           },
           onGone: () => finish(), // trimmed while we read: the rest is a gap
           onExit: () => finish(),
         },
-        { mode: "read", from: start },
+        { mode: "read", from: startLogOffset },
       );
       link.once("close", () => finish(new Error("holder link closed during the catch-up")));
       timer = setTimeout(() => finish(new Error(`catch-up still reading after ${CATCH_UP_TIMEOUT_MS} ms`)), CATCH_UP_TIMEOUT_MS);
@@ -264,7 +271,7 @@ export async function readLog(client: Client, id: string, from: number, sink: (o
         await reader.attach(link);
       } catch (error) {
         if (error instanceof HolderGoneError && attempt === 0) {
-          start = error.oldest; // the first bytes are gone: catch up on what is left
+          startLogOffset = error.oldest; // the first bytes are gone: catch up on what is left
           clearTimeout(timer);
           continue;
         }

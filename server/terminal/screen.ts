@@ -103,7 +103,7 @@ export class Screen {
   private readonly term: InstanceType<typeof HeadlessTerminal>;
   private readonly serializer = new SerializeAddon();
   /** Offset of the next byte written to the headless terminal. */
-  private written: number;
+  private nextOffset: number;
   /** Bytes written and not yet parsed. */
   private backlog = 0;
   /** True once a flood outran the parser or its parse budget: bytes are skipped until the next rebuild. */
@@ -124,11 +124,12 @@ export class Screen {
     this.shared = bucket;
     this.term = new HeadlessTerminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
     this.term.loadAddon(this.serializer as never);
-    this.written = startOffset;
+    this.nextOffset = startOffset;
   }
 
-  get end(): number {
-    return this.written;
+  /** Offset right after the last byte written (parsed or skipped). */
+  get endOffset(): number {
+    return this.nextOffset;
   }
 
   /** Whether bytes were skipped since the last rebuild (a snapshot must rebuild first). */
@@ -147,26 +148,26 @@ export class Screen {
     // Flooding (past the free part of its own burst): the chunk also needs the process's shared budget.
     const flooding = own - cost < SCREEN_PARSE_BURST_BYTES - SCREEN_PARSE_FREE_BYTES;
     if (cost > own || (flooding && cost > this.shared.level(t))) return this.skip(offset, n);
-    if (offset !== this.written) this.term.reset();
+    if (offset !== this.nextOffset) this.term.reset();
     this.own.take(cost);
     if (flooding) this.shared.take(cost);
     this.feed(chunk);
-    this.written = offset + chunk.byteLength;
+    this.nextOffset = offset + chunk.byteLength;
   }
 
   /** Output not parsed (over budget, or after that until the next rebuild): the screen is stale. */
   private skip(offset: number, n: number): void {
     this.lagging = true;
-    this.written = offset + n;
+    this.nextOffset = offset + n;
   }
 
-  /** Starts over from `chunks` (the replay buffer, from `start`): after a flood was skipped. */
-  rebuild(start: number, chunks: Uint8Array[]): void {
+  /** Starts over from `chunks` (the replay buffer, from `startOffset`): after a flood was skipped. */
+  rebuild(startOffset: number, chunks: Uint8Array[]): void {
     if (this.disposed) return;
     this.term.reset();
     this.lagging = false;
     for (const chunk of chunks) this.feed(chunk);
-    this.written = start + chunks.reduce((n, c) => n + c.byteLength, 0);
+    this.nextOffset = startOffset + chunks.reduce((n, c) => n + c.byteLength, 0);
   }
 
   private feed(chunk: Uint8Array): void {
@@ -184,7 +185,7 @@ export class Screen {
    * empty write runs right after the bytes before it are parsed and before any written later.
    */
   snapshot(): Promise<Snapshot> {
-    const offset = this.written;
+    const offset = this.nextOffset;
     return new Promise((resolve, reject) => {
       if (this.disposed) return reject(new Error("screen disposed"));
       this.term.write("", () => {
