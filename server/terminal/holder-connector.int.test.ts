@@ -15,7 +15,7 @@ import type { MachineState, SessionOverReason } from "./protocol";
 import { Terminal, type Viewer } from "./terminal";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { connectHolder } from "../holder/client";
-import { holderConnector, holderTerminalId } from "./holder-connector";
+import { HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderFile } from "../holder/install";
 import { dbEpochStore, type EpochStore } from "./epochs";
 import type { Db } from "../db/client";
@@ -108,7 +108,7 @@ function open(
   recording?: RecordingTap,
   options: { epochs?: EpochStore; offset?: number } = {},
 ): { terminal: Terminal; viewer: TextViewer } {
-  const terminal = new Terminal(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
+  const terminal = new Terminal(new HolderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
   terminals.push(terminal);
   const viewer = new TextViewer();
   terminal.attach(viewer, options.offset ?? 0, { cols: 100, rows: 30 });

@@ -6,7 +6,7 @@
  */
 import type { MachineState, SessionOverReason } from "./protocol";
 import { Terminal } from "./terminal";
-import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder-connector";
+import { hangUpHolderTerminal, HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "../ssh/connect";
 import type { RecordingTap } from "./recording-tap";
@@ -52,7 +52,7 @@ export class TerminalRegistry {
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
-          ? new Terminal(holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
+          ? new Terminal(new HolderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
               isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
             })
