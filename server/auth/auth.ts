@@ -1,7 +1,8 @@
 /**
  * Identity: better-auth over our Prisma/PostgreSQL database. Email + password only; public
  * sign-up is off (accounts come from the first-start bootstrap and from invitations, both through
- * `users.ts`). Sessions are better-auth's: a signed, httpOnly cookie naming a `Session` row.
+ * `users.ts`). A sign-in is what better-auth calls a session: a signed, httpOnly cookie naming a
+ * row of its `Session` table.
  * Telemetry is off (the platform runs without internet).
  */
 import { createHmac } from "node:crypto";
@@ -11,9 +12,9 @@ import { prismaAdapter } from "better-auth/adapters/prisma";
 import type { Db } from "../db/client";
 
 /** How long a sign-in lasts without activity, in seconds (a course day plus a week of slack). */
-export const AUTH_SESSION_EXPIRES_S = 8 * 24 * 60 * 60;
-/** A session seen this long after its last refresh gets its expiry pushed out again, in seconds. */
-const AUTH_SESSION_UPDATE_AGE_S = 24 * 60 * 60;
+export const SIGN_IN_EXPIRES_S = 8 * 24 * 60 * 60;
+/** A sign-in used this long after its last refresh gets its expiry pushed out again, in seconds. */
+const SIGN_IN_UPDATE_AGE_S = 24 * 60 * 60;
 /** Minimum password length; better-auth enforces it on sign-in forms and password changes. */
 export const MIN_PASSWORD_LENGTH = 10;
 /** Cookie names start with this (`labdeck.session_token`). */
@@ -29,8 +30,9 @@ export interface AuthOptions {
   /** Public base URL, e.g. http://127.0.0.1:3000 (cookies, redirects and the trusted origin). */
   baseURL: string;
   /**
-   * A sign-in ended (sign-out, revoked or expired session row deleted): server.ts publishes an
-   * access notice so every process closes that user's sockets and streams that relied on it.
+   * A sign-in ended (sign-out, or its Session row revoked or expired and deleted): the composition
+   * root (server/compose/compose.ts) publishes an access notice so every process closes that
+   * user's sockets and streams that relied on it.
    */
   onSignInEnded?: (userId: string) => Promise<void> | void;
 }
@@ -59,14 +61,14 @@ export function createAuth(options: AuthOptions) {
         role: { type: ["learner", "instructor", "admin"], required: false, input: false, defaultValue: "learner" },
       },
     },
-    session: { expiresIn: AUTH_SESSION_EXPIRES_S, updateAge: AUTH_SESSION_UPDATE_AGE_S },
+    session: { expiresIn: SIGN_IN_EXPIRES_S, updateAge: SIGN_IN_UPDATE_AGE_S },
     // Every deletion of a Session row goes through better-auth's hooked delete (sign-out,
     // revoke-session(s), an expired row found on read), so live sockets follow each one.
     databaseHooks: {
       session: {
         delete: {
-          after: async (session) => {
-            await options.onSignInEnded?.(session.userId);
+          after: async (signIn) => {
+            await options.onSignInEnded?.(signIn.userId);
           },
         },
       },

@@ -23,7 +23,7 @@ export interface CurrentUser {
 /** What a user may do with one lab session: use it (owner), watch it read-only, or nothing. */
 export type SessionAccess = "owner" | "watch" | null;
 
-/** The signed-in user of a request (better-auth session cookie), or null. */
+/** The signed-in user of a request (its sign-in cookie, read by better-auth), or null. */
 export async function userFromHeaders(auth: Auth, headers: Headers): Promise<CurrentUser | null> {
   const result = await auth.api.getSession({ headers }).catch(() => null);
   if (!result) return null;

@@ -1,6 +1,6 @@
 /**
  * The terminal WebSocket's second check, after the token's signature: the socket's request must
- * carry a better-auth session of the user the token was issued to, and that user must still be
+ * carry a sign-in (better-auth's cookie) of the user the token was issued to, and that user must still be
  * allowed on the session (owner for write; owner or watcher for read). Revoked access or a
  * signed-out browser is refused on the next (re)connect even while the token is unexpired, and
  * an open socket is closed as soon as an access notice makes the gateway ask again ("recheck"):
@@ -38,7 +38,7 @@ export function terminalAuthorizer(auth: Auth, db: Db): TerminalAuthorizer {
   };
 }
 
-/** A Node request's headers as Fetch Headers (what better-auth reads the session cookie from). */
+/** A Node request's headers as Fetch Headers (what better-auth reads the sign-in cookie from). */
 export function requestHeaders(request: IncomingMessage): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {

@@ -84,30 +84,8 @@ export async function startOrResumeSession(
     metrics().sessionStartSeconds.observe({ source }, (performance.now() - started) / 1000);
     return result;
   };
-  const findLive = () =>
-    db.labSession.findFirst({
-      where: { learnerId: request.learnerId, labSlug: request.labSlug, state: { in: [...LIVE_STATES] } },
-      include: { machines: { select: { name: true } } },
-    });
-  for (let waited = 0; ; waited += CONCURRENT_START_POLL_MS) {
-    const existing = await findLive();
-    if (!existing) break;
-    if (existing.state === "ready") {
-      await touchSession(db, existing.id);
-      return observe("existing", view(existing));
-    }
-    if (existing.state === "suspended") return observe("resume", await resumeSession(db, provider, existing.id, options.onStarted));
-    options.onStarted?.(existing.id);
-    // Another request is providing this learner's machines right now: wait for it, unless the
-    // process doing it died (its lease ran out): then the reconciler settles it first.
-    if (existing.leaseUntil && existing.leaseUntil.getTime() < Date.now()) {
-      await reconcileSessions(db, provider);
-      continue;
-    }
-    if (waited >= CONCURRENT_START_WAIT_MS && existing.startStage !== "queued")
-      throw new Error("the lab session is still starting; try again");
-    await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
-  }
+  const live = await joinLiveSession(db, provider, request, options.onStarted);
+  if (live) return observe(live.source, live.view);
 
   let session;
   try {
@@ -131,58 +109,115 @@ export async function startOrResumeSession(
   const id = session.id;
   options.onStarted?.(id);
   try {
-    const ready = await withLease(db, id, async () => {
-      const { machines, source } = await obtainMachines(db, provider, session, request, prepare !== undefined, options.queue === true);
-      await db.labSession.updateMany({ where: { id }, data: { startSource: source } });
-      try {
-        await db.machine.createMany({ data: machines.map((m) => ({ ...m, privateKey: sealPrivateKey(m.privateKey), sessionId: id })) });
-        // A prepared set or one started from the lab's template is set up already.
-        if (prepare && source !== "prepared" && source !== "snapshot") {
-          await setStartStage(db, id, "setup");
-          const progress = setupProgress(db, id);
-          await prepare(id, progress.onScript).finally(progress.settled);
-          // The set-up machines as a state to reset to (providers that keep machine states).
-          if (provider.markLabStart) {
-            await setStartStage(db, id, "saving");
-            await provider.markLabStart(id, machines);
-          }
-        }
-      } catch (error) {
-        await provider.destroy(id, machines).catch(() => undefined);
-        throw error;
-      } finally {
-        provider.sessionSettled?.(id, machines);
-      }
-      const now = new Date();
-      const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
-      if (
-        !(await advance(db, id, ["starting"], "ready", {
-          currentStepSince: now,
-          lastActivityAt: now,
-          expiresAt,
-          readyAt: now,
-          startStage: null,
-          startDetail: null,
-        }))
-      ) {
-        // Ended meanwhile (an admin ended the cohort, or the reconciler failed a start it thought dead).
-        throw new Error("the lab session was ended while it was starting");
-      }
-      return db.labSession.findUniqueOrThrow({ where: { id }, include: { machines: { select: { name: true } } } });
-    });
+    const ready = await withLease(db, id, () => provideMachines(db, provider, session, request, prepare, options.queue === true));
     return observe("new", view(ready));
   } catch (error) {
-    // Nothing usable was made: the session ends as failed (its progress rows are empty), with
-    // the reason for a page that waits on it; unless someone else moved it on meanwhile.
-    if (
-      await advance(db, id, ["starting"], "ending", {
-        endReason: "failed",
-        startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS),
-      }).catch(() => false)
-    ) {
-      await advance(db, id, ["ending"], "ended").catch(() => undefined);
-    }
+    await failStart(db, id, error);
     throw error;
+  }
+}
+
+/**
+ * The learner's live session for the lab, once it can be served: a ready one (touched), a
+ * suspended one (resumed), or one another request is starting (waited for). Null when none is live.
+ */
+async function joinLiveSession(
+  db: Db,
+  provider: MachineProvider,
+  request: StartRequest,
+  onStarted?: (sessionId: string) => void,
+): Promise<{ source: "existing" | "resume"; view: SessionView } | null> {
+  const findLive = () =>
+    db.labSession.findFirst({
+      where: { learnerId: request.learnerId, labSlug: request.labSlug, state: { in: [...LIVE_STATES] } },
+      include: { machines: { select: { name: true } } },
+    });
+  for (let waited = 0; ; waited += CONCURRENT_START_POLL_MS) {
+    const existing = await findLive();
+    if (!existing) return null;
+    if (existing.state === "ready") {
+      await touchSession(db, existing.id);
+      return { source: "existing", view: view(existing) };
+    }
+    if (existing.state === "suspended") return { source: "resume", view: await resumeSession(db, provider, existing.id, onStarted) };
+    onStarted?.(existing.id);
+    // Another request is providing this learner's machines right now: wait for it, unless the
+    // process doing it died (its lease ran out): then the reconciler settles it first.
+    if (existing.leaseUntil && existing.leaseUntil.getTime() < Date.now()) {
+      await reconcileSessions(db, provider);
+      continue;
+    }
+    if (waited >= CONCURRENT_START_WAIT_MS && existing.startStage !== "queued")
+      throw new Error("the lab session is still starting; try again");
+    await new Promise((r) => setTimeout(r, CONCURRENT_START_POLL_MS));
+  }
+}
+
+/**
+ * A new session's machines, under its lease: obtained (obtainMachines), stored, set up by
+ * `prepare` unless they come set up, and the session made ready. Machines of a failed setup are
+ * released. Returns the ready session with its machines' names.
+ */
+async function provideMachines(
+  db: Db,
+  provider: MachineProvider,
+  session: { id: string; provider: string; createdAt: Date },
+  request: StartRequest,
+  prepare: PrepareSession | undefined,
+  queue: boolean,
+) {
+  const id = session.id;
+  const { machines, source } = await obtainMachines(db, provider, session, request, prepare !== undefined, queue);
+  await db.labSession.updateMany({ where: { id }, data: { startSource: source } });
+  try {
+    await db.machine.createMany({ data: machines.map((m) => ({ ...m, privateKey: sealPrivateKey(m.privateKey), sessionId: id })) });
+    // A prepared set or one started from the lab's template is set up already.
+    if (prepare && source !== "prepared" && source !== "snapshot") {
+      await setStartStage(db, id, "setup");
+      const progress = setupProgress(db, id);
+      await prepare(id, progress.onScript).finally(progress.settled);
+      // The set-up machines as a state to reset to (providers that keep machine states).
+      if (provider.markLabStart) {
+        await setStartStage(db, id, "saving");
+        await provider.markLabStart(id, machines);
+      }
+    }
+  } catch (error) {
+    await provider.destroy(id, machines).catch(() => undefined);
+    throw error;
+  } finally {
+    provider.sessionSettled?.(id, machines);
+  }
+  const now = new Date();
+  const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
+  if (
+    !(await advance(db, id, ["starting"], "ready", {
+      currentStepSince: now,
+      lastActivityAt: now,
+      expiresAt,
+      readyAt: now,
+      startStage: null,
+      startDetail: null,
+    }))
+  ) {
+    // Ended meanwhile (an admin ended the cohort, or the reconciler failed a start it thought dead).
+    throw new Error("the lab session was ended while it was starting");
+  }
+  return db.labSession.findUniqueOrThrow({ where: { id }, include: { machines: { select: { name: true } } } });
+}
+
+/**
+ * Nothing usable was made: the session ends as failed (its progress rows are empty), with the
+ * reason for a page that waits on it; unless someone else moved it on meanwhile.
+ */
+async function failStart(db: Db, id: string, error: unknown): Promise<void> {
+  if (
+    await advance(db, id, ["starting"], "ending", {
+      endReason: "failed",
+      startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS),
+    }).catch(() => false)
+  ) {
+    await advance(db, id, ["ending"], "ended").catch(() => undefined);
   }
 }
 

@@ -1,33 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dbEpochStore, EPOCHS_KEPT, newEpochBase, UNKNOWN_END_JUMP, type EpochRecord } from "./epochs";
+import { dbEpochStore, EPOCHS_KEPT, newEpochStartOffset, UNKNOWN_END_JUMP, type EpochRecord } from "./epochs";
 import type { Db } from "../db/client";
 import { startTestDb } from "../testing/test-db";
 
 const known = (...records: [string, EpochRecord][]) => new Map(records);
 
-describe("newEpochBase", () => {
+describe("newEpochStartOffset", () => {
   it("starts a terminal's first log at 0", () => {
-    expect(newEpochBase(known(), null, undefined)).toBe(0);
-    expect(newEpochBase(known(), null, 500)).toBe(0);
+    expect(newEpochStartOffset(known(), null, undefined)).toBe(0);
+    expect(newEpochStartOffset(known(), null, 500)).toBe(0);
   });
 
   it("follows the previous log's end when this process read it (a reboot it saw)", () => {
-    expect(newEpochBase(known(["b1/i1", { base: 0, end: null }]), { base: 0, end: 1234 }, 99)).toBe(1234);
-    expect(newEpochBase(known(), { base: 1000, end: 24 }, undefined)).toBe(1024);
+    expect(newEpochStartOffset(known(["b1/i1", { startOffset: 0, endLogOffset: null }]), { startOffset: 0, endLogOffset: 1234 }, 99)).toBe(
+      1234,
+    );
+    expect(newEpochStartOffset(known(), { startOffset: 1000, endLogOffset: 24 }, undefined)).toBe(1024);
   });
 
   it("after a log no process saw begin: the latest recorded end, or the resuming viewer's offset when it is further", () => {
-    const records = known(["b1/i1", { base: 0, end: 700 }], ["b2/i1", { base: 700, end: 300 }]);
-    expect(newEpochBase(records, null, undefined)).toBe(1000);
-    expect(newEpochBase(records, null, 1000)).toBe(1000);
-    expect(newEpochBase(records, null, 1200)).toBe(1200);
-    expect(newEpochBase(records, null, 400)).toBe(1000); // an old viewer: it gets a snapshot
+    const records = known(["b1/i1", { startOffset: 0, endLogOffset: 700 }], ["b2/i1", { startOffset: 700, endLogOffset: 300 }]);
+    expect(newEpochStartOffset(records, null, undefined)).toBe(1000);
+    expect(newEpochStartOffset(records, null, 1000)).toBe(1000);
+    expect(newEpochStartOffset(records, null, 1200)).toBe(1200);
+    expect(newEpochStartOffset(records, null, 400)).toBe(1000); // an old viewer: it gets a snapshot
   });
 
   it("jumps past any offset a viewer can hold when the latest earlier log's end was never recorded (its process was killed)", () => {
-    const records = known(["b1/i1", { base: 0, end: 700 }], ["b2/i1", { base: 700, end: null }]);
-    expect(newEpochBase(records, null, 900)).toBe(900 + UNKNOWN_END_JUMP);
-    expect(newEpochBase(records, null, undefined)).toBe(700 + UNKNOWN_END_JUMP);
+    const records = known(["b1/i1", { startOffset: 0, endLogOffset: 700 }], ["b2/i1", { startOffset: 700, endLogOffset: null }]);
+    expect(newEpochStartOffset(records, null, 900)).toBe(900 + UNKNOWN_END_JUMP);
+    expect(newEpochStartOffset(records, null, undefined)).toBe(700 + UNKNOWN_END_JUMP);
     expect(UNKNOWN_END_JUMP).toBeLessThan(Number.MAX_SAFE_INTEGER / 1024); // offsets stay exact in a float64
   });
 });
@@ -50,7 +52,7 @@ describe("dbEpochStore (embedded PostgreSQL)", () => {
     expect(claims[0]).toBe(claims[1]);
     await a.setEnd("boot/1", 500);
     await b.setEnd("boot/1", 400); // a process that read less does not pull the end back
-    expect((await a.load()).get("boot/1")).toEqual({ base: claims[0], end: 500 });
+    expect((await a.load()).get("boot/1")).toEqual({ startOffset: claims[0], endLogOffset: 500 });
     // Another terminal of the session is its own.
     expect((await dbEpochStore(db, session.id, "t-tab2").load()).size).toBe(0);
     // A learner restarting their holder in a loop: the table keeps the latest epochs only.
@@ -88,7 +90,7 @@ describe("dbEpochStore (embedded PostgreSQL)", () => {
     await holding;
     await ending;
     const known = await loaded;
-    expect(known.get("boot/1")).toEqual({ base: 0, end: 4321 });
-    expect(newEpochBase(known, null, 4321)).toBe(4321); // the holder restarted meanwhile: seamless, no jump
+    expect(known.get("boot/1")).toEqual({ startOffset: 0, endLogOffset: 4321 });
+    expect(newEpochStartOffset(known, null, 4321)).toBe(4321); // the holder restarted meanwhile: seamless, no jump
   });
 });

@@ -50,7 +50,7 @@ async function open(sid: string, extra: { offset?: number; window?: number } = {
 /** Bytes the gateway has read of a terminal's output so far (its session's log end). */
 async function relayed(sid: string): Promise<number> {
   const terminal = await stack.terminals.get(sid, MACHINE);
-  return terminal!.outputEnd;
+  return terminal!.endOffset;
 }
 
 /** Waits until `file` exists (the shell on the netns host shares this machine's file system). */

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { TerminalTestClient } from "../testing/terminal-client";
 import { CloseCode, MAX_CLIENT_FRAME_BYTES } from "./protocol";
-import { REPLAY_BUFFER_BYTES } from "./session";
+import { REPLAY_BUFFER_BYTES } from "./terminal";
 
 let stack: TestStack;
 let sessionId: string;
@@ -118,11 +118,11 @@ describe("terminal gateway over real sshd", () => {
     const socket = (client.ws as unknown as { _socket: import("node:net").Socket })._socket;
     socket.pause(); // a browser that stops reading
     await new Promise((r) => setTimeout(r, 3000)); // let every buffer on the way fill up
-    const stalledAt = terminal.outputEnd;
+    const stalledAt = terminal.endOffset;
     const rss = process.memoryUsage().rss;
     await new Promise((r) => setTimeout(r, 3000));
     // The SSH channel is paused: the remote `yes` is blocked, so output no longer grows.
-    expect(terminal.outputEnd - stalledAt).toBeLessThan(256 * 1024);
+    expect(terminal.endOffset - stalledAt).toBeLessThan(256 * 1024);
     expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 1024 * 1024);
     socket.resume();
     client.input("\x03");

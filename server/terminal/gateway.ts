@@ -1,5 +1,5 @@
 /**
- * WebSocket adapter of the terminal sessions. Per socket: `hello` with a signed token must come
+ * WebSocket adapter of the terminals (terminal.ts). Per socket: `hello` with a signed token must come
  * first (within HELLO_TIMEOUT_MS) and `authorize` must accept the socket's request for it (the
  * signed-in user the token names, still allowed on the session); then input, resize and ping.
  * Output goes out as binary frames numbered by byte offset. Every frame is parsed with zod; anything malformed closes the socket
@@ -20,7 +20,7 @@ import {
 } from "./protocol";
 import { metrics } from "../ops/metrics";
 import type { TerminalRegistry } from "./registry";
-import type { TerminalSession, Viewer } from "./session";
+import type { Terminal, Viewer } from "./terminal";
 import type { PtySize } from "./pty";
 import { verifyTerminalToken, type TerminalClaims } from "./token";
 
@@ -115,9 +115,9 @@ class SocketViewer implements Viewer {
   private pendingBytes = 0;
   private flushScheduled = false;
   /** Offset right after the last byte sent, and the client's last `consumed` offset (window clients). */
-  private sentEnd: number;
-  private consumedAt: number;
-  terminal: TerminalSession | null = null;
+  private sentOffset: number;
+  private consumedOffset: number;
+  terminal: Terminal | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -126,7 +126,7 @@ class SocketViewer implements Viewer {
     startOffset: number,
     private readonly window?: number,
   ) {
-    this.sentEnd = this.consumedAt = startOffset;
+    this.sentOffset = this.consumedOffset = startOffset;
   }
 
   sendOutput(offset: number, chunk: Uint8Array): boolean {
@@ -136,7 +136,7 @@ class SocketViewer implements Viewer {
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
     this.queued += chunk.byteLength;
-    this.sentEnd = offset + chunk.byteLength;
+    this.sentOffset = offset + chunk.byteLength;
     if (this.pendingBytes >= MAX_FRAME_BYTES) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -149,25 +149,25 @@ class SocketViewer implements Viewer {
   /** The client has written output up to `offset` to its screen. */
   consumed(offset: number): void {
     if (this.window === undefined) return;
-    this.consumedAt = Math.max(this.consumedAt, Math.min(offset, this.sentEnd));
+    this.consumedOffset = Math.max(this.consumedOffset, Math.min(offset, this.sentOffset));
     this.maybeDrained();
   }
 
   private overWindow(): boolean {
-    return this.window !== undefined && this.sentEnd - this.consumedAt >= this.window;
+    return this.window !== undefined && this.sentOffset - this.consumedOffset >= this.window;
   }
 
   private maybeDrained(): void {
     if (!this.blocked || this.queued > SOCKET_LOW_WATER_BYTES) return;
     // Half the window free again before more is sent: fewer, larger pulls.
-    if (this.window !== undefined && this.sentEnd - this.consumedAt > this.window / 2) return;
+    if (this.window !== undefined && this.sentOffset - this.consumedOffset > this.window / 2) return;
     this.blocked = false;
     this.terminal?.drained(this);
   }
 
   /** Output continues from `offset` on the client (a snapshot or reset moved it). */
   private moved(offset: number): void {
-    this.sentEnd = this.consumedAt = offset;
+    this.sentOffset = this.consumedOffset = offset;
     this.maybeDrained();
   }
 
@@ -230,47 +230,85 @@ class SocketViewer implements Viewer {
 const CLOSE_GRACE_MS = 2_000;
 
 export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, deps: GatewayDeps): void {
-  const { log } = deps;
-  const remote = request.socket.remoteAddress;
-  let viewer: SocketViewer | null = null;
-  let sessionId: string | undefined;
-  let alive = true;
-  let attachedAs: { sessionId: string; machine: string; mode: "write" | "read"; userId: string } | null = null;
+  new TerminalSocket(ws, request, deps);
+}
 
+type HelloMessage = Extract<ClientMessage, { type: "hello" }>;
+
+/**
+ * One browser socket: `hello` first, then the terminal its token names, authorized and attached;
+ * then input, resize, ping and `consumed` until the socket closes.
+ */
+class TerminalSocket {
+  private readonly remote: string | undefined;
+  private viewer: SocketViewer | null = null;
+  private sessionId: string | undefined;
+  private alive = true;
+  private attachedAs: { sessionId: string; machine: string; mode: "write" | "read"; userId: string } | null = null;
   /** Set once the gateway decided to close: later frames are dropped unread and unlogged. */
-  let closing = false;
-  let countedUser: string | null = null;
-  let unregisterLive: (() => void) | null = null;
-  const close = (code: number, reason: string) => {
-    if (closing) return;
-    closing = true;
-    log.info({ remote, code, reason }, "terminal socket closed by gateway");
-    ws.close(code, reason);
-    // A client that ignores the close handshake is cut after a short grace.
-    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-  };
-
-  const helloTimer = setTimeout(() => close(CloseCode.unauthorized, "hello timeout"), HELLO_TIMEOUT_MS);
-  const pingTimer = setInterval(() => {
-    if (!alive) return ws.terminate();
-    alive = false;
-    ws.ping();
-  }, SOCKET_PING_INTERVAL_MS);
-  ws.on("pong", () => (alive = true));
-
+  private closing = false;
+  private countedUser: string | null = null;
+  private unregisterLive: (() => void) | null = null;
   /** Messages that arrived while the terminal was being attached; applied in order after it. */
-  let early: ClientMessage[] | null = null;
+  private early: ClientMessage[] | null = null;
+  private readonly helloTimer: NodeJS.Timeout;
+  private readonly pingTimer: NodeJS.Timeout;
 
-  const apply = (message: ClientMessage) => {
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly request: IncomingMessage,
+    private readonly deps: GatewayDeps,
+  ) {
+    this.remote = request.socket.remoteAddress;
+    this.helloTimer = setTimeout(() => this.close(CloseCode.unauthorized, "hello timeout"), HELLO_TIMEOUT_MS);
+    this.pingTimer = setInterval(() => {
+      if (!this.alive) return ws.terminate();
+      this.alive = false;
+      ws.ping();
+    }, SOCKET_PING_INTERVAL_MS);
+    ws.on("pong", () => (this.alive = true));
+    ws.on("message", (data: RawData, isBinary: boolean) => this.message(data, isBinary));
+    ws.on("close", () => this.closed());
+    ws.on("error", (error) => deps.log.warn({ remote: this.remote, err: error.message }, "terminal socket error"));
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.deps.log.info({ remote: this.remote, code, reason }, "terminal socket closed by gateway");
+    this.ws.close(code, reason);
+    // A client that ignores the close handshake is cut after a short grace.
+    setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  private message(data: RawData, isBinary: boolean): void {
+    if (this.closing) return;
+    if (isBinary) return this.close(CloseCode.badMessage, "binary frames are not accepted from clients");
+    const parsed = parseClientMessage(rawToString(data));
+    if (!parsed.success) return this.close(CloseCode.badMessage, "malformed message");
+    const message = parsed.data!;
+    if (this.viewer) return this.apply(message);
+    if (this.early) {
+      if (message.type === "hello") return this.close(CloseCode.badMessage, "hello sent twice");
+      if (this.early.length >= MAX_EARLY_MESSAGES) return this.close(CloseCode.badMessage, "too many messages before ready");
+      this.early.push(message);
+      return;
+    }
+    if (message.type !== "hello") return this.close(CloseCode.unauthorized, "hello must come first");
+    this.hello(message);
+  }
+
+  private apply(message: ClientMessage): void {
+    const viewer = this.viewer;
     if (!viewer?.terminal) return;
     switch (message.type) {
       case "hello":
-        return close(CloseCode.badMessage, "hello sent twice");
+        return this.close(CloseCode.badMessage, "hello sent twice");
       case "input":
         if (!viewer.terminal.input(viewer, message.data, message.seq)) return;
         metrics().terminalBytes.inc({ direction: "in" }, Buffer.byteLength(message.data));
-        deps.onInput?.(sessionId!);
-        if (message.data.includes("\r")) deps.onEnter?.(sessionId!);
+        this.deps.onInput?.(this.sessionId!);
+        if (message.data.includes("\r")) this.deps.onEnter?.(this.sessionId!);
         return;
       case "resize":
         viewer.terminal.resize(viewer, { cols: message.cols, rows: message.rows });
@@ -282,92 +320,91 @@ export function handleTerminalSocket(ws: WebSocket, request: IncomingMessage, de
         viewer.consumed(message.offset);
         return;
     }
-  };
+  }
 
-  ws.on("message", (data: RawData, isBinary: boolean) => {
-    if (closing) return;
-    if (isBinary) return close(CloseCode.badMessage, "binary frames are not accepted from clients");
-    const parsed = parseClientMessage(rawToString(data));
-    if (!parsed.success) return close(CloseCode.badMessage, "malformed message");
-    const message = parsed.data!;
-    if (viewer) return apply(message);
-    if (early) {
-      if (message.type === "hello") return close(CloseCode.badMessage, "hello sent twice");
-      if (early.length >= MAX_EARLY_MESSAGES) return close(CloseCode.badMessage, "too many messages before ready");
-      early.push(message);
-      return;
-    }
-    if (message.type !== "hello") return close(CloseCode.unauthorized, "hello must come first");
-    clearTimeout(helloTimer);
-    const claims = verifyTerminalToken(deps.secret, message.token);
-    if (!claims) return close(CloseCode.unauthorized, "invalid or expired token");
-    if (deps.userSockets) {
-      const open = deps.userSockets.get(claims.sub) ?? 0;
-      if (open >= (deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER))
-        return close(CloseCode.tooManySockets, "too many terminal sockets for this user");
-      deps.userSockets.set(claims.sub, open + 1);
-      countedUser = claims.sub;
-    }
-    early = [];
-    deps
-      .authorize(request, claims)
+  /** The token must verify and `authorize` accept it; messages that come meanwhile wait in `early`. */
+  private hello(message: HelloMessage): void {
+    clearTimeout(this.helloTimer);
+    const claims = verifyTerminalToken(this.deps.secret, message.token);
+    if (!claims) return this.close(CloseCode.unauthorized, "invalid or expired token");
+    if (!this.countUser(claims.sub)) return this.close(CloseCode.tooManySockets, "too many terminal sockets for this user");
+    this.early = [];
+    this.deps
+      .authorize(this.request, claims)
       .then(async (denied) => {
-        if (denied) return close(denied.code, denied.reason);
-        return deps.terminals.get(claims.sid, claims.m, claims.n ?? 1);
+        if (denied) return this.close(denied.code, denied.reason);
+        return this.deps.terminals.get(claims.sid, claims.m, claims.n ?? 1);
       })
       .then((terminal) => {
         if (terminal === undefined) return; // refused above
-        if (!terminal) return close(CloseCode.notFound, "no such session or machine");
-        const v = new SocketViewer(ws, claims.mode, claims.mode === "write" ? message.writer : undefined, message.offset, message.window);
-        v.terminal = terminal;
-        if (ws.readyState !== ws.OPEN) {
-          // The page closed while the terminal was being opened: what it typed still goes to the shell.
-          terminal.attach(v, message.offset);
-          for (const m of early ?? []) if (m.type === "input") terminal.input(v, m.data, m.seq);
-          terminal.detach(v);
-          return;
-        }
-        sessionId = claims.sid;
-        viewer = v;
-        v.send({ type: "ready", machine: terminal.machine, mode: claims.mode, offset: message.offset });
-        terminal.attach(v, message.offset, { cols: message.cols, rows: message.rows });
-        for (const m of early ?? []) apply(m);
-        early = null;
-        attachedAs = { sessionId: claims.sid, machine: claims.m, mode: claims.mode, userId: claims.sub };
-        unregisterLive =
-          deps.liveSockets?.add(claims.sub, async () => {
-            const denied = await deps.authorize(request, claims, "recheck").catch((error: Error) => {
-              log.warn({ err: error.message, sid: claims.sid }, "terminal access recheck failed; socket kept");
-              return null;
-            });
-            if (denied) close(denied.code, denied.reason);
-          }) ?? null;
-        metrics().terminalSockets.inc({ mode: claims.mode });
-        deps.onViewer?.({ ...attachedAs, attached: true });
+        if (!terminal) return this.close(CloseCode.notFound, "no such session or machine");
+        this.attach(terminal, claims, message);
       })
       .catch((error: Error) => {
-        log.error({ err: error.message, sid: claims.sid }, "terminal attach failed");
-        close(CloseCode.internal, "could not open the terminal");
+        this.deps.log.error({ err: error.message, sid: claims.sid }, "terminal attach failed");
+        this.close(CloseCode.internal, "could not open the terminal");
       });
-  });
+  }
 
-  ws.on("close", () => {
-    closing = true;
-    unregisterLive?.();
-    if (countedUser && deps.userSockets) {
-      const left = (deps.userSockets.get(countedUser) ?? 1) - 1;
-      if (left > 0) deps.userSockets.set(countedUser, left);
-      else deps.userSockets.delete(countedUser);
+  /** Counts this socket among its user's (with deps.userSockets); false when the user has too many open. */
+  private countUser(userId: string): boolean {
+    const sockets = this.deps.userSockets;
+    if (!sockets) return true;
+    const open = sockets.get(userId) ?? 0;
+    if (open >= (this.deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER)) return false;
+    sockets.set(userId, open + 1);
+    this.countedUser = userId;
+    return true;
+  }
+
+  private attach(terminal: Terminal, claims: TerminalClaims, hello: HelloMessage): void {
+    const viewer = new SocketViewer(this.ws, claims.mode, claims.mode === "write" ? hello.writer : undefined, hello.offset, hello.window);
+    viewer.terminal = terminal;
+    if (this.ws.readyState !== this.ws.OPEN) {
+      // The page closed while the terminal was being opened: what it typed still goes to the shell.
+      terminal.attach(viewer, hello.offset);
+      for (const m of this.early ?? []) if (m.type === "input") terminal.input(viewer, m.data, m.seq);
+      terminal.detach(viewer);
+      return;
     }
-    clearTimeout(helloTimer);
-    clearInterval(pingTimer);
-    if (viewer) viewer.terminal?.detach(viewer);
-    if (attachedAs) {
-      metrics().terminalSockets.dec({ mode: attachedAs.mode });
-      deps.onViewer?.({ ...attachedAs, attached: false });
+    this.sessionId = claims.sid;
+    this.viewer = viewer;
+    viewer.send({ type: "ready", machine: terminal.machine, mode: claims.mode, offset: hello.offset });
+    terminal.attach(viewer, hello.offset, { cols: hello.cols, rows: hello.rows });
+    for (const m of this.early ?? []) this.apply(m);
+    this.early = null;
+    this.attachedAs = { sessionId: claims.sid, machine: claims.m, mode: claims.mode, userId: claims.sub };
+    this.unregisterLive = this.deps.liveSockets?.add(claims.sub, () => this.recheck(claims)) ?? null;
+    metrics().terminalSockets.inc({ mode: claims.mode });
+    this.deps.onViewer?.({ ...this.attachedAs, attached: true });
+  }
+
+  /** An access notice: `authorize` decides again, and a refusal now closes the socket. */
+  private async recheck(claims: TerminalClaims): Promise<void> {
+    const denied = await this.deps.authorize(this.request, claims, "recheck").catch((error: Error) => {
+      this.deps.log.warn({ err: error.message, sid: claims.sid }, "terminal access recheck failed; socket kept");
+      return null;
+    });
+    if (denied) this.close(denied.code, denied.reason);
+  }
+
+  private closed(): void {
+    this.closing = true;
+    this.unregisterLive?.();
+    const sockets = this.deps.userSockets;
+    if (this.countedUser && sockets) {
+      const left = (sockets.get(this.countedUser) ?? 1) - 1;
+      if (left > 0) sockets.set(this.countedUser, left);
+      else sockets.delete(this.countedUser);
     }
-  });
-  ws.on("error", (error) => log.warn({ remote, err: error.message }, "terminal socket error"));
+    clearTimeout(this.helloTimer);
+    clearInterval(this.pingTimer);
+    if (this.viewer) this.viewer.terminal?.detach(this.viewer);
+    if (this.attachedAs) {
+      metrics().terminalSockets.dec({ mode: this.attachedAs.mode });
+      this.deps.onViewer?.({ ...this.attachedAs, attached: false });
+    }
+  }
 }
 
 function rawToString(data: RawData): string {

@@ -1,6 +1,6 @@
 /**
- * TerminalSession over the holder connector against real sshd hosts (netns) with a real holder:
- * the shell outlives the TerminalSession that opened it (a server process going away), a lab
+ * Terminal over the holder connector against real sshd hosts (netns) with a real holder:
+ * the shell outlives the Terminal that opened it (a server process going away), a lab
  * session's end hangs it up, and a machine without a holder falls back to the direct PTY visibly.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder-connector.int.test.ts
  */
@@ -12,10 +12,10 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import type { MachineState, SessionOverReason } from "./protocol";
-import { TerminalSession, type Viewer } from "./session";
+import { Terminal, type Viewer } from "./terminal";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { connectHolder } from "../holder/client";
-import { holderConnector, holderTerminalId } from "./holder-connector";
+import { HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderFile } from "../holder/install";
 import { dbEpochStore, type EpochStore } from "./epochs";
 import type { Db } from "../db/client";
@@ -33,7 +33,7 @@ let db: Db;
 let stopDb: () => Promise<void>;
 let set: NetnsHostSet;
 let bare: NetnsHostSet;
-const sessions: TerminalSession[] = [];
+const terminals: Terminal[] = [];
 
 function endpoint(h: NetnsHost): SshEndpoint {
   return { name: h.name, host: h.host, port: h.port, user: h.user, privateKey: h.privateKey, hostKey: h.hostKey };
@@ -107,12 +107,12 @@ function open(
   sessionId: string,
   recording?: RecordingTap,
   options: { epochs?: EpochStore; offset?: number } = {},
-): { session: TerminalSession; viewer: TextViewer } {
-  const session = new TerminalSession(holderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
-  sessions.push(session);
+): { terminal: Terminal; viewer: TextViewer } {
+  const terminal = new Terminal(new HolderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
+  terminals.push(terminal);
   const viewer = new TextViewer();
-  session.attach(viewer, options.offset ?? 0, { cols: 100, rows: 30 });
-  return { session, viewer };
+  terminal.attach(viewer, options.offset ?? 0, { cols: 100, rows: 30 });
+  return { terminal, viewer };
 }
 
 /**
@@ -143,11 +143,11 @@ async function restartHolder(host: NetnsHost): Promise<void> {
 }
 
 /** Types `command` every 500 ms until `needle` shows: a fresh shell comes up some time after a holder restart. */
-async function typeUntilShown(t: { session: TerminalSession; viewer: TextViewer }, command: string, needle: string): Promise<void> {
+async function typeUntilShown(t: { terminal: Terminal; viewer: TextViewer }, command: string, needle: string): Promise<void> {
   await expect
     .poll(
       async () => {
-        t.session.input(t.viewer, command);
+        t.terminal.input(t.viewer, command);
         await new Promise((r) => setTimeout(r, 500));
         return t.viewer.text().includes(needle);
       },
@@ -176,54 +176,54 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const s of sessions) s.close();
+  for (const s of terminals) s.close();
   await Promise.all([set?.destroy(), bare?.destroy()]);
   await stopDb?.();
   await fs.rm(dir, { recursive: true, force: true });
 });
 
 describe("holder connector", () => {
-  it("keeps the shell when the TerminalSession holding it goes away; a new one repaints recent output and continues", async () => {
+  it("keeps the shell when the Terminal holding it goes away; a new one repaints recent output and continues", async () => {
     const host = set.hosts[0]!;
     const first = open(host, "lab-session-1");
-    first.session.input(first.viewer, "X=1; echo first-$((6*7))\r");
+    first.terminal.input(first.viewer, "X=1; echo first-$((6*7))\r");
     await first.viewer.waitForText("first-42\r\n");
-    first.session.close(); // shutdown: no reason, the shell stays on the holder
+    first.terminal.close(); // shutdown: no reason, the shell stays on the holder
 
     const second = open(host, "lab-session-1");
     await second.viewer.waitForText("first-42\r\n"); // the tail of the log, repainted
-    second.session.input(second.viewer, "echo X-is-$X\r");
+    second.terminal.input(second.viewer, "echo X-is-$X\r");
     await second.viewer.waitForText("X-is-1\r\n");
     expect(second.viewer.text()).not.toContain("端末ホルダーがない");
 
     // Another lab session on the same machine has its own shell.
     const other = open(host, "lab-session-2");
-    other.session.input(other.viewer, "echo other-${X:-unset}\r");
+    other.terminal.input(other.viewer, "echo other-${X:-unset}\r");
     await other.viewer.waitForText("other-unset\r\n");
-    other.session.close("learner");
+    other.terminal.close("learner");
 
-    // The lab session ends: its shell is hung up; the next TerminalSession gets a fresh shell.
+    // The lab session ends: its shell is hung up; the next Terminal gets a fresh shell.
     const watch = await watchShellEnd(host, holderTerminalId("lab-session-1"));
-    second.session.close("learner");
+    second.terminal.close("learner");
     await watch.ended;
     const third = open(host, "lab-session-1");
-    third.session.input(third.viewer, "echo after-end-${X:-unset}\r");
+    third.terminal.input(third.viewer, "echo after-end-${X:-unset}\r");
     await third.viewer.waitForText("after-end-unset\r\n");
-    third.session.close("learner");
+    third.terminal.close("learner");
   }, 60_000);
 
   it("a holder that restarts (as at a reboot) gives a fresh shell, and viewers' offsets keep rising without a gap or snapshot; the recording keeps the new shell's output", async () => {
     const host = set.hosts[0]!;
     const labSession = await db.labSession.create({ data: { labSlug: "restart", learnerId: "restart-learner", provider: "static" } });
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
-    const { session, viewer } = open(host, "lab-session-4", recorder.tap(labSession.id, "node01"));
-    session.input(viewer, "Y=7; seq 1 200; echo before-$((6*7))\r");
+    const { terminal, viewer } = open(host, "lab-session-4", recorder.tap(labSession.id, "node01"));
+    terminal.input(viewer, "Y=7; seq 1 200; echo before-$((6*7))\r");
     await viewer.waitForText("before-42\r\n");
     await restartHolder(host);
-    await typeUntilShown({ session, viewer }, "echo after-${Y:-unset}-$((6*7))\r", "after-unset-42");
+    await typeUntilShown({ terminal, viewer }, "echo after-${Y:-unset}-$((6*7))\r", "after-unset-42");
     expect(viewer.snapshots).toBe(0);
     for (let i = 1; i < viewer.spans.length; i++) expect(viewer.spans[i]![0]).toBe(viewer.spans[i - 1]![0] + viewer.spans[i - 1]![1]);
-    session.close("learner");
+    terminal.close("learner");
     // The new holder's offsets start at 0 again on the same boot: the recording must not take the
     // fresh shell's output for bytes it already has (it did, and dropped it, when keyed by boot id).
     await recorder.flushAll();
@@ -237,23 +237,23 @@ describe("holder connector", () => {
     const labSession = await db.labSession.create({ data: { labSlug: "epochs", learnerId: "epochs-learner", provider: "static" } });
     const epochs = () => dbEpochStore(db, labSession.id, host.name);
     const a = open(host, labSession.id, undefined, { epochs: epochs() });
-    a.session.input(a.viewer, "echo one-$((6*7))\r");
+    a.terminal.input(a.viewer, "echo one-$((6*7))\r");
     await a.viewer.waitForText("one-42\r\n");
     await restartHolder(host); // seen by process A: the fresh shell's log follows the old one
     await typeUntilShown(a, "Q=9; echo two-$((6*7))\r", "two-42");
     const offset = contiguousEnd(a.viewer, 0);
     expect(offset).toBeGreaterThan(0);
-    a.session.close(); // the deploy: the shell stays
+    a.terminal.close(); // the deploy: the shell stays
 
     // Process B, which never saw the old holder: without the shared base, it took the viewer's
     // offset for one in the new log (beyond its end), and the viewer got a snapshot.
     const b = open(host, labSession.id, undefined, { epochs: epochs(), offset });
-    b.session.input(b.viewer, "echo three-$Q-$((6*7))\r");
+    b.terminal.input(b.viewer, "echo three-$Q-$((6*7))\r");
     await b.viewer.waitForText("three-9-42\r\n");
     expect(b.viewer.snapshots).toBe(0);
     contiguousEnd(b.viewer, offset);
     expect(b.viewer.text()).not.toContain("two-42"); // nothing the viewer had comes again
-    b.session.close("learner");
+    b.terminal.close("learner");
   }, 90_000);
 
   it("a holder restarted while no process was attached: the next process starts the new log at the recorded end and the viewer goes on in the fresh shell without a snapshot", async () => {
@@ -261,21 +261,21 @@ describe("holder connector", () => {
     const labSession = await db.labSession.create({ data: { labSlug: "epochs-late", learnerId: "epochs-learner", provider: "static" } });
     const epochs = () => dbEpochStore(db, labSession.id, host.name);
     const a = open(host, labSession.id, undefined, { epochs: epochs() });
-    a.session.input(a.viewer, "R=3; echo before-$((6*7))\r");
+    a.terminal.input(a.viewer, "R=3; echo before-$((6*7))\r");
     await a.viewer.waitForText("before-42\r\n");
     await new Promise((r) => setTimeout(r, 300));
     const offset = contiguousEnd(a.viewer, 0);
-    a.session.close(); // leaves the log: its end is recorded
-    await expect.poll(async () => [...(await epochs().load()).values()][0]?.end, { timeout: 5_000 }).toBe(offset);
+    a.terminal.close(); // leaves the log: its end is recorded
+    await expect.poll(async () => [...(await epochs().load()).values()][0]?.endLogOffset, { timeout: 5_000 }).toBe(offset);
     await restartHolder(host); // no process attached
 
     const b = open(host, labSession.id, undefined, { epochs: epochs(), offset });
     await typeUntilShown(b, "echo after-${R:-unset}-$((6*7))\r", "after-unset-42");
     expect(b.viewer.snapshots).toBe(0);
     contiguousEnd(b.viewer, offset);
-    const known = [...(await epochs().load()).values()].sort((x, y) => x.base - y.base);
-    expect(known.map((e) => e.base)).toEqual([0, offset]);
-    b.session.close("learner");
+    const known = [...(await epochs().load()).values()].sort((x, y) => x.startOffset - y.startOffset);
+    expect(known.map((e) => e.startOffset)).toEqual([0, offset]);
+    b.terminal.close("learner");
   }, 90_000);
 
   it("records what the shell printed while no process read it: the next process catches the recording up from the holder's log, every line once and in order", async () => {
@@ -283,13 +283,13 @@ describe("holder connector", () => {
     const labSession = await db.labSession.create({ data: { labSlug: "gap", learnerId: "gap-learner", provider: "static" } });
     const first = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
     const a = open(host, "lab-session-gap", first.tap(labSession.id, "node01"));
-    a.session.input(a.viewer, "echo gap-$((6*7))\r");
+    a.terminal.input(a.viewer, "echo gap-$((6*7))\r");
     await a.viewer.waitForText("gap-42\r\n");
     // 60,000 lines (~350 KB, beyond the 256 KiB a new process repaints from) printed after this
     // process has gone (a deploy), read by the holder at its unwatched rate meanwhile.
-    a.session.input(a.viewer, "sleep 1; seq 1 60000; echo GAP-$((6*7))-END\r");
+    a.terminal.input(a.viewer, "sleep 1; seq 1 60000; echo GAP-$((6*7))-END\r");
     await new Promise((r) => setTimeout(r, 300));
-    a.session.close(); // shutdown: the shell stays
+    a.terminal.close(); // shutdown: the shell stays
     await first.flushAll();
     await new Promise((r) => setTimeout(r, 5_000));
 
@@ -297,7 +297,7 @@ describe("holder connector", () => {
     const b = open(host, "lab-session-gap", second.tap(labSession.id, "node01"));
     await b.viewer.waitForText("GAP-42-END\r\n", 30_000);
     expect(b.viewer.text()).not.toContain("\n1\r\n2\r\n3\r\n"); // the viewer got the tail only
-    b.session.input(b.viewer, "echo after-gap-$((6*7))\r");
+    b.terminal.input(b.viewer, "echo after-gap-$((6*7))\r");
     await b.viewer.waitForText("after-gap-42\r\n");
     await expect
       .poll(
@@ -319,7 +319,7 @@ describe("holder connector", () => {
     ).toBe(true);
     expect(lines[from + 60_000]).toBe("GAP-42-END");
     expect(recorded.split("GAP-42-END").length - 1).toBe(1);
-    b.session.close("learner");
+    b.terminal.close("learner");
   }, 90_000);
 
   it("a root learner who cuts the holder's log cannot stall the recording: the catch-up gives up on the lost bytes and live output goes on being recorded", async () => {
@@ -327,16 +327,16 @@ describe("holder connector", () => {
     const labSession = await db.labSession.create({ data: { labSlug: "cut", learnerId: "cut-learner", provider: "static" } });
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
     const a = open(host, "lab-session-cut", recorder.tap(labSession.id, "node01"));
-    a.session.input(a.viewer, "echo cut-$((6*7))\r");
+    a.terminal.input(a.viewer, "echo cut-$((6*7))\r");
     await a.viewer.waitForText("cut-42\r\n");
-    a.session.close();
+    a.terminal.close();
     await recorder.flushAll();
     // 6 MB the recording never saw (a process without a recorder read it): the oldest of it is on
     // disk only, and the learner, root on the machine, truncates the holder's segment files.
     const unrecorded = open(host, "lab-session-cut");
-    unrecorded.session.input(unrecorded.viewer, "head -c 6000000 /dev/zero | tr '\\0' y; echo; echo CUT-$((3+4))\r");
+    unrecorded.terminal.input(unrecorded.viewer, "head -c 6000000 /dev/zero | tr '\\0' y; echo; echo CUT-$((3+4))\r");
     await unrecorded.viewer.waitForText("CUT-7\r\n", 60_000);
-    unrecorded.session.close();
+    unrecorded.terminal.close();
     const ssh = await connectSsh(endpoint(host));
     await new Promise<void>((resolve, reject) =>
       ssh.exec(
@@ -352,7 +352,7 @@ describe("holder connector", () => {
 
     const b = open(host, "lab-session-cut", recorder.tap(labSession.id, "node01"));
     await b.viewer.waitForText("CUT-7\r\n");
-    b.session.input(b.viewer, "echo after-cut-$((6*7))\r");
+    b.terminal.input(b.viewer, "echo after-cut-$((6*7))\r");
     await b.viewer.waitForText("after-cut-42\r\n");
     await expect
       .poll(
@@ -366,16 +366,16 @@ describe("holder connector", () => {
     const recorded = castOutput(castText((await loadCast(db, labSession.id, "node01", []))!));
     expect(recorded).toContain("cut-42\r\n");
     expect(recorded.split("after-cut-42\r\n").length - 1).toBe(1);
-    b.session.close("learner");
+    b.terminal.close("learner");
   }, 120_000);
 
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {
-    const { session, viewer } = open(bare.hosts[0]!, "lab-session-3");
+    const { terminal, viewer } = open(bare.hosts[0]!, "lab-session-3");
     await viewer.waitForText("端末ホルダーがないため直接接続しています");
-    session.input(viewer, "hostname; echo direct-$((6*7))\r");
+    terminal.input(viewer, "hostname; echo direct-$((6*7))\r");
     await viewer.waitForText("direct-42\r\n");
     expect(viewer.text()).toContain("node02\r\n");
     expect(viewer.states).toContain("connected");
-    session.close("learner");
+    terminal.close("learner");
   });
 });

@@ -1,17 +1,17 @@
 /**
- * A PtyConnector (session.ts) whose shells live in the machine's terminal holder: the gateway
+ * A PtyConnector (pty.ts) whose shells live in the machine's terminal holder: the gateway
  * attaches to them instead of owning them, so a server restart, a dropped network or a restarted
  * sshd leave the shell running and the next `open()` (this process or another) resumes it. A
- * machine without a usable holder gets the direct PTY (ssh.ts) and a visible line saying so.
+ * machine without a usable holder gets the direct PTY (ssh-pty.ts) and a visible line saying so.
  */
 import { createHash } from "node:crypto";
 import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { sshConnector } from "./ssh-pty";
-import { HolderGoneError, HolderTerminal, connectHolder, type HolderLink } from "../holder/client";
+import { HolderGoneError, HolderTerminal, connectHolder, type HolderHello, type HolderLink } from "../holder/client";
 import type { Client } from "ssh2";
 import type { RecordingTap } from "./recording-tap";
-import { newEpochBase, type EpochStore } from "./epochs";
+import { newEpochStartOffset, type EpochStore } from "./epochs";
 import { log } from "../log";
 
 /**
@@ -29,81 +29,149 @@ export function holderTerminalId(sessionId: string, tab = "main"): string {
   return `${createHash("sha256").update(sessionId).digest("hex").slice(0, 20)}-${tab}`.slice(0, 32);
 }
 
+export interface HolderConnectorOptions {
+  /** The shell for a machine without a usable holder; default: the direct PTY (ssh-pty.ts) to the same endpoint. */
+  fallback?: PtyConnector;
+  /**
+   * Receives every byte read from the holder with its log offset, and every size this process
+   * gives the terminal (server/recordings/recorder.ts); the direct-PTY fallback is not recorded.
+   */
+  recording?: RecordingTap;
+  /**
+   * Shares where each holder log starts in viewers' offsets with the other processes (epochs.ts);
+   * without it this process numbers them alone, as if no other process ran.
+   */
+  epochs?: EpochStore;
+}
+
 /**
- * `recording` receives every byte read from the holder with its log offset, and every size this
- * process gives the terminal (server/recordings/recorder.ts); the direct-PTY fallback is not recorded.
- * `epochs` shares where each holder log starts in viewers' offsets with the other processes
- * (epochs.ts); without it this process numbers them alone, as if no other process ran.
+ * Opens terminal `terminalId`'s shell in the holder of one machine, over an SSH connection per
+ * open; the HolderTerminal (where to read next, input not yet acknowledged) carries over from one
+ * open to the next.
  */
-export function holderConnector(
-  endpoint: SshEndpoint,
-  terminalId: string,
-  options: { fallback?: PtyConnector; recording?: RecordingTap; epochs?: EpochStore } = {},
-): PtyConnector {
-  const recording = options.recording;
-  const fallback = options.fallback ?? sshConnector(endpoint);
-  let active: PtyHandlers | null = null;
-  let bootId: string | undefined;
-  let instance: string | undefined;
+export class HolderConnector implements PtyConnector {
+  readonly machine: string;
+  private readonly fallback: PtyConnector;
+  private readonly term: HolderTerminal;
+  /** The open channel's handlers: where output goes. */
+  private active: PtyHandlers | null = null;
+  /** The holder log epoch read last: its boot id and holder instance. */
+  private bootId: string | undefined;
+  private instance: string | undefined;
   // Viewers' offsets keep rising across a reboot or a holder restart (a new holder's log starts
-  // at 0 again): each log (epoch) starts at a base, recorded for every process (epochs.ts).
-  let base = 0;
-  let holderEnd = 0;
-  let onExit: (() => void) | null = null;
-  let onGone: ((oldest: number) => void) | null = null;
-  const term = new HolderTerminal(
-    terminalId,
-    {
-      onOutput: (offset, data) => {
-        // The recording's log epoch: offsets start at 0 again with a new boot *or* a new holder
-        // instance (a holder restarted on the same boot); keyed by the boot alone, the recorder
-        // took a restarted holder's output for bytes it already had and dropped it.
-        if (bootId !== undefined) recording?.output(`${bootId}/${instance}`, offset, data);
-        holderEnd = offset + data.byteLength;
-        active?.onData(data, base + offset);
+  // at 0 again): each log (epoch) starts at a start offset, recorded for every process (epochs.ts).
+  private startOffset = 0;
+  /** The log offset right after the last byte read from the current epoch's log. */
+  private endLogOffset = 0;
+  /** What the open channel does when the shell exits, and when the bytes it asked for are gone. */
+  private onExit: (() => void) | null = null;
+  private onGone: (() => void) | null = null;
+
+  constructor(
+    private readonly endpoint: SshEndpoint,
+    private readonly terminalId: string,
+    private readonly options: HolderConnectorOptions = {},
+  ) {
+    this.machine = endpoint.name;
+    this.fallback = options.fallback ?? sshConnector(endpoint);
+    this.term = new HolderTerminal(
+      terminalId,
+      {
+        onOutput: (logOffset, data) => this.output(logOffset, data),
+        onExit: () => this.onExit?.(),
+        onGone: () => this.onGone?.(),
+        onInputAck: (writer, seq) => this.active?.onInputAck?.(writer, seq),
       },
-      onExit: () => onExit?.(),
-      onGone: (_requested, oldest) => onGone?.(oldest),
-      onInputAck: (writer, seq) => active?.onInputAck?.(writer, seq),
-    },
-    { tail: ATTACH_TAIL_BYTES },
-  );
+      { tail: ATTACH_TAIL_BYTES },
+    );
+  }
+
+  async open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
+    const client = await connectSsh(this.endpoint);
+    let link: HolderLink;
+    try {
+      link = await connectHolder(client);
+    } catch {
+      client.end();
+      return this.openFallback(size, handlers);
+    }
+    const rebooted = await this.followEpoch(link.hello!, offset);
+    // The recording first catches up on what no process read (live output waits for it).
+    this.options.recording?.catchUp(this.epoch, (logOffset, sink) => readLog(client, this.terminalId, logOffset, sink));
+    return this.attach(client, link, size, handlers, rebooted);
+  }
+
+  /** The current log epoch's name: "<bootId>/<instance>". */
+  private get epoch(): string {
+    return `${this.bootId}/${this.instance}`;
+  }
+
+  private output(logOffset: number, data: Buffer): void {
+    // The recording's log epoch: log offsets start at 0 again with a new boot *or* a new holder
+    // instance (a holder restarted on the same boot); keyed by the boot alone, the recorder
+    // took a restarted holder's output for bytes it already had and dropped it.
+    if (this.bootId !== undefined) this.options.recording?.output(this.epoch, logOffset, data);
+    this.endLogOffset = logOffset + data.byteLength;
+    this.active?.onData(data, this.startOffset + logOffset);
+  }
+
+  /** The direct PTY, with a line saying that the shell ends with this server. */
+  private async openFallback(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+    const channel = await this.fallback.open(size, handlers);
+    handlers.onNotice?.(
+      `\r\n[${this.endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`,
+    );
+    return channel;
+  }
 
   /**
-   * Where log `epoch` starts for viewers: recorded by the first process that saw it, or chosen
-   * now (newEpochBase). `lastBoot`: the boot of the latest earlier epoch when this process saw
-   * none (a reboot while no process was attached still shows its line).
+   * Follows the holder into the log epoch it serves now (`hello`), where to read from included;
+   * `offset` is the resuming viewer's. Returns whether the machine rebooted since the epoch before.
    */
-  async function enterEpoch(
+  private async followEpoch(hello: HolderHello, offset: number | undefined): Promise<boolean> {
+    const seen = this.bootId === undefined ? undefined : this.epoch;
+    const epoch = `${hello.bootId}/${hello.instance}`;
+    if (epoch === seen) return false;
+    const entered = await this.enterEpoch(epoch, seen, offset);
+    const lastBoot = entered.lastBoot ?? this.bootId;
+    const rebooted = lastBoot !== undefined && lastBoot !== hello.bootId;
+    [this.bootId, this.instance, this.startOffset, this.endLogOffset] = [hello.bootId, hello.instance, entered.startOffset, 0];
+    if (seen !== undefined)
+      this.term.next = 0; // the fresh shell's log, from its first byte
+    // This process's first read of the terminal: from where the resuming viewer stopped
+    // (a viewer from before this epoch's start offset gets the tail and a snapshot).
+    else if (this.term.next < 0 && offset !== undefined && offset > 0 && offset >= this.startOffset)
+      this.term.next = offset - this.startOffset;
+    return rebooted;
+  }
+
+  /**
+   * Where log `epoch` starts for viewers (its start offset): recorded by the first process that
+   * saw it, or chosen now (newEpochStartOffset) from the resuming viewer's `offset`. `lastBoot`: the
+   * boot of the latest earlier epoch when this process saw none (a reboot while no process was
+   * attached still shows its line).
+   */
+  private async enterEpoch(
     epoch: string,
     seen: string | undefined,
-    from: number | undefined,
-  ): Promise<{ base: number; lastBoot?: string }> {
-    const previous = seen === undefined ? null : { base, end: holderEnd };
+    offset: number | undefined,
+  ): Promise<{ startOffset: number; lastBoot?: string }> {
+    const previous = seen === undefined ? null : { startOffset: this.startOffset, endLogOffset: this.endLogOffset };
     // This process's own numbering: right after the log it read, or 0.
-    const alone = { base: previous ? previous.base + previous.end : 0 };
-    const store = options.epochs;
+    const alone = { startOffset: previous ? previous.startOffset + previous.endLogOffset : 0 };
+    const store = this.options.epochs;
     if (!store) return alone;
-    const shared = async () => {
-      if (seen !== undefined) await store.setEnd(seen, holderEnd);
-      const known = await store.load();
-      const recorded = known.get(epoch);
-      if (recorded) return { base: recorded.base };
-      const latest = [...known.entries()].sort((a, b) => b[1].base - a[1].base)[0];
-      const claimed = await store.claim(epoch, newEpochBase(known, previous, from));
-      return { base: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
-    };
     let timer: NodeJS.Timeout | undefined;
     try {
       // A terminal never waits long on the database: a slow or absent one leaves it numbered here.
       const late = new Promise<never>(
         (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${EPOCH_DB_TIMEOUT_MS} ms`)), EPOCH_DB_TIMEOUT_MS)),
       );
-      return await Promise.race([shared(), late]);
+      return await Promise.race([this.sharedEpoch(store, epoch, seen, previous, offset), late]);
     } catch (error) {
       // The database is away: this process numbers the log alone (as before epochs were shared).
       log.warn(
-        { err: (error as Error).message, terminal: terminalId },
+        { err: (error as Error).message, terminal: this.terminalId },
         "terminal epochs unavailable; numbering this log in this process only",
       );
       return alone;
@@ -112,99 +180,108 @@ export function holderConnector(
     }
   }
 
-  return {
-    machine: endpoint.name,
-    async open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
-      const client = await connectSsh(endpoint);
-      let link: HolderLink;
-      try {
-        link = await connectHolder(client);
-      } catch {
-        client.end();
-        const channel = await fallback.open(size, handlers);
-        handlers.onNotice?.(
-          `\r\n[${endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`,
-        );
-        return channel;
+  /** enterEpoch with the shared epochs: records where this process left `seen`, then reads or claims `epoch`. */
+  private async sharedEpoch(
+    store: EpochStore,
+    epoch: string,
+    seen: string | undefined,
+    previous: { startOffset: number; endLogOffset: number } | null,
+    offset: number | undefined,
+  ): Promise<{ startOffset: number; lastBoot?: string }> {
+    if (seen !== undefined) await store.setEnd(seen, this.endLogOffset);
+    const known = await store.load();
+    const recorded = known.get(epoch);
+    if (recorded) return { startOffset: recorded.startOffset };
+    const latest = [...known.entries()].sort((a, b) => b[1].startOffset - a[1].startOffset)[0];
+    const claimed = await store.claim(epoch, newEpochStartOffset(known, previous, offset));
+    return { startOffset: claimed, lastBoot: previous ? undefined : latest?.[0].split("/")[0] };
+  }
+
+  /**
+   * Attaches the holder terminal over `link` and returns the channel that hands `handlers` its
+   * output, until the shell exits or the connection ends.
+   */
+  private async attach(client: Client, link: HolderLink, size: PtySize, handlers: PtyHandlers, rebooted: boolean): Promise<PtyChannel> {
+    const name = this.endpoint.name;
+    let done = false;
+    let returned = false; // onClose only for a channel the terminal has been given
+    const finish = (error?: Error) => {
+      if (done) return;
+      done = true;
+      this.leave(handlers);
+      endConnection(client, link);
+      if (returned) handlers.onClose(error);
+    };
+    link.on("close", () => finish(new Error(`${name}: connection lost`)));
+    client.on("error", (error) => finish(new Error(`${name}: ${error.message}`)));
+    client.on("close", () => finish(new Error(`${name}: connection closed`)));
+    if (rebooted) handlers.onNotice?.(`\r\n[${name} が再起動されました。新しいシェルです]\r\n`);
+    this.active = handlers;
+    // The shell ended: a normal close; the terminal opens again, which starts a fresh shell.
+    this.onExit = () => finish();
+    // This reader fell behind the log (every viewer stopped reading while output flooded), or
+    // a resume asked for bytes no longer held: go on from the last ATTACH_TAIL_BYTES; the
+    // terminal rebuilds its screen from them and sends viewers a snapshot.
+    this.onGone = () => {
+      this.term.next = -1;
+      void this.term.attach(link).catch(() => undefined);
+    };
+    this.term.resize(size);
+    this.options.recording?.resize(size.cols, size.rows);
+    try {
+      await this.term.attach(link);
+    } catch (error) {
+      if (!(error instanceof HolderGoneError)) {
+        finish(error as Error);
+        throw error;
       }
-      const hello = link.hello!;
-      const seen = bootId === undefined ? undefined : `${bootId}/${instance}`;
-      const epoch = `${hello.bootId}/${hello.instance}`;
-      let rebooted = false;
-      if (epoch !== seen) {
-        const entered = await enterEpoch(epoch, seen, from);
-        const lastBoot = entered.lastBoot ?? bootId;
-        rebooted = lastBoot !== undefined && lastBoot !== hello.bootId;
-        [bootId, instance, base, holderEnd] = [hello.bootId, hello.instance, entered.base, 0];
-        if (seen !== undefined)
-          term.next = 0; // the fresh shell's log, from its first byte
-        // This process's first read of the terminal: from where the resuming viewer stopped
-        // (a viewer from before this epoch's base gets the tail and a snapshot).
-        else if (term.next < 0 && from !== undefined && from > 0 && from >= base) term.next = from - base;
-      }
-      // The recording first catches up on what no process read (live output waits for it).
-      recording?.catchUp(`${bootId}/${instance}`, (from, sink) => readLog(client, terminalId, from, sink));
-      let done = false;
-      let returned = false; // onClose only for a channel the session has been given
-      const finish = (error?: Error) => {
-        if (done) return;
-        done = true;
-        if (active === handlers) active = null;
-        onExit = onGone = null;
-        if (bootId !== undefined) void options.epochs?.setEnd(`${bootId}/${instance}`, holderEnd).catch(() => undefined);
-        term.detach();
-        link.end();
-        // The SSH connection ends once the link has flushed its last frames (a KILL must reach the
-        // holder: ending the connection at once let sshd drop it now and then), or after 2 s.
-        if (link.isClosed) client.end();
-        else {
-          link.once("close", () => client.end());
-          setTimeout(() => client.end(), 2_000).unref?.();
-        }
-        if (returned) handlers.onClose(error);
-      };
-      link.on("close", () => finish(new Error(`${endpoint.name}: connection lost`)));
-      client.on("error", (error) => finish(new Error(`${endpoint.name}: ${error.message}`)));
-      client.on("close", () => finish(new Error(`${endpoint.name}: connection closed`)));
-      if (rebooted) handlers.onNotice?.(`\r\n[${endpoint.name} が再起動されました。新しいシェルです]\r\n`);
-      active = handlers;
-      // The shell ended: a normal close; the session opens again, which starts a fresh shell.
-      onExit = () => finish();
-      // This reader fell behind the log (every viewer stopped reading while output flooded), or
-      // a resume asked for bytes no longer held: go on from the last ATTACH_TAIL_BYTES; the
-      // session rebuilds its screen from them and sends viewers a snapshot.
-      onGone = () => {
-        term.next = -1;
-        void term.attach(link).catch(() => undefined);
-      };
-      term.resize(size);
-      recording?.resize(size.cols, size.rows);
-      try {
-        await term.attach(link);
-      } catch (error) {
-        if (!(error instanceof HolderGoneError)) {
-          finish(error as Error);
-          throw error;
-        }
-        // Gone while we were away: the handler above re-attached from the oldest byte held.
-      }
-      if (done) throw new Error(`${endpoint.name}: connection lost`);
-      returned = true;
-      return {
-        write: (data, input) => void (input ? term.writeAs(input.writer, input.seq, data) : term.write(data)),
-        resize: (next) => {
-          term.resize(next);
-          recording?.resize(next.cols, next.rows);
-        },
-        pause: () => link.pause(),
-        resume: () => link.resume(),
-        close: (endShell) => {
-          if (endShell) term.kill();
-          finish();
-        },
-      };
-    },
-  };
+      // Gone while we were away: the handler above re-attached from the oldest byte held.
+    }
+    if (done) throw new Error(`${name}: connection lost`);
+    returned = true;
+    return this.channel(link, finish);
+  }
+
+  /** The channel's side: stops handing output to `handlers` and records where this process leaves the log. */
+  private leave(handlers: PtyHandlers): void {
+    if (this.active === handlers) this.active = null;
+    this.onExit = this.onGone = null;
+    if (this.bootId !== undefined) void this.options.epochs?.setEnd(this.epoch, this.endLogOffset).catch(() => undefined);
+    this.term.detach();
+  }
+
+  private channel(link: HolderLink, finish: () => void): PtyChannel {
+    return {
+      write: (data, input) => void (input ? this.term.writeAs(input.writer, input.seq, data) : this.term.write(data)),
+      resize: (next) => {
+        this.term.resize(next);
+        this.options.recording?.resize(next.cols, next.rows);
+      },
+      pause: () => link.pause(),
+      resume: () => link.resume(),
+      close: (endShell) => {
+        if (endShell) this.term.kill();
+        finish();
+      },
+    };
+  }
+}
+
+/** Longest the SSH connection waits for the holder link to flush its last frames before it ends, ms. */
+const LINK_FLUSH_WAIT_MS = 2_000;
+
+/**
+ * Ends the link, and the SSH connection once the link has flushed its last frames (a KILL must
+ * reach the holder: ending the connection at once let sshd drop it now and then), or after
+ * LINK_FLUSH_WAIT_MS.
+ */
+function endConnection(client: Client, link: HolderLink): void {
+  link.end();
+  if (link.isClosed) client.end();
+  else {
+    link.once("close", () => client.end());
+    setTimeout(() => client.end(), LINK_FLUSH_WAIT_MS).unref?.();
+  }
 }
 
 /**
@@ -229,34 +306,39 @@ export async function hangUpHolderTerminal(endpoint: SshEndpoint, terminalId: st
 }
 
 /**
- * Reads terminal `id`'s holder log from `from` (or the oldest byte held, when `from` is gone) up to
- * its end as of now, over a read-only link of its own on `client`, handing the bytes to `sink`.
+ * Reads terminal `id`'s holder log from `logOffset` (or the oldest byte held, when that is gone) up
+ * to its end as of now, over a read-only link of its own on `client`, handing the bytes to `sink`.
  */
-export async function readLog(client: Client, id: string, from: number, sink: (offset: number, data: Buffer) => void): Promise<void> {
+export async function readLog(
+  client: Client,
+  id: string,
+  logOffset: number,
+  sink: (logOffset: number, data: Buffer) => void,
+): Promise<void> {
   const link = await connectHolder(client);
   let timer: NodeJS.Timeout | undefined;
   try {
-    let start = from;
+    let startLogOffset = logOffset;
     for (let attempt = 0; attempt < 2; attempt++) {
-      let end = -1;
+      let endLogOffset = -1;
       let finish!: (error?: Error) => void;
       const finished = new Promise<void>((resolve, reject) => (finish = (error) => (error ? reject(error) : resolve())));
       const reader = new HolderTerminal(
         id,
         {
           onOpened: (info) => {
-            end = info.end; // set before any OUTPUT of this reader is handled
-            if (info.start >= end) finish();
+            endLogOffset = info.end; // set before any OUTPUT of this reader is handled
+            if (info.start >= endLogOffset) finish();
           },
-          onOutput: (offset, data) => {
-            if (end < 0 || offset >= end) return finish();
-            sink(offset, data.subarray(0, end - offset));
-            if (offset + data.length >= end) finish();
+          onOutput: (chunkLogOffset, data) => {
+            if (endLogOffset < 0 || chunkLogOffset >= endLogOffset) return finish();
+            sink(chunkLogOffset, data.subarray(0, endLogOffset - chunkLogOffset));
+            if (chunkLogOffset + data.length >= endLogOffset) finish();
           },
           onGone: () => finish(), // trimmed while we read: the rest is a gap
           onExit: () => finish(),
         },
-        { mode: "read", from: start },
+        { mode: "read", from: startLogOffset },
       );
       link.once("close", () => finish(new Error("holder link closed during the catch-up")));
       timer = setTimeout(() => finish(new Error(`catch-up still reading after ${CATCH_UP_TIMEOUT_MS} ms`)), CATCH_UP_TIMEOUT_MS);
@@ -264,7 +346,7 @@ export async function readLog(client: Client, id: string, from: number, sink: (o
         await reader.attach(link);
       } catch (error) {
         if (error instanceof HolderGoneError && attempt === 0) {
-          start = error.oldest; // the first bytes are gone: catch up on what is left
+          startLogOffset = error.oldest; // the first bytes are gone: catch up on what is left
           clearTimeout(timer);
           continue;
         }

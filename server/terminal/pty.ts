@@ -1,7 +1,7 @@
 /**
  * The port between a terminal and its shell: a connector opens a shell with a PTY on one machine
  * (holder-connector.ts through the machine's holder, ssh-pty.ts straight over SSH) and hands its
- * output to the terminal (session.ts). Output offsets are the holder log's.
+ * output to the terminal (terminal.ts). Output offsets come from the holder's log.
  */
 export interface PtySize {
   cols: number;
@@ -27,7 +27,7 @@ export interface PtyChannel {
 }
 
 export interface PtyHandlers {
-  /** Output; `offset` is its place in the machine's output log (absent: right after the last byte). */
+  /** Output; `offset` is its place in the terminal's output (from the holder's log; absent: right after the last byte). */
   onData(chunk: Uint8Array, offset?: number): void;
   /** A line for the viewers that is not part of the shell's output (fallback, reboot). */
   onNotice?(text: string): void;
@@ -40,6 +40,6 @@ export interface PtyHandlers {
 /** Opens shells on one machine. */
 export interface PtyConnector {
   readonly machine: string;
-  /** @param from offset of the output the first viewer needs next (a resume), when this process has none yet. */
-  open(size: PtySize, handlers: PtyHandlers, from?: number): Promise<PtyChannel>;
+  /** @param offset offset of the output the first viewer needs next (a resume), when this process has none yet. */
+  open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel>;
 }

@@ -1,15 +1,15 @@
 /**
  * What a terminal's connector hands a recorder (server/recordings/recorder.ts implements it): the
- * holder log's output with its offsets, resizes, and a way to read what no process read.
+ * holder log's output with its log offsets, resizes, and a way to read what no process read.
  */
 
-/** Reads the holder's log of a terminal from `from` up to its end when asked, handing each piece to `sink`. */
-export type LogReader = (from: number, sink: (offset: number, data: Buffer) => void) => Promise<void>;
+/** Reads the holder's log of a terminal from `logOffset` up to its end when asked, handing each piece to `sink`. */
+export type LogReader = (logOffset: number, sink: (logOffset: number, data: Buffer) => void) => Promise<void>;
 
 /** What the connector calls for one terminal. */
 export interface RecordingTap {
-  /** `bootId` names the holder log's epoch (the connector gives boot id and holder instance): offsets restart with it. */
-  output(bootId: string, offset: number, data: Buffer): void;
+  /** `bootId` names the holder log's epoch (the connector gives boot id and holder instance): log offsets restart with it. */
+  output(bootId: string, logOffset: number, data: Buffer): void;
   resize(cols: number, rows: number): void;
   /**
    * Called on attaching, before the live read starts: if the recording of this epoch ends before

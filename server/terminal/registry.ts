@@ -5,8 +5,8 @@
  * and outlive this process too; a machine without a holder gets the direct PTY.
  */
 import type { MachineState, SessionOverReason } from "./protocol";
-import { TerminalSession } from "./session";
-import { hangUpHolderTerminal, holderConnector, holderTerminalId } from "./holder-connector";
+import { Terminal } from "./terminal";
+import { hangUpHolderTerminal, HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "../ssh/connect";
 import type { RecordingTap } from "./recording-tap";
@@ -22,7 +22,7 @@ export type EndpointLookup = (sessionId: string, machine: string, number: number
 const EPOCH_WRITES_WAIT_MS = 2_000;
 
 export class TerminalRegistry {
-  private readonly terminals = new Map<string, Promise<TerminalSession | null>>();
+  private readonly terminals = new Map<string, Promise<Terminal | null>>();
   /** The epoch stores handed to this process's connectors, by the same key. */
   private readonly epochStores = new Map<string, EpochStore>();
 
@@ -42,7 +42,7 @@ export class TerminalRegistry {
   ) {}
 
   /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
-  get(sessionId: string, machine: string, number = 1): Promise<TerminalSession | null> {
+  get(sessionId: string, machine: string, number = 1): Promise<Terminal | null> {
     const name = terminalName(machine, number);
     const key = `${sessionId}/${name}`;
     let entry = this.terminals.get(key);
@@ -52,7 +52,7 @@ export class TerminalRegistry {
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
-          ? new TerminalSession(holderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
+          ? new Terminal(new HolderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
               onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
               isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
             })
@@ -102,7 +102,7 @@ export class TerminalRegistry {
     }
   }
 
-  /** Logs in to each machine's first shell ahead of the page (a session just became ready). */
+  /** Logs in to each machine's first shell ahead of the page (a lab session just became ready). */
   async prewarm(sessionId: string, machines: readonly string[]): Promise<void> {
     await Promise.all(machines.map(async (machine) => (await this.get(sessionId, machine).catch(() => null))?.prewarm()));
   }

@@ -6,8 +6,8 @@
  */
 export class ReplayBuffer {
   private chunks: Uint8Array[] = [];
-  private startOffset = 0;
-  private endOffset = 0;
+  private oldestOffset = 0;
+  private nextOffset = 0;
   private size = 0;
 
   /** @param capacityBytes most bytes kept; the newest chunk is always kept whatever its size. */
@@ -16,13 +16,13 @@ export class ReplayBuffer {
   }
 
   /** Offset of the oldest byte still held. */
-  get start(): number {
-    return this.startOffset;
+  get startOffset(): number {
+    return this.oldestOffset;
   }
 
-  /** Offset the next appended byte will get (= total bytes ever appended). */
-  get end(): number {
-    return this.endOffset;
+  /** Offset the next appended byte will get (right after the last byte held). */
+  get endOffset(): number {
+    return this.nextOffset;
   }
 
   get bytes(): number {
@@ -33,20 +33,20 @@ export class ReplayBuffer {
   rebase(offset: number): void {
     this.chunks = [];
     this.size = 0;
-    this.startOffset = this.endOffset = offset;
+    this.oldestOffset = this.nextOffset = offset;
   }
 
   /** Appends a chunk; returns the offset of its first byte. */
   append(chunk: Uint8Array): number {
-    const offset = this.endOffset;
+    const offset = this.nextOffset;
     if (chunk.byteLength === 0) return offset;
     this.chunks.push(chunk);
     this.size += chunk.byteLength;
-    this.endOffset += chunk.byteLength;
+    this.nextOffset += chunk.byteLength;
     while (this.size > this.capacityBytes && this.chunks.length > 1) {
       const dropped = this.chunks.shift()!;
       this.size -= dropped.byteLength;
-      this.startOffset += dropped.byteLength;
+      this.oldestOffset += dropped.byteLength;
     }
     return offset;
   }
@@ -56,13 +56,13 @@ export class ReplayBuffer {
    * `offset` is older than the buffer or beyond its end.
    */
   since(offset: number): Uint8Array[] | null {
-    if (offset < this.startOffset || offset > this.endOffset) return null;
+    if (offset < this.oldestOffset || offset > this.nextOffset) return null;
     const out: Uint8Array[] = [];
-    let at = this.startOffset;
+    let chunkOffset = this.oldestOffset;
     for (const chunk of this.chunks) {
-      const next = at + chunk.byteLength;
-      if (next > offset) out.push(at >= offset ? chunk : chunk.subarray(offset - at));
-      at = next;
+      const afterOffset = chunkOffset + chunk.byteLength;
+      if (afterOffset > offset) out.push(chunkOffset >= offset ? chunk : chunk.subarray(offset - chunkOffset));
+      chunkOffset = afterOffset;
     }
     return out;
   }

@@ -47,8 +47,8 @@ describe("Screen parse budget", () => {
       offset += chunk.byteLength;
     }
     expect(screen.stale).toBe(true);
-    expect(screen.end).toBe(offset);
-    // The session rebuilds from its replay buffer before a snapshot (session.ts).
+    expect(screen.endOffset).toBe(offset);
+    // The terminal rebuilds from its replay buffer before a snapshot (terminal.ts).
     const keep = held.slice(-3);
     const start = offset - keep.reduce((n, c) => n + c.byteLength, 0);
     screen.rebuild(start, keep);
@@ -110,7 +110,7 @@ describe("Screen parse budget", () => {
     const flood = new Screen(size, 0, clock);
     flood.write(0, yes);
     expect(flood.stale).toBe(true);
-    expect(flood.end).toBe(yes.byteLength);
+    expect(flood.endOffset).toBe(yes.byteLength);
     flood.dispose();
     // A clock of its own: its own process-wide budget, untouched by the other tests.
     const typed = new Screen(size, 0, () => 0);

@@ -1,6 +1,6 @@
 /**
  * A terminal's current screen, kept by a headless xterm.js fed with every output byte the
- * TerminalSession sees, so a viewer whose offset is no longer held gets the screen as it is
+ * Terminal (terminal.ts) sees, so a viewer whose offset is no longer held gets the screen as it is
  * (serialized by @xterm/addon-serialize: cells, colours, cursor, modes) instead of a blank reset.
  * Memory is bounded by the size and SCREEN_SCROLLBACK_LINES (measured: bench/screen.ts).
  */
@@ -9,7 +9,7 @@ import headlessPkg from "@xterm/headless";
 import type { PtySize } from "./pty";
 
 // Both packages are CommonJS: Node's ESM loader sees only their default export.
-const { Terminal } = headlessPkg;
+const { Terminal: HeadlessTerminal } = headlessPkg;
 const { SerializeAddon } = serializePkg;
 
 /** Scrollback lines the headless terminal keeps (and a snapshot carries) above the screen. */
@@ -100,10 +100,10 @@ export interface Snapshot {
 }
 
 export class Screen {
-  private readonly term: InstanceType<typeof Terminal>;
+  private readonly term: InstanceType<typeof HeadlessTerminal>;
   private readonly serializer = new SerializeAddon();
   /** Offset of the next byte written to the headless terminal. */
-  private written: number;
+  private nextOffset: number;
   /** Bytes written and not yet parsed. */
   private backlog = 0;
   /** True once a flood outran the parser or its parse budget: bytes are skipped until the next rebuild. */
@@ -122,13 +122,14 @@ export class Screen {
     let bucket = shared.get(now);
     if (!bucket) shared.set(now, (bucket = new Bucket(SCREEN_PARSE_SHARED_BYTES_PER_S, SCREEN_PARSE_SHARED_BURST_BYTES, now())));
     this.shared = bucket;
-    this.term = new Terminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
+    this.term = new HeadlessTerminal({ cols: size.cols, rows: size.rows, scrollback: SCREEN_SCROLLBACK_LINES, allowProposedApi: true });
     this.term.loadAddon(this.serializer as never);
-    this.written = startOffset;
+    this.nextOffset = startOffset;
   }
 
-  get end(): number {
-    return this.written;
+  /** Offset right after the last byte written (parsed or skipped). */
+  get endOffset(): number {
+    return this.nextOffset;
   }
 
   /** Whether bytes were skipped since the last rebuild (a snapshot must rebuild first). */
@@ -147,26 +148,26 @@ export class Screen {
     // Flooding (past the free part of its own burst): the chunk also needs the process's shared budget.
     const flooding = own - cost < SCREEN_PARSE_BURST_BYTES - SCREEN_PARSE_FREE_BYTES;
     if (cost > own || (flooding && cost > this.shared.level(t))) return this.skip(offset, n);
-    if (offset !== this.written) this.term.reset();
+    if (offset !== this.nextOffset) this.term.reset();
     this.own.take(cost);
     if (flooding) this.shared.take(cost);
     this.feed(chunk);
-    this.written = offset + chunk.byteLength;
+    this.nextOffset = offset + chunk.byteLength;
   }
 
   /** Output not parsed (over budget, or after that until the next rebuild): the screen is stale. */
   private skip(offset: number, n: number): void {
     this.lagging = true;
-    this.written = offset + n;
+    this.nextOffset = offset + n;
   }
 
-  /** Starts over from `chunks` (the replay buffer, from `start`): after a flood was skipped. */
-  rebuild(start: number, chunks: Uint8Array[]): void {
+  /** Starts over from `chunks` (the replay buffer, from `startOffset`): after a flood was skipped. */
+  rebuild(startOffset: number, chunks: Uint8Array[]): void {
     if (this.disposed) return;
     this.term.reset();
     this.lagging = false;
     for (const chunk of chunks) this.feed(chunk);
-    this.written = start + chunks.reduce((n, c) => n + c.byteLength, 0);
+    this.nextOffset = startOffset + chunks.reduce((n, c) => n + c.byteLength, 0);
   }
 
   private feed(chunk: Uint8Array): void {
@@ -184,7 +185,7 @@ export class Screen {
    * empty write runs right after the bytes before it are parsed and before any written later.
    */
   snapshot(): Promise<Snapshot> {
-    const offset = this.written;
+    const offset = this.nextOffset;
     return new Promise((resolve, reject) => {
       if (this.disposed) return reject(new Error("screen disposed"));
       this.term.write("", () => {

@@ -45,7 +45,7 @@ export function sshConnector(endpoint: SshEndpoint): PtyConnector {
       stream.on("data", (chunk: Buffer) => handlers.onData(chunk));
       stream.stderr.on("data", (chunk: Buffer) => handlers.onData(chunk));
       // "exit" comes before "close" when the shell itself ended; a close without it means the
-      // connection went away (reboot, network), which the session answers with reconnects.
+      // connection went away (reboot, network), which the terminal answers with reconnects.
       let exited = false;
       stream.on("exit", () => (exited = true));
       stream.on("close", () => finish(exited ? undefined : new Error(`${endpoint.name}: connection lost`)));

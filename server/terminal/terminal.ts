@@ -1,14 +1,14 @@
 /**
  * Core logic of one terminal (one shell on one machine), independent of message transport: it
- * imports neither `ws` nor `ssh2`. A PtyConnector (server/ssh/connect.ts) opens the shell; any
- * number of Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
+ * imports neither `ws` nor `ssh2`. A PtyConnector (pty.ts) opens the shell; any number of
+ * Viewers (server/terminal/gateway.ts adapts WebSockets) watch it. The terminal
  * outlives its viewers: output goes into a bounded ReplayBuffer addressed by byte offset, so a
  * viewer that comes back resumes where it left off, or gets a snapshot of the current screen
  * (a headless terminal, screen.ts) when its offset is no longer held. Output is read only while
  * some viewer takes it (updateFlow): the rest waits in the machine's holder.
  *
- * Offsets are the holder's log offsets (holder-connector.ts passes them with the output), so a
- * browser's offset means the same in every server process: a new process starts reading the
+ * Offsets come from the holder's log (holder-connector.ts passes them with the output, mapped
+ * past earlier log epochs), so a browser's offset means the same in every server process: a new process starts reading the
  * holder's log at the first viewer's offset and the browser resumes with no byte lost or repeated.
  * Lines the gateway itself shows (reconnected, shell ended, no holder) are notices outside the
  * byte stream. Browser input carries the browser's writer id and sequence numbers, which the
@@ -54,14 +54,14 @@ export interface Viewer {
 
 interface ViewerState {
   /** Offset of the next byte this viewer needs. */
-  next: number;
+  offset: number;
   /** True while the transport is backed up; output is held back (it stays in the buffer). */
   blocked: boolean;
   /** True while a snapshot is being made for it; output waits. */
   snapshotting: boolean;
 }
 
-export interface TerminalSessionOptions {
+export interface TerminalOptions {
   replayBufferBytes?: number;
   /** Called when a state change is worth logging (never with terminal content). */
   onEvent?: (event: { machine: string; state: MachineState; message?: string }) => void;
@@ -76,7 +76,7 @@ export interface TerminalSessionOptions {
  * A terminal's shell lifecycle: connecting -> connected -> (unreachable|refused -> connecting)*,
  * until close(), which is final.
  */
-export class TerminalSession {
+export class Terminal {
   private readonly buffer: ReplayBuffer;
   private readonly viewers = new Map<Viewer, ViewerState>();
   private channel: PtyChannel | null = null;
@@ -86,7 +86,7 @@ export class TerminalSession {
   private pendingInput: { data: string; input?: InputSeq }[] = [];
   private screen: Screen | null = null;
   /** Where the first channel should start reading the holder's log (the first viewer's offset). */
-  private resumeFrom: number | undefined;
+  private resumeOffset: number | undefined;
   private pendingBytes = 0;
   /** The channel is paused (no viewer, or every viewer backed up); a fresh terminal starts so. */
   private paused = true;
@@ -99,7 +99,7 @@ export class TerminalSession {
 
   constructor(
     private readonly connector: PtyConnector,
-    private readonly options: TerminalSessionOptions = {},
+    private readonly options: TerminalOptions = {},
   ) {
     this.buffer = new ReplayBuffer(options.replayBufferBytes ?? REPLAY_BUFFER_BYTES);
   }
@@ -116,8 +116,9 @@ export class TerminalSession {
     return this.viewers.size;
   }
 
-  get outputEnd(): number {
-    return this.buffer.end;
+  /** Offset right after the last output byte this process read. */
+  get endOffset(): number {
+    return this.buffer.endOffset;
   }
 
   /**
@@ -126,12 +127,12 @@ export class TerminalSession {
    */
   attach(viewer: Viewer, offset: number, size?: PtySize): number {
     if (this.closed) throw new Error("terminal is closed");
-    if (!this.everConnected && !this.connecting && this.buffer.end === 0 && offset > 0) {
+    if (!this.everConnected && !this.connecting && this.buffer.endOffset === 0 && offset > 0) {
       // A new process: read the holder's log from where this viewer stopped.
       this.buffer.rebase(offset);
-      this.resumeFrom = offset;
+      this.resumeOffset = offset;
     }
-    const state: ViewerState = { next: offset, blocked: false, snapshotting: false };
+    const state: ViewerState = { offset, blocked: false, snapshotting: false };
     this.viewers.set(viewer, state);
     viewer.sendStatus(this.state, this.message);
     if (viewer.mode === "write" && size) this.resize(viewer, size);
@@ -143,7 +144,7 @@ export class TerminalSession {
   }
 
   /**
-   * Logs in to the machine's shell before anyone views it (a session just became ready): an SSH
+   * Logs in to the machine's shell before anyone views it (its lab session just became ready): an SSH
    * login to a TCG guest takes seconds, and the page's first terminal then only attaches.
    */
   prewarm(): void {
@@ -193,10 +194,6 @@ export class TerminalSession {
   }
 
   /**
-   * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
-   * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
-   */
-  /**
    * The machine was put back to a saved state (a reset by snapshot): the connection from before
    * is dead without knowing it (the restored guest never had it), so drop it and attach again now
    * instead of waiting for the keepalive.
@@ -212,12 +209,16 @@ export class TerminalSession {
     void this.connect();
   }
 
+  /**
+   * Ends the terminal for good: closes the shell; with a reason (its lab session is over) every
+   * viewer is told and its transport closed, else viewers are just forgotten (shutdown).
+   */
   close(reason?: SessionOverReason): void {
     if (this.closed) return;
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    // An ended session's shell is hung up; a suspended one's stays in the holder (the machine's
+    // An ended lab session's shell is hung up; a suspended one's stays in the holder (the machine's
     // state is saved with it and the resume continues it).
     this.channel?.close(reason !== undefined && reason !== "suspended");
     this.channel = null;
@@ -243,7 +244,7 @@ export class TerminalSession {
           onInputAck: (writer, seq) => this.inputAcked(writer, seq),
           onClose: (error) => this.channelClosed(channel, error),
         },
-        this.everConnected ? undefined : this.resumeFrom,
+        this.everConnected ? undefined : this.resumeOffset,
       );
       if (this.closed) {
         channel.close();
@@ -259,7 +260,7 @@ export class TerminalSession {
       this.setState("connected");
       for (const { data, input } of this.pendingInput) channel.write(data, input);
       // Viewers that asked for more than the log turned out to hold get their snapshot now.
-      for (const [viewer, state] of this.viewers) if (!state.blocked && state.next > this.buffer.end) this.flush(viewer, state);
+      for (const [viewer, state] of this.viewers) if (!state.blocked && state.offset > this.buffer.endOffset) this.flush(viewer, state);
       this.pendingInput = [];
       this.pendingBytes = 0;
       if (this.paused) channel.pause();
@@ -323,21 +324,22 @@ export class TerminalSession {
     for (const viewer of this.viewers.keys()) viewer.sendStatus(state, message);
   }
 
-  private output(chunk: Uint8Array, at?: number): void {
+  /** Output at `offset` (absent: right after the last byte). */
+  private output(chunk: Uint8Array, offset = this.buffer.endOffset): void {
     if (chunk.byteLength === 0) return;
     // The log jumped (a new holder instance, the direct PTY, a reader that fell behind): what
     // is held starts here; viewers elsewhere get a snapshot.
-    if (at !== undefined && at !== this.buffer.end) this.buffer.rebase(at);
-    const offset = this.buffer.append(chunk);
+    if (offset !== this.buffer.endOffset) this.buffer.rebase(offset);
+    this.buffer.append(chunk);
     this.screen ??= new Screen(this.size, offset);
     this.screen.write(offset, chunk);
     for (const [viewer, state] of this.viewers) {
       if (state.blocked || state.snapshotting) continue;
-      if (state.next !== offset) {
-        if (this.buffer.since(state.next) === null) this.flush(viewer, state);
+      if (state.offset !== offset) {
+        if (this.buffer.since(state.offset) === null) this.flush(viewer, state);
         continue;
       }
-      state.next = offset + chunk.byteLength;
+      state.offset = offset + chunk.byteLength;
       if (!viewer.sendOutput(offset, chunk)) state.blocked = true;
     }
     this.updateFlow();
@@ -357,14 +359,14 @@ export class TerminalSession {
    */
   private flush(viewer: Viewer, state: ViewerState): void {
     if (state.snapshotting) return;
-    const chunks = this.buffer.since(state.next);
+    const chunks = this.buffer.since(state.offset);
     if (chunks === null) {
-      if (state.next > this.buffer.end && !this.everConnected) return; // a resume: the first read starts there
+      if (state.offset > this.buffer.endOffset && !this.everConnected) return; // a resume: the first read starts there
       return this.snapshot(viewer, state);
     }
     for (const chunk of chunks) {
-      const offset = state.next;
-      state.next += chunk.byteLength;
+      const offset = state.offset;
+      state.offset += chunk.byteLength;
       if (!viewer.sendOutput(offset, chunk)) {
         state.blocked = true;
         return;
@@ -375,18 +377,18 @@ export class TerminalSession {
   private snapshot(viewer: Viewer, state: ViewerState): void {
     if (!this.screen) {
       // Nothing seen yet (no output since this process attached): start from what is held.
-      state.next = this.buffer.start;
-      viewer.sendReset(state.next);
+      state.offset = this.buffer.startOffset;
+      viewer.sendReset(state.offset);
       return this.flush(viewer, state);
     }
     state.snapshotting = true;
     metrics().terminalSnapshots.inc();
-    if (this.screen.stale) this.screen.rebuild(this.buffer.start, this.buffer.since(this.buffer.start) ?? []);
+    if (this.screen.stale) this.screen.rebuild(this.buffer.startOffset, this.buffer.since(this.buffer.startOffset) ?? []);
     this.screen.snapshot().then(
       (snap) => {
         state.snapshotting = false;
         if (this.viewers.get(viewer) !== state) return;
-        state.next = snap.offset;
+        state.offset = snap.offset;
         viewer.sendSnapshot(snap.offset, snap.data);
         if (!state.blocked) this.flush(viewer, state);
       },

@@ -1,10 +1,10 @@
 /**
- * TerminalSession core with an in-memory PTY (the far edge faked; the real SSH path is covered
+ * Terminal core with an in-memory PTY (the far edge faked; the real SSH path is covered
  * by gateway.test.ts): attach/resume/snapshot, read-only viewers, backpressure, early input.
  */
 import { describe, expect, it } from "vitest";
 import type { MachineState } from "./protocol";
-import { TerminalSession, type Viewer } from "./session";
+import { Terminal, type Viewer } from "./terminal";
 import { type InputSeq, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./pty";
 
 class InMemoryPty implements PtyConnector {
@@ -82,13 +82,13 @@ class RecordingViewer implements Viewer {
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-describe("TerminalSession (in-memory PTY)", () => {
+describe("Terminal (in-memory PTY)", () => {
   it("queues input typed before the shell is open and sends it once open", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const viewer = new RecordingViewer();
-    session.attach(viewer, 0);
-    session.input(viewer, "echo hi\r");
+    terminal.attach(viewer, 0);
+    terminal.input(viewer, "echo hi\r");
     await tick();
     expect(pty.written).toEqual(["echo hi\r"]);
     expect(viewer.states.at(-1)).toBe("connected");
@@ -105,11 +105,11 @@ describe("TerminalSession (in-memory PTY)", () => {
         return new Promise((resolve) => (finish = () => resolve(pty.open(size, handlers, from))));
       },
     };
-    const session = new TerminalSession(slow);
-    session.prewarm(); // the lab just became ready: the login starts at the default size
+    const terminal = new Terminal(slow);
+    terminal.prewarm(); // the lab just became ready: the login starts at the default size
     const viewer = new RecordingViewer();
-    session.attach(viewer, 0, { cols: 132, rows: 40 }); // the page attaches mid-login
-    session.input(viewer, "stty size\r");
+    terminal.attach(viewer, 0, { cols: 132, rows: 40 }); // the page attaches mid-login
+    terminal.input(viewer, "stty size\r");
     finish();
     await tick();
     expect(opened.map((s) => `${s.cols}x${s.rows}`)).toEqual(["80x24"]);
@@ -117,7 +117,7 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(pty.written).toEqual(["stty size\r"]);
     // An open that already had the right size is not resized again.
     const direct = new InMemoryPty();
-    const second = new TerminalSession(direct);
+    const second = new Terminal(direct);
     second.attach(new RecordingViewer(), 0, { cols: 100, rows: 30 });
     await tick();
     expect(direct.resizes).toEqual([]);
@@ -125,20 +125,20 @@ describe("TerminalSession (in-memory PTY)", () => {
 
   it("resumes a viewer from its offset and sends the current screen to one whose offset is gone", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty, { replayBufferBytes: 10 });
+    const terminal = new Terminal(pty, { replayBufferBytes: 10 });
     const first = new RecordingViewer();
-    session.attach(first, 0);
+    terminal.attach(first, 0);
     await tick();
     pty.emit("abcd");
     pty.emit("efgh");
-    session.detach(first);
+    terminal.detach(first);
     pty.emit("ijkl"); // buffer now holds efgh ijkl (abcd trimmed)
     const back = new RecordingViewer();
-    expect(session.attach(back, 8)).toBe(8);
+    expect(terminal.attach(back, 8)).toBe(8);
     expect(back.text()).toBe("ijkl");
     expect(back.resets).toEqual([]);
     const stale = new RecordingViewer();
-    session.attach(stale, 2);
+    terminal.attach(stale, 2);
     await new Promise((r) => setTimeout(r, 50));
     expect(stale.resets).toEqual([]);
     expect(stale.snapshots).toHaveLength(1);
@@ -150,10 +150,10 @@ describe("TerminalSession (in-memory PTY)", () => {
 
   it("starts a new process's first read at the resuming viewer's offset and passes input seqs on", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const viewer = new RecordingViewer("write", "page1");
-    session.attach(viewer, 5000);
-    session.input(viewer, "a", 7);
+    terminal.attach(viewer, 5000);
+    terminal.input(viewer, "a", 7);
     await tick();
     expect(pty.froms).toEqual([5000]);
     expect(pty.inputs).toEqual([{ writer: "page1", seq: 7 }]);
@@ -171,27 +171,27 @@ describe("TerminalSession (in-memory PTY)", () => {
 
   it("ignores input and resize from read-only viewers", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const watcher = new RecordingViewer("read");
-    session.attach(watcher, 0);
+    terminal.attach(watcher, 0);
     await tick();
-    expect(session.input(watcher, "rm -rf /\r")).toBe(false);
-    expect(session.resize(watcher, { cols: 10, rows: 5 })).toBe(false);
+    expect(terminal.input(watcher, "rm -rf /\r")).toBe(false);
+    expect(terminal.resize(watcher, { cols: 10, rows: 5 })).toBe(false);
     expect(pty.written).toEqual([]);
   });
 
   it("tells read-only viewers the writer's size on attach and on every change, never the writer itself", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const learner = new RecordingViewer("write");
-    session.attach(learner, 0, { cols: 132, rows: 40 });
+    terminal.attach(learner, 0, { cols: 132, rows: 40 });
     await tick();
     const watcher = new RecordingViewer("read");
-    session.attach(watcher, 0, { cols: 40, rows: 10 }); // the watcher's own pane size is ignored
+    terminal.attach(watcher, 0, { cols: 40, rows: 10 }); // the watcher's own pane size is ignored
     expect(watcher.sizes).toEqual(["132x40"]);
-    session.resize(learner, { cols: 100, rows: 30 });
-    session.resize(learner, { cols: 100, rows: 30 }); // unchanged: not sent again
-    expect(session.resize(watcher, { cols: 20, rows: 5 })).toBe(false);
+    terminal.resize(learner, { cols: 100, rows: 30 });
+    terminal.resize(learner, { cols: 100, rows: 30 }); // unchanged: not sent again
+    expect(terminal.resize(watcher, { cols: 20, rows: 5 })).toBe(false);
     expect(watcher.sizes).toEqual(["132x40", "100x30"]);
     expect(learner.sizes).toEqual([]);
     expect(pty.resizes).toEqual(["100x30", "100x30"]);
@@ -199,11 +199,11 @@ describe("TerminalSession (in-memory PTY)", () => {
 
   it("pauses the shell only while every viewer is backed up, then catches the slow one up", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const fast = new RecordingViewer();
     const slow = new RecordingViewer();
-    session.attach(fast, 0);
-    session.attach(slow, 0);
+    terminal.attach(fast, 0);
+    terminal.attach(slow, 0);
     await tick();
     slow.accept = false;
     pty.emit("one");
@@ -213,19 +213,19 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(pty.paused).toBe(true);
     pty.emit("three"); // bytes already in flight from the SSH side still land in the buffer
     slow.accept = true;
-    session.drained(slow);
+    terminal.drained(slow);
     expect(pty.paused).toBe(false);
     expect(slow.text()).toBe("onetwothree");
     fast.accept = true;
-    session.drained(fast);
+    terminal.drained(fast);
     expect(fast.text()).toBe("onetwothree");
   });
 
   it("re-opens the shell after the connection drops and says so in the output", async () => {
     const pty = new InMemoryPty();
-    const session = new TerminalSession(pty);
+    const terminal = new Terminal(pty);
     const viewer = new RecordingViewer();
-    session.attach(viewer, 0);
+    terminal.attach(viewer, 0);
     await tick();
     pty.handlers!.onClose(new Error("connection lost"));
     expect(viewer.states.at(-1)).toBe("unreachable");
@@ -234,15 +234,15 @@ describe("TerminalSession (in-memory PTY)", () => {
     expect(viewer.states.at(-1)).toBe("connected");
     expect(viewer.notices.join("")).toContain("再接続しました");
     expect(viewer.text()).toBe(""); // notices are not part of the byte stream
-    session.close();
+    terminal.close();
   });
 
   it("says a machine is stopped when its provider reports it powered off, without flicker, until it answers", async () => {
     const pty = new InMemoryPty();
     let off = true;
-    const session = new TerminalSession(pty, { isPoweredOff: async () => off });
+    const terminal = new Terminal(pty, { isPoweredOff: async () => off });
     const viewer = new RecordingViewer();
-    session.attach(viewer, 0);
+    terminal.attach(viewer, 0);
     await tick();
     // The machine powers off: the shell's connection drops and new connections fail.
     const open = pty.open.bind(pty);
@@ -258,16 +258,16 @@ describe("TerminalSession (in-memory PTY)", () => {
     pty.open = open;
     await new Promise((r) => setTimeout(r, 2_500));
     expect(viewer.states.at(-1)).toBe("connected");
-    session.close();
+    terminal.close();
   });
 
   it("tells every viewer why when it is closed for good", async () => {
-    const session = new TerminalSession(new InMemoryPty());
+    const terminal = new Terminal(new InMemoryPty());
     const a = new RecordingViewer();
     const b = new RecordingViewer("read");
-    session.attach(a, 0);
-    session.attach(b, 0);
-    session.close("expired");
+    terminal.attach(a, 0);
+    terminal.attach(b, 0);
+    terminal.close("expired");
     expect([a.ended, b.ended]).toEqual([["expired"], ["expired"]]);
   });
 });
