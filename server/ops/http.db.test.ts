@@ -27,6 +27,8 @@ beforeAll(async () => {
   await fs.chmod(dir, 0o711);
   pg = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
   db = createDb(pg.url);
+  // The pool's first connection (a cold start of the client) is not what readiness measures.
+  await db.$queryRaw`SELECT 1`;
   observeProcess({
     sessionsByState: async () => ({ ready: 3, ended: 1 }),
     pool: () => ({ ready: 1, size: 2, served: { warm: 5, cold: 2 } }),
