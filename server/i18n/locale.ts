@@ -22,3 +22,15 @@ export function errorMessage(locale: Locale, code: string): string {
   const t = createTranslator({ locale, messages: MESSAGES[locale], namespace: "errors" });
   return t.has(code as never) ? t(code as never) : t("unknown");
 }
+
+/** A terminal notice as the line a terminal shows (framed by line breaks), in `locale`. */
+export function terminalNoticeText(locale: Locale, notice: keyof Messages["terminal"]["notice"], machine: string): string {
+  const t = createTranslator({ locale, messages: MESSAGES[locale], namespace: "terminal.notice" });
+  return `\r\n${t(notice, { machine })}\r\n`;
+}
+
+/** Why a machine's terminal is not connected, in `locale`. */
+export function statusReasonText(locale: Locale, reason: keyof Messages["terminal"]["reason"], machine: string): string {
+  const t = createTranslator({ locale, messages: MESSAGES[locale], namespace: "terminal.reason" });
+  return t(reason, { machine });
+}

@@ -17,7 +17,11 @@ import {
   type MachineState,
   type ServerMessage,
   type SessionOverReason,
+  type StatusReason,
+  type TerminalNotice,
 } from "./protocol";
+import { statusReasonText, terminalNoticeText } from "../i18n/locale";
+import { DEFAULT_LOCALE } from "../i18n/locales";
 import { metrics } from "../ops/metrics";
 import type { TerminalRegistry } from "./registry";
 import type { Terminal, Viewer } from "./terminal";
@@ -121,6 +125,7 @@ class SocketViewer implements Viewer {
 
   constructor(
     private readonly ws: WebSocket,
+    private readonly machine: string,
     readonly mode: "write" | "read",
     readonly writer: string | undefined,
     startOffset: number,
@@ -181,16 +186,18 @@ class SocketViewer implements Viewer {
     this.moved(offset);
   }
 
-  sendNotice(text: string): void {
-    this.send({ type: "notice", text });
+  sendNotice(notice: TerminalNotice): void {
+    // The words in the platform's language too, for pages loaded before notices had keys.
+    this.send({ type: "notice", notice, text: terminalNoticeText(DEFAULT_LOCALE, notice, this.machine) });
   }
 
   sendAck(seq: number): void {
     this.send({ type: "ack", seq });
   }
 
-  sendStatus(state: MachineState, message?: string): void {
-    this.send({ type: "status", state, message });
+  sendStatus(state: MachineState, reason?: StatusReason): void {
+    const message = reason && statusReasonText(DEFAULT_LOCALE, reason, this.machine);
+    this.send({ type: "status", state, reason, message });
   }
 
   sendSize(size: PtySize): void {
@@ -358,7 +365,14 @@ class TerminalSocket {
   }
 
   private attach(terminal: Terminal, claims: TerminalClaims, hello: HelloMessage): void {
-    const viewer = new SocketViewer(this.ws, claims.mode, claims.mode === "write" ? hello.writer : undefined, hello.offset, hello.window);
+    const viewer = new SocketViewer(
+      this.ws,
+      terminal.machine,
+      claims.mode,
+      claims.mode === "write" ? hello.writer : undefined,
+      hello.offset,
+      hello.window,
+    );
     viewer.terminal = terminal;
     if (this.ws.readyState !== this.ws.OPEN) {
       // The page closed while the terminal was being opened: what it typed still goes to the shell.

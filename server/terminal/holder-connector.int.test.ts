@@ -4,6 +4,8 @@
  * session's end hangs it up, and a machine without a holder falls back to the direct PTY visibly.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run server/terminal/holder-connector.int.test.ts
  */
+import { terminalNoticeText } from "../i18n/locale";
+import type { TerminalNotice } from "./protocol";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -57,8 +59,9 @@ class TextViewer implements Viewer {
   sendSnapshot(): void {
     this.snapshots++;
   }
-  sendNotice(text: string): void {
-    this.chunks.push(Buffer.from(text)); // shown on the screen like output (outside the offsets)
+  sendNotice(notice: TerminalNotice): void {
+    // Shown on the screen like output (outside the offsets), worded as a page in Japanese words it.
+    this.chunks.push(Buffer.from(terminalNoticeText("ja", notice, "machine")));
   }
   sendAck(): void {}
   sendSize(): void {}

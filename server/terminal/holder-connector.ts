@@ -118,9 +118,7 @@ export class HolderConnector implements PtyConnector {
   /** The direct PTY, with a line saying that the shell ends with this server. */
   private async openFallback(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
     const channel = await this.fallback.open(size, handlers);
-    handlers.onNotice?.(
-      `\r\n[${this.endpoint.name} には端末ホルダーがないため直接接続しています。サーバーが再起動するとこのシェルは終了します]\r\n`,
-    );
+    handlers.onNotice?.("fallback");
     return channel;
   }
 
@@ -215,7 +213,7 @@ export class HolderConnector implements PtyConnector {
     link.on("close", () => finish(new Error(`${name}: connection lost`)));
     client.on("error", (error) => finish(new Error(`${name}: ${error.message}`)));
     client.on("close", () => finish(new Error(`${name}: connection closed`)));
-    if (rebooted) handlers.onNotice?.(`\r\n[${name} が再起動されました。新しいシェルです]\r\n`);
+    if (rebooted) handlers.onNotice?.("rebooted");
     this.active = handlers;
     // The shell ended: a normal close; the terminal opens again, which starts a fresh shell.
     this.onExit = () => finish();

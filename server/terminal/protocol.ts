@@ -92,6 +92,21 @@ export const MachineState = z.enum([
 ]);
 export type MachineState = z.infer<typeof MachineState>;
 
+/**
+ * Lines a terminal shows that are not the shell's output; the page words them in its language
+ * (messages terminal.notice.*): the machine has no holder and the shell is direct (fallback), the
+ * machine rebooted (a new shell), the connection came back, the shell exited and a new one opens.
+ */
+export const TerminalNotice = z.enum(["fallback", "rebooted", "reconnected", "shellRestarted"]);
+export type TerminalNotice = z.infer<typeof TerminalNotice>;
+
+/**
+ * Why a machine's terminal is not connected, for the page to word (messages terminal.reason.*):
+ * reconnecting after a drop, host key not the pinned one, no answer, powered off, booting.
+ */
+export const StatusReason = z.enum(["reconnecting", "hostKeyMismatch", "unreachable", "poweredOff", "booting"]);
+export type StatusReason = z.infer<typeof StatusReason>;
+
 export const ServerMessage = z.discriminatedUnion("type", [
   /** Answer to hello: output frames that follow start at `offset`. */
   z.object({
@@ -110,12 +125,18 @@ export const ServerMessage = z.discriminatedUnion("type", [
    * and some scrollback, serialized as escape sequences); output continues from `offset`.
    */
   z.object({ type: z.literal("snapshot"), offset: z.number().int().min(0), data: z.string() }),
-  /** A line to show that is not terminal output (reconnected, shell ended); it has no offset. */
-  z.object({ type: z.literal("notice"), text: z.string() }),
+  /**
+   * A line to show that is not terminal output; it has no offset. `text` is the line in the
+   * platform's default language, for pages loaded before notices had keys.
+   */
+  z.object({ type: z.literal("notice"), notice: TerminalNotice.optional(), text: z.string() }),
   /** The hello's writer's input is applied up to `seq`; the client forgets those messages. */
   z.object({ type: z.literal("ack"), seq: z.number().int().min(0) }),
-  /** The machine's SSH state changed; `message` is shown to the learner. */
-  z.object({ type: z.literal("status"), state: MachineState, message: z.string().optional() }),
+  /**
+   * The machine's SSH state changed; `reason` says why (the page words it), `message` is the same
+   * in the platform's default language, for pages loaded before reasons had keys.
+   */
+  z.object({ type: z.literal("status"), state: MachineState, reason: StatusReason.optional(), message: z.string().optional() }),
   z.object({ type: z.literal("pong"), t: z.number() }),
   /**
    * The terminal's size, as its writer (the learner) last set it: sent to read-only viewers on

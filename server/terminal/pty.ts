@@ -3,6 +3,8 @@
  * (holder-connector.ts through the machine's holder, ssh-pty.ts straight over SSH) and hands its
  * output to the terminal (terminal.ts). Output offsets come from the holder's log.
  */
+import type { TerminalNotice } from "./protocol";
+
 export interface PtySize {
   cols: number;
   rows: number;
@@ -30,7 +32,7 @@ export interface PtyHandlers {
   /** Output; `offset` is its place in the terminal's output (from the holder's log; absent: right after the last byte). */
   onData(chunk: Uint8Array, offset?: number): void;
   /** A line for the viewers that is not part of the shell's output (fallback, reboot). */
-  onNotice?(text: string): void;
+  onNotice?(notice: TerminalNotice): void;
   /** The shell's side applied `writer`'s input up to `seq`. */
   onInputAck?(writer: string, seq: number): void;
   /** The shell or the connection ended; `error` is set when it was not a normal exit. */

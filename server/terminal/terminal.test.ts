@@ -2,6 +2,7 @@
  * Terminal core with an in-memory PTY (the far edge faked; the real SSH path is covered
  * by gateway.test.ts): attach/resume/snapshot, read-only viewers, backpressure, early input.
  */
+import type { TerminalNotice } from "./protocol";
 import { describe, expect, it } from "vitest";
 import type { MachineState } from "./protocol";
 import { Terminal, type Viewer } from "./terminal";
@@ -51,8 +52,8 @@ class RecordingViewer implements Viewer {
   sendSnapshot(offset: number, data: string) {
     this.snapshots.push({ offset, data });
   }
-  sendNotice(text: string) {
-    this.notices.push(text);
+  sendNotice(notice: TerminalNotice) {
+    this.notices.push(notice);
   }
   sendAck(seq: number) {
     this.acks.push(seq);
@@ -232,7 +233,7 @@ describe("Terminal (in-memory PTY)", () => {
     await new Promise((r) => setTimeout(r, 700));
     expect(pty.opens).toBe(2);
     expect(viewer.states.at(-1)).toBe("connected");
-    expect(viewer.notices.join("")).toContain("再接続しました");
+    expect(viewer.notices).toContain("reconnected");
     expect(viewer.text()).toBe(""); // notices are not part of the byte stream
     terminal.close();
   });

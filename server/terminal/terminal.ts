@@ -15,7 +15,7 @@
  * holder applies once (INPUT_AS), whichever process relays them.
  */
 import { metrics } from "../ops/metrics";
-import type { MachineState, SessionOverReason } from "./protocol";
+import type { MachineState, SessionOverReason, StatusReason, TerminalNotice } from "./protocol";
 import { ReplayBuffer } from "./replay-buffer";
 import { Screen } from "./screen";
 import type { HostKeyMismatchError } from "../ssh/connect";
@@ -42,10 +42,10 @@ export interface Viewer {
   /** Clear the screen, paint `data` (a serialized screen); output continues from `offset`. */
   sendSnapshot(offset: number, data: string): void;
   /** A line to show that is not terminal output (not counted in offsets). */
-  sendNotice(text: string): void;
+  sendNotice(notice: TerminalNotice): void;
   /** The writer's input is applied up to `seq`. */
   sendAck(seq: number): void;
-  sendStatus(state: MachineState, message?: string): void;
+  sendStatus(state: MachineState, reason?: StatusReason): void;
   /** The PTY's size (read-only viewers only: they render at the writer's size). */
   sendSize(size: PtySize): void;
   /** The terminal is gone for good (its lab session is over): the viewer's transport closes. */
@@ -64,7 +64,7 @@ interface ViewerState {
 export interface TerminalOptions {
   replayBufferBytes?: number;
   /** Called when a state change is worth logging (never with terminal content). */
-  onEvent?: (event: { machine: string; state: MachineState; message?: string }) => void;
+  onEvent?: (event: { machine: string; state: MachineState; reason?: StatusReason }) => void;
   /**
    * Asked when the machine does not answer: whether it is powered off (then viewers see
    * "stopped" instead of "unreachable"). Absent: always "unreachable".
@@ -81,7 +81,7 @@ export class Terminal {
   private readonly viewers = new Map<Viewer, ViewerState>();
   private channel: PtyChannel | null = null;
   private state: MachineState = "connecting";
-  private message: string | undefined;
+  private reason: StatusReason | undefined;
   private size: PtySize = { cols: 80, rows: 24 };
   private pendingInput: { data: string; input?: InputSeq }[] = [];
   private screen: Screen | null = null;
@@ -134,7 +134,7 @@ export class Terminal {
     }
     const state: ViewerState = { offset, blocked: false, snapshotting: false };
     this.viewers.set(viewer, state);
-    viewer.sendStatus(this.state, this.message);
+    viewer.sendStatus(this.state, this.reason);
     if (viewer.mode === "write" && size) this.resize(viewer, size);
     else if (viewer.mode === "read") viewer.sendSize(this.size);
     this.flush(viewer, state);
@@ -233,14 +233,14 @@ export class Terminal {
     this.connecting = true;
     this.retryTimer = null;
     // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.
-    if (this.state !== "stopped") this.setState("connecting", this.everConnected ? `${this.machine} に再接続しています…` : undefined);
+    if (this.state !== "stopped") this.setState("connecting", this.everConnected ? "reconnecting" : undefined);
     try {
       const openedAt = this.size;
       const channel = await this.connector.open(
         openedAt,
         {
           onData: (chunk, offset) => this.output(chunk, offset),
-          onNotice: (text) => this.notice(text),
+          onNotice: (notice) => this.notice(notice),
           onInputAck: (writer, seq) => this.inputAcked(writer, seq),
           onClose: (error) => this.channelClosed(channel, error),
         },
@@ -252,7 +252,7 @@ export class Terminal {
       }
       this.channel = channel;
       this.attempt = 0;
-      if (this.everConnected) this.notice(`\r\n[${this.machine} に再接続しました]\r\n`);
+      if (this.everConnected) this.notice("reconnected");
       this.everConnected = true;
       // The writer resized while the shell was being opened (a page attaching to a prewarmed
       // terminal): the PTY gets the size it has now, before any input typed meanwhile.
@@ -279,7 +279,7 @@ export class Terminal {
       this.scheduleRetry(error);
     } else {
       // The shell exited (the learner typed `exit`): open a fresh one so the tab keeps working.
-      this.notice(`\r\n[シェルが終了しました。新しいシェルを開きます]\r\n`);
+      this.notice("shellRestarted");
       this.scheduleRetry(undefined, RECONNECT_MIN_MS);
     }
   }
@@ -289,23 +289,16 @@ export class Terminal {
     if (error) {
       const refused = (error as Partial<HostKeyMismatchError>).hostKeyMismatch === true;
       if (refused) {
-        this.setState(
-          "refused",
-          `${this.machine} のホスト鍵が登録済みの鍵と一致しないため、接続を拒否しました。管理者に連絡してください。`,
-        );
+        this.setState("refused", "hostKeyMismatch");
       } else {
         if (this.state !== "stopped") {
-          this.setState("unreachable", `${this.machine} に接続できません（再起動中または停止中の可能性があります）。自動で再接続します…`);
+          this.setState("unreachable", "unreachable");
         }
         void this.options.isPoweredOff?.().then(
           (off) => {
             if (this.closed || this.channel) return;
-            if (off)
-              this.setState(
-                "stopped",
-                `${this.machine} の電源が切れています（poweroff またはクラッシュ）。「起動する」で電源を入れられます。`,
-              );
-            else if (this.state === "stopped") this.setState("unreachable", `${this.machine} を起動しています…`);
+            if (off) this.setState("stopped", "poweredOff");
+            else if (this.state === "stopped") this.setState("unreachable", "booting");
           },
           () => undefined,
         );
@@ -316,12 +309,12 @@ export class Terminal {
     this.retryTimer.unref?.();
   }
 
-  private setState(state: MachineState, message?: string): void {
-    if (this.state === state && this.message === message) return;
+  private setState(state: MachineState, reason?: StatusReason): void {
+    if (this.state === state && this.reason === reason) return;
     this.state = state;
-    this.message = message;
-    this.options.onEvent?.({ machine: this.machine, state, message });
-    for (const viewer of this.viewers.keys()) viewer.sendStatus(state, message);
+    this.reason = reason;
+    this.options.onEvent?.({ machine: this.machine, state, reason });
+    for (const viewer of this.viewers.keys()) viewer.sendStatus(state, reason);
   }
 
   /** Output at `offset` (absent: right after the last byte). */
@@ -345,8 +338,8 @@ export class Terminal {
     this.updateFlow();
   }
 
-  private notice(text: string): void {
-    for (const viewer of this.viewers.keys()) viewer.sendNotice(text);
+  private notice(notice: TerminalNotice): void {
+    for (const viewer of this.viewers.keys()) viewer.sendNotice(notice);
   }
 
   private inputAcked(writer: string, seq: number): void {
