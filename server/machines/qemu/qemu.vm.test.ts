@@ -20,7 +20,7 @@ import { connectSsh } from "../../ssh/connect";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "../keys";
 import { run } from "./command";
-import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSessions, tearDownEgress } from "./egress";
+import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSets, tearDownEgress } from "./egress";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
@@ -489,6 +489,6 @@ describe("qemu provider (real VMs)", () => {
     expect(await processesUnder(dataDir)).toEqual([]);
     expect(await fs.readdir(path.join(dataDir, "sessions"))).toEqual([]);
     expect(await provider.list()).toEqual([]);
-    expect(await egressNamespaceSessions(dataDir)).toEqual([]);
+    expect(await egressNamespaceSets(dataDir)).toEqual([]);
   }, 60_000);
 });
