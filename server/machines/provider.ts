@@ -1,7 +1,13 @@
 /**
  * What the rest of the server needs from a source of lab machines. Implementations:
- * static-hosts.ts (machines an admin already has), qemu/provider.ts (local VMs), and warm-pool.ts
- * in front of either.
+ * static-hosts.ts (machines an admin already has), qemu/provider.ts (local VMs),
+ * kubevirt/provider.ts (VMs on a cluster), and warm-pool.ts in front of any of them.
+ *
+ * A machine set is what a provider made for one request: its machines, known to the provider by
+ * the request's `sessionId` (the set id). That is a lab session's id, or a warm pool's `pool-…` id
+ * that the set keeps after the pool hands it to a learner's session (its machines' providerRef
+ * starts with it: warm-pool.ts `setIdOf`). "Session" means only the learner's lab session; the
+ * interface keeps its field name `sessionId`.
  */
 export interface ProvisionedMachine {
   /** Name in the lab: controlplane, node01, ... */
