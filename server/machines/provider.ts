@@ -63,9 +63,9 @@ export interface MachineHealth {
 
 /** What a provider found of its machines after a platform restart. */
 export interface RecoveryReport {
-  /** Sessions whose machines run on and are served again. */
+  /** Sets (by id) whose machines run on and are served again. */
   adopted: string[];
-  /** Sessions whose leftovers (processes, sockets, disks) were removed. */
+  /** Sets (by id) whose leftovers (processes, sockets, disks) were removed. */
   cleaned: string[];
 }
 
@@ -83,8 +83,8 @@ export interface MachineProvider {
     request: MachineRequest & { labVersion: string },
   ): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null>;
   /**
-   * Optional: keeps a session just set up for `labVersion` (a prepared pool set) as the lab
-   * version's template, from which `restorePrepared` starts new sets in seconds; the session is
+   * Optional: keeps a set just set up for `labVersion` (a prepared pool set) as the lab
+   * version's template, from which `restorePrepared` starts new sets in seconds; the set is
    * consumed (its machines become the template).
    */
   savePrepared?(sessionId: string, machines: readonly ProvisionedMachine[], labVersion: string): Promise<void>;
@@ -131,8 +131,8 @@ export interface MachineProvider {
   resume?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   /**
    * Optional, called once at platform start: finds machines an earlier platform process left
-   * running, serves them again or removes them. Sessions for which `keep` returns false (ended
-   * in the database) are removed.
+   * running, serves them again or removes them. Sets for which `keep` returns false (their
+   * session ended in the database) are removed.
    */
   adoptOrCleanup?(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
 }
