@@ -13,7 +13,7 @@ export const RETRY_PAUSE_MS = 500;
 /**
  * Waits until each machine's sshd presents the host key Labdeck pinned (so cloud-init has run
  * and sshd is up). No login: the machines handed to reboot, reset and resume come from the
- * database, whose private keys are sealed (sessions/machine-keys.ts), and the provider keeps no
+ * database, whose private keys are sealed (machines/sealed-keys.ts), and the provider keeps no
  * copy; the lab's setup and the terminals log in right after.
  */
 export async function waitForSsh(
