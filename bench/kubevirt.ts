@@ -18,7 +18,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { z } from "zod";
 import { KubeApi, loadKubeConfig } from "../server/machines/kubevirt/cluster";
-import { sessionObjects, type FleetSettings } from "../server/machines/kubevirt/manifests";
+import { setObjects, type FleetSettings } from "../server/machines/kubevirt/manifests";
 import { kubevirtProvider } from "../server/machines/kubevirt/provider";
 import { generateEd25519 } from "../server/machines/keys";
 import { startFakeKubeApi } from "../server/testing/fake-kube-api";
@@ -72,8 +72,8 @@ try {
   const keys = [generateEd25519("client"), ...MACHINES.map((m) => generateEd25519(m))];
   const keygenMs = performance.now() - t;
   t = performance.now();
-  sessionObjects(SETTINGS, {
-    sessionId: "bench",
+  setObjects(SETTINGS, {
+    setId: "bench",
     labSlug: "bench",
     variant: "debian-base",
     imageHash: "0123456789abcdef",

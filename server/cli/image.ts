@@ -24,7 +24,7 @@ import { detectAccel } from "../machines/qemu/accel";
 import { buildImage, findImage, listImages, type BuildProgress, type BuiltImage } from "../machines/qemu/image";
 import { qemuProvider } from "../machines/qemu/provider";
 import { DEBIAN_BASE_RECIPE, needsUpstream, recipeByName, recipeHash, RECIPES } from "../machines/images/recipe";
-import { SessionId, sessionDir } from "../machines/qemu/state";
+import { SetId, setDir } from "../machines/qemu/state";
 import { writeContainerDisk, type ContainerDiskResult } from "../machines/kubevirt/containerdisk";
 import { containerDiskRecipe } from "../machines/kubevirt/containerdisk-recipe";
 
@@ -130,7 +130,7 @@ export async function sessionUp(opts: SessionUpOptions): Promise<SessionUpResult
   const image = await findImage(opts.dataDir);
   if (!image)
     throw new Error(`no lab image under ${path.resolve(opts.dataDir)}/images: run \`image build --data-dir ${opts.dataDir}\` first`);
-  const sessionId = SessionId.parse(opts.sessionId ?? `cli-${randomBytes(4).toString("hex")}`);
+  const sessionId = SetId.parse(opts.sessionId ?? `cli-${randomBytes(4).toString("hex")}`);
   const log = opts.log ?? stderrLogger();
   let accel: "tcg" | "kvm" = opts.accel === "kvm" ? "kvm" : "tcg";
   if (opts.accel === "auto") {
@@ -140,7 +140,7 @@ export async function sessionUp(opts: SessionUpOptions): Promise<SessionUpResult
   }
   const provider = qemuProvider({ dataDir: opts.dataDir, image, memoryMiB: opts.memoryMiB, accel, log });
   const machines = await provider.create({ sessionId, labSlug: opts.labSlug ?? "cli", machines: opts.machines ?? DEFAULT_MACHINES });
-  const dir = sessionDir(opts.dataDir, sessionId);
+  const dir = setDir(opts.dataDir, sessionId);
   const keyFile = path.join(dir, "id_ed25519");
   const knownHosts = path.join(dir, "known_hosts");
   await fs.writeFile(keyFile, machines[0]!.privateKey, { mode: 0o600 });
@@ -188,7 +188,7 @@ const Flags = z.strictObject({
   lab: z.string().min(1).optional(),
   memory: z.coerce.number().int().min(128).max(65536).optional(),
   accel: z.enum(["tcg", "kvm", "auto"]).optional(),
-  id: SessionId.optional(),
+  id: SetId.optional(),
   format: z.enum(["qcow2", "containerdisk"]).optional(),
   out: z.string().min(1).optional(),
 });
@@ -283,7 +283,7 @@ export async function runQemuCli(argv: string[]): Promise<void> {
       }),
     );
   } else if (group === "session" && command === "down" && rest.length === 1) {
-    const id = SessionId.safeParse(rest[0]);
+    const id = SetId.safeParse(rest[0]);
     if (!id.success) usageError(`session id: ${id.error.issues[0]!.message}`);
     await sessionDown({ dataDir, sessionId: id.data });
     print({ destroyed: id.data });

@@ -18,7 +18,7 @@ import { SingletonRole } from "../leases/roles";
 import { dbHostClaims, loadStaticHosts, staticHostsProvider } from "../machines/static-hosts";
 import { KubeApi, loadKubeConfig } from "../machines/kubevirt/cluster";
 import { kubevirtProvider, PROVIDER_NAME as KUBEVIRT } from "../machines/kubevirt/provider";
-import { providerSessionOf, WarmPool, type LabPoolTarget, type PoolPreparer, type PoolStatus } from "../machines/warm-pool";
+import { setIdOf, WarmPool, type LabPoolTarget, type PoolPreparer, type PoolStatus } from "../machines/warm-pool";
 import type { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
 import { currentLabVersion } from "../labs/versions";
@@ -114,7 +114,7 @@ export function poolPreparer(db: Db, labs: LabCatalog, exec: SshExecPool, provid
       await runLabSetup(exec, lab, async (name) => byName.get(name) ?? null);
       // No connection of ours stays open into a state that may be saved (a template's restores would hold dead logins).
       for (const m of machines) exec.close(m);
-      await provider.markLabStart?.(providerSessionOf("", machines), machines);
+      await provider.markLabStart?.(setIdOf("", machines), machines);
       return hash;
     },
   };
@@ -169,7 +169,7 @@ export async function startMachines(env: Env, db: Db, log: Logger, labs?: { cata
     where: { session: { provider: "qemu", state: { not: "ended" } } },
     select: { sessionId: true, providerRef: true },
   });
-  const keep = new Set(live.map((m) => providerSessionOf(m.sessionId, [m])));
+  const keep = new Set(live.map((m) => setIdOf(m.sessionId, [m])));
   const report = await qemu.adoptOrCleanup({ keep: (id) => keep.has(id) });
   log.info(report, "QEMU machines recovered after start");
 
@@ -246,7 +246,7 @@ async function startKubevirt(env: Env, db: Db, log: Logger, labs?: { catalog: La
     where: { session: { provider: KUBEVIRT, state: { not: "ended" } } },
     select: { sessionId: true, providerRef: true },
   });
-  const keep = new Set(live.map((m) => providerSessionOf(m.sessionId, [m])));
+  const keep = new Set(live.map((m) => setIdOf(m.sessionId, [m])));
   log.info({ namespace, ...(await provider.adoptOrCleanup({ keep: (id) => keep.has(id) })) }, "kubevirt machines recovered after start");
   await seedPoolTargets(db, env.LABDECK_POOL_LABS);
   const pool = new WarmPool(provider, {

@@ -1,5 +1,5 @@
 /**
- * SSH keys of a session: one ed25519 client key the platform logs in with, and one host key per
+ * SSH keys of a machine set (provider.ts): one ed25519 client key the platform logs in with, and one host key per
  * VM whose public half is pinned before the VM first boots. Generated in-process (ssh2's
  * OpenSSH-format generator), never by the guest, so nothing has to be trusted on first use.
  */

@@ -1,7 +1,13 @@
 /**
  * What the rest of the server needs from a source of lab machines. Implementations:
- * static-hosts.ts (machines an admin already has), qemu/provider.ts (local VMs), and warm-pool.ts
- * in front of either.
+ * static-hosts.ts (machines an admin already has), qemu/provider.ts (local VMs),
+ * kubevirt/provider.ts (VMs on a cluster), and warm-pool.ts in front of any of them.
+ *
+ * A machine set is what a provider made for one request: its machines, known to the provider by
+ * the request's `sessionId` (the set id). That is a lab session's id, or a warm pool's `pool-…` id
+ * that the set keeps after the pool hands it to a learner's session (its machines' providerRef
+ * starts with it: warm-pool.ts `setIdOf`). "Session" means only the learner's lab session; the
+ * interface keeps its field name `sessionId`.
  */
 export interface ProvisionedMachine {
   /** Name in the lab: controlplane, node01, ... */
@@ -57,9 +63,9 @@ export interface MachineHealth {
 
 /** What a provider found of its machines after a platform restart. */
 export interface RecoveryReport {
-  /** Sessions whose machines run on and are served again. */
+  /** Sets (by id) whose machines run on and are served again. */
   adopted: string[];
-  /** Sessions whose leftovers (processes, sockets, disks) were removed. */
+  /** Sets (by id) whose leftovers (processes, sockets, disks) were removed. */
   cleaned: string[];
 }
 
@@ -77,8 +83,8 @@ export interface MachineProvider {
     request: MachineRequest & { labVersion: string },
   ): Promise<{ machines: ProvisionedMachine[]; source: "prepared" | "snapshot" } | null>;
   /**
-   * Optional: keeps a session just set up for `labVersion` (a prepared pool set) as the lab
-   * version's template, from which `restorePrepared` starts new sets in seconds; the session is
+   * Optional: keeps a set just set up for `labVersion` (a prepared pool set) as the lab
+   * version's template, from which `restorePrepared` starts new sets in seconds; the set is
    * consumed (its machines become the template).
    */
   savePrepared?(sessionId: string, machines: readonly ProvisionedMachine[], labVersion: string): Promise<void>;
@@ -125,8 +131,8 @@ export interface MachineProvider {
   resume?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<ProvisionedMachine[]>;
   /**
    * Optional, called once at platform start: finds machines an earlier platform process left
-   * running, serves them again or removes them. Sessions for which `keep` returns false (ended
-   * in the database) are removed.
+   * running, serves them again or removes them. Sets for which `keep` returns false (their
+   * session ended in the database) are removed.
    */
   adoptOrCleanup?(options?: { keep?: (sessionId: string) => boolean }): Promise<RecoveryReport>;
 }

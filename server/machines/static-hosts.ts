@@ -135,15 +135,6 @@ export interface HostClaims {
   resetFailed?(groupId: string, retryAt: Date, error: string): Promise<void>;
 }
 
-/** A static-hosts provider, plus its reset loop (started by select.ts; tests run resets directly). */
-export interface StaticHostsProvider extends MachineProvider {
-  /** Runs every due reset now; resolves when they finished (each succeeded or was rescheduled). */
-  runResets(): Promise<void>;
-  /** Looks for due resets every RESET_TICK_MS until stop() (picks up what a stopped process left). */
-  startResets(): void;
-  stop(): void;
-}
-
 /** Host group claims in the database (HostGroupClaim's primary key decides a race). */
 export function dbHostClaims(db: Db): StaticHostsOptions["claims"] {
   return {
@@ -183,18 +174,118 @@ export function dbHostClaims(db: Db): StaticHostsOptions["claims"] {
   };
 }
 
-export function staticHostsProvider(options: StaticHostsOptions): StaticHostsProvider {
-  const log = options.log ?? defaultLog;
+/**
+ * A static-hosts provider, plus its reset loop (started by select.ts; tests run resets directly).
+ * Methods are arrow properties: callers may pass them on detached.
+ */
+export class StaticHostsProvider implements MachineProvider {
+  readonly name = "static";
+  private readonly log: Logger;
   /** SSH exec connections for resets, made on the first one. */
-  let pool: SshExecPool | null = null;
-  let tick: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let again = false;
+  private pool: SshExecPool | null = null;
+  private tick: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(private readonly options: StaticHostsOptions) {
+    this.log = options.log ?? defaultLog;
+  }
+
+  /** Runs every due reset now; resolves when they finished (each succeeded or was rescheduled). */
+  readonly runResets = (): Promise<void> => {
+    const { claims } = this.options;
+    if (!claims.dueResets) return Promise.resolve();
+    if (this.running) {
+      this.again = true; // a release during a run: look again right after it
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        const due = await claims.dueResets!(new Date());
+        await Promise.all(
+          due.map((d) =>
+            this.resetGroup(d.groupId, d.attempts).catch((error: Error) =>
+              this.log.warn({ group: d.groupId, err: error.message }, "host group reset could not run"),
+            ),
+          ),
+        );
+      } while (this.again);
+    })()
+      .catch((error: Error) => this.log.warn({ err: error.message }, "host group resets not looked up"))
+      .finally(() => (this.running = null));
+    return this.running;
+  };
+
+  /** Looks for due resets every RESET_TICK_MS until stop() (picks up what a stopped process left). */
+  readonly startResets = (): void => {
+    if (this.tick) return;
+    this.tick = setInterval(() => void this.runResets(), RESET_TICK_MS);
+    this.tick.unref();
+    void this.runResets();
+  };
+
+  readonly stop = (): void => {
+    if (this.tick) clearInterval(this.tick);
+    this.tick = null;
+    this.pool?.closeAll();
+    this.pool = null;
+  };
+
+  readonly create = async (request: MachineRequest): Promise<ProvisionedMachine[]> => {
+    const { options } = this;
+    const hosts = await loadStaticHosts(options.file);
+    const exclusive = hosts.allocation === "exclusive";
+    const group = await this.chooseGroup(hosts, exclusive, request);
+    const machines = await Promise.all(
+      request.machines.map(async (name) => {
+        const m = group.machines.find((x) => x.name === name)!;
+        const keyPath = path.resolve(path.dirname(options.file), m.privateKeyPath);
+        const privateKey = await fs.readFile(keyPath, "utf8").catch((error: Error) => {
+          throw new Error(`${options.file}: group ${group.id}: ${name}: cannot read private key: ${error.message}`);
+        });
+        return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey, providerRef: group.id };
+      }),
+    ).catch(async (error: unknown) => {
+      // Nothing was handed out: the group is free again.
+      if (exclusive) await options.claims.release(request.sessionId);
+      throw error;
+    });
+    // First use of a machine: install (or upgrade) the terminal holder, in the background so
+    // the session starts as fast as before; a machine without it keeps the direct PTY.
+    if (options.installHolder ?? true) for (const m of machines) void prepareHolder(m);
+    return machines;
+  };
+
+  readonly destroy = async (sessionId: string, _machines?: readonly ProvisionedMachine[]): Promise<void> => {
+    // Static machines belong to the admin; releasing the session frees the group, or, for a
+    // group with a reset, holds it out until its reset (started now) succeeds.
+    const hosts = await loadStaticHosts(this.options.file);
+    const resetting = new Set(hosts.allocation === "exclusive" ? hosts.groups.filter((g) => g.reset).map((g) => g.id) : []);
+    await this.options.claims.release(sessionId, resetting);
+    if (resetting.size > 0) void this.runResets();
+  };
+
+  /** The first group holding every machine the request names (exclusive: free and now claimed); NoCapacityError when none. */
+  private async chooseGroup(
+    hosts: StaticHostsFile,
+    exclusive: boolean,
+    request: MachineRequest,
+  ): Promise<StaticHostsFile["groups"][number]> {
+    const busy = exclusive ? await this.options.groupsInUse() : new Set<string>();
+    const candidates = hosts.groups.filter(
+      (g) => !busy.has(g.id) && request.machines.every((name) => g.machines.some((m) => m.name === name)),
+    );
+    for (const g of exclusive ? candidates : candidates.slice(0, 1)) {
+      if (!exclusive || (await this.options.claims.claim(g.id, request.sessionId))) return g;
+    }
+    throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
+  }
 
   /** One reset try of one group: every machine's script must exit 0. */
-  const resetGroup = async (groupId: string, attempts: number): Promise<void> => {
-    const { claims } = options;
-    const hosts = await loadStaticHosts(options.file);
+  private async resetGroup(groupId: string, attempts: number): Promise<void> {
+    const { claims } = this.options;
+    const hosts = await loadStaticHosts(this.options.file);
     const group = hosts.groups.find((g) => g.id === groupId);
     const now = new Date();
     // The lease covers the whole try: connecting and the script's timeout, with room to write back.
@@ -206,120 +297,40 @@ export function staticHostsProvider(options: StaticHostsOptions): StaticHostsPro
       return;
     }
     const started = Date.now();
-    const endpoints = await Promise.all(
-      group.machines.map(async (m) => ({
-        ...m,
-        privateKey: await fs.readFile(path.resolve(path.dirname(options.file), m.privateKeyPath), "utf8"),
-      })),
-    ).catch((error: Error) => error);
-    const results =
-      endpoints instanceof Error
-        ? []
-        : await Promise.all(endpoints.map((e) => (pool ??= new SshExecPool()).run(e, group.reset!, group.resetTimeoutSeconds)));
-    const failed =
-      endpoints instanceof Error
-        ? [`cannot read a private key: ${endpoints.message}`]
-        : results.flatMap((r, i) =>
-            r.outcome === "pass" ? [] : [`${group.machines[i]!.name}: ${r.outcome} (exit ${r.exitCode}) ${r.output}`.trim()],
-          );
+    const failed = await this.resetFailures(group);
     if (failed.length === 0) {
       await claims.resetDone!(groupId);
       metrics().hostGroupResets.inc({ outcome: "ok" });
-      log.info({ group: groupId, ms: Date.now() - started, attempts: attempts + 1 }, "host group reset; free again");
+      this.log.info({ group: groupId, ms: Date.now() - started, attempts: attempts + 1 }, "host group reset; free again");
       return;
     }
     const waitMs = Math.min(RESET_BACKOFF_MAX_MS, RESET_BACKOFF_MIN_MS * 2 ** attempts);
     await claims.resetFailed!(groupId, new Date(Date.now() + waitMs), failed.join("\n"));
     metrics().hostGroupResets.inc({ outcome: "failed" });
-    log.warn(
+    this.log.warn(
       { group: groupId, attempts: attempts + 1, retryInMs: waitMs, output: failed.join("\n").slice(0, 500) },
       "host group reset failed; group held out until a reset succeeds",
     );
-  };
+  }
 
-  const runResets = (): Promise<void> => {
-    if (!options.claims.dueResets) return Promise.resolve();
-    if (running) {
-      again = true; // a release during a run: look again right after it
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        const due = await options.claims.dueResets!(new Date());
-        await Promise.all(
-          due.map((d) =>
-            resetGroup(d.groupId, d.attempts).catch((error: Error) =>
-              log.warn({ group: d.groupId, err: error.message }, "host group reset could not run"),
-            ),
-          ),
-        );
-      } while (again);
-    })()
-      .catch((error: Error) => log.warn({ err: error.message }, "host group resets not looked up"))
-      .finally(() => (running = null));
-    return running;
-  };
+  /** Runs the group's reset script on each of its machines; what failed, one line per machine (empty: all passed). */
+  private async resetFailures(group: StaticHostsFile["groups"][number]): Promise<string[]> {
+    const endpoints = await Promise.all(
+      group.machines.map(async (m) => ({
+        ...m,
+        privateKey: await fs.readFile(path.resolve(path.dirname(this.options.file), m.privateKeyPath), "utf8"),
+      })),
+    ).catch((error: Error) => error);
+    if (endpoints instanceof Error) return [`cannot read a private key: ${endpoints.message}`];
+    const results = await Promise.all(
+      endpoints.map((e) => (this.pool ??= new SshExecPool()).run(e, group.reset!, group.resetTimeoutSeconds)),
+    );
+    return results.flatMap((r, i) =>
+      r.outcome === "pass" ? [] : [`${group.machines[i]!.name}: ${r.outcome} (exit ${r.exitCode}) ${r.output}`.trim()],
+    );
+  }
+}
 
-  return {
-    name: "static",
-    runResets,
-    startResets() {
-      if (tick) return;
-      tick = setInterval(() => void runResets(), RESET_TICK_MS);
-      tick.unref();
-      void runResets();
-    },
-    stop() {
-      if (tick) clearInterval(tick);
-      tick = null;
-      pool?.closeAll();
-      pool = null;
-    },
-    async create(request: MachineRequest): Promise<ProvisionedMachine[]> {
-      const hosts = await loadStaticHosts(options.file);
-      const exclusive = hosts.allocation === "exclusive";
-      const busy = exclusive ? await options.groupsInUse() : new Set<string>();
-      const candidates = hosts.groups.filter(
-        (g) => !busy.has(g.id) && request.machines.every((name) => g.machines.some((m) => m.name === name)),
-      );
-      let group: (typeof candidates)[number] | undefined;
-      for (const g of exclusive ? candidates : candidates.slice(0, 1)) {
-        if (!exclusive || (await options.claims.claim(g.id, request.sessionId))) {
-          group = g;
-          break;
-        }
-      }
-      if (!group) {
-        throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
-      }
-      const chosen = group;
-      const machines = await Promise.all(
-        request.machines.map(async (name) => {
-          const m = chosen.machines.find((x) => x.name === name)!;
-          const keyPath = path.resolve(path.dirname(options.file), m.privateKeyPath);
-          const privateKey = await fs.readFile(keyPath, "utf8").catch((error: Error) => {
-            throw new Error(`${options.file}: group ${chosen.id}: ${name}: cannot read private key: ${error.message}`);
-          });
-          return { name, host: m.host, port: m.port, user: m.user, privateKey, hostKey: m.hostKey, providerRef: chosen.id };
-        }),
-      ).catch(async (error: unknown) => {
-        // Nothing was handed out: the group is free again.
-        if (exclusive) await options.claims.release(request.sessionId);
-        throw error;
-      });
-      // First use of a machine: install (or upgrade) the terminal holder, in the background so
-      // the session starts as fast as before; a machine without it keeps the direct PTY.
-      if (options.installHolder ?? true) for (const m of machines) void prepareHolder(m);
-      return machines;
-    },
-    async destroy(sessionId) {
-      // Static machines belong to the admin; releasing the session frees the group, or, for a
-      // group with a reset, holds it out until its reset (started now) succeeds.
-      const hosts = await loadStaticHosts(options.file);
-      const resetting = new Set(hosts.allocation === "exclusive" ? hosts.groups.filter((g) => g.reset).map((g) => g.id) : []);
-      await options.claims.release(sessionId, resetting);
-      if (resetting.size > 0) void runResets();
-    },
-  };
+export function staticHostsProvider(options: StaticHostsOptions): StaticHostsProvider {
+  return new StaticHostsProvider(options);
 }

@@ -12,9 +12,9 @@
  * priority, and only once the learner's session is set up, so refills never crowd out learners'
  * machines; a refill the host has no room for (memory, or boots in flight) waits and retries.
  *
- * A pooled set is created under its own provider session id ("pool-…"); that id lives on in the
- * machines' providerRef ("<provider session>/<machine>"), which is how destroy, reboot and the
- * restart clean-up find the set after it has been handed to a learner's session.
+ * A pooled set is a machine set (provider.ts) created under its own set id ("pool-…"); that id
+ * lives on in the machines' providerRef ("<set id>/<machine>"), which is how destroy, reboot and
+ * the restart clean-up find the set after it has been handed to a learner's session.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -74,8 +74,8 @@ export interface PoolStatus {
   labs?: { labSlug: string; ready: number; reserve: number; initial: number; wanted: number }[];
 }
 
-/** The provider's own session id for a set of machines, from their providerRef. */
-export function providerSessionOf(sessionId: string, machines: readonly { providerRef: string }[]): string {
+/** The id of the machine set a session's machines belong to, from their providerRef (else the session id). */
+export function setIdOf(sessionId: string, machines: readonly { providerRef: string }[]): string {
   const ref = machines[0]?.providerRef ?? "";
   const slash = ref.indexOf("/");
   return slash > 0 ? ref.slice(0, slash) : sessionId;
@@ -97,7 +97,7 @@ export class WarmPool implements MachineProvider {
   private targetsTimer: NodeJS.Timeout | null = null;
   private readonly served = { warm: 0, cold: 0, prepared: 0 };
   private lastError: string | undefined;
-  /** Handed-out sets (provider session ids) whose learner's session is still being set up. */
+  /** Handed-out sets (set ids) whose learner's session is still being set up. */
   private readonly holds = new Map<string, NodeJS.Timeout>();
   /** Of those, prepared sets: their hold ends by time, not when their session settles. */
   private readonly delayed = new Set<string>();
@@ -124,12 +124,12 @@ export class WarmPool implements MachineProvider {
   ) {
     this.name = inner.name;
     const { health, reboot, reset, suspend, resume, markLabStart } = inner;
-    if (health) this.health = (sid, machines) => health.call(inner, providerSessionOf(sid, machines), machines);
-    if (reboot) this.reboot = (sid, machine) => reboot.call(inner, providerSessionOf(sid, [machine]), machine);
-    if (reset) this.reset = (sid, machine) => reset.call(inner, providerSessionOf(sid, [machine]), machine);
-    if (suspend) this.suspend = (sid, machines) => suspend.call(inner, providerSessionOf(sid, machines), machines);
-    if (resume) this.resume = (sid, machines) => resume.call(inner, providerSessionOf(sid, machines), machines);
-    if (markLabStart) this.markLabStart = (sid, machines) => markLabStart.call(inner, providerSessionOf(sid, machines), machines);
+    if (health) this.health = (sid, machines) => health.call(inner, setIdOf(sid, machines), machines);
+    if (reboot) this.reboot = (sid, machine) => reboot.call(inner, setIdOf(sid, [machine]), machine);
+    if (reset) this.reset = (sid, machine) => reset.call(inner, setIdOf(sid, [machine]), machine);
+    if (suspend) this.suspend = (sid, machines) => suspend.call(inner, setIdOf(sid, machines), machines);
+    if (resume) this.resume = (sid, machines) => resume.call(inner, setIdOf(sid, machines), machines);
+    if (markLabStart) this.markLabStart = (sid, machines) => markLabStart.call(inner, setIdOf(sid, machines), machines);
   }
 
   /** Starts filling the pool in the background (again after a stop: the pool role moved back here). */
@@ -214,12 +214,12 @@ export class WarmPool implements MachineProvider {
     message: string,
     prepared = false,
   ): Promise<ProvisionedMachine[]> {
-    await this.inner.promote?.(providerSessionOf(request.sessionId, set), set).catch(() => undefined);
+    await this.inner.promote?.(setIdOf(request.sessionId, set), set).catch(() => undefined);
     this.options.log.info({ sessionId: request.sessionId, lab: request.labSlug, ready: this.ready.length }, message);
     // The refill boots a set at low priority, but on a small host that still slows the
     // learner's setup a lot: it waits until the session is set up (sessionSettled) or the cap;
     // after a prepared set, until the learner's terminals had time to log in.
-    const id = providerSessionOf(request.sessionId, set);
+    const id = setIdOf(request.sessionId, set);
     const timer = setTimeout(
       () => this.release(id),
       prepared ? (this.options.preparedRefillDelayMs ?? PREPARED_REFILL_DELAY_MS) : REFILL_HOLD_MAX_MS,
@@ -231,12 +231,12 @@ export class WarmPool implements MachineProvider {
   }
 
   destroy(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
-    this.release(providerSessionOf(sessionId, machines));
-    return this.inner.destroy(providerSessionOf(sessionId, machines), machines);
+    this.release(setIdOf(sessionId, machines));
+    return this.inner.destroy(setIdOf(sessionId, machines), machines);
   }
 
   sessionSettled(sessionId: string, machines: readonly ProvisionedMachine[]): void {
-    const id = providerSessionOf(sessionId, machines);
+    const id = setIdOf(sessionId, machines);
     // A prepared set's session settles at once; its hold runs out on its own (PREPARED_REFILL_DELAY_MS).
     if (!this.delayed.has(id)) this.release(id);
   }
@@ -252,7 +252,7 @@ export class WarmPool implements MachineProvider {
   }
 
   // A handed-out set is the inner provider's from then on: lifecycle calls go straight to it,
-  // under the provider session id the set was made with.
+  // under the set id the set was made with.
   readonly health?: MachineProvider["health"];
   readonly reboot?: MachineProvider["reboot"];
   readonly reset?: MachineProvider["reset"];
@@ -320,7 +320,7 @@ export class WarmPool implements MachineProvider {
     if (at < 0) return;
     this.ready.splice(at, 1);
     this.options.log.info({ lab: set.labSlug, why }, "warm pool: set removed");
-    void this.inner.destroy(providerSessionOf("", set.machines), set.machines).catch(() => undefined);
+    void this.inner.destroy(setIdOf("", set.machines), set.machines).catch(() => undefined);
     this.refill();
   }
 

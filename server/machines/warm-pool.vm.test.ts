@@ -72,7 +72,7 @@ async function qemuPidsUnder(vmDir: string): Promise<number[]> {
   return pids;
 }
 
-/** Niceness of every QEMU process of a provider session, from /proc/<pid>/stat (field 19). */
+/** Niceness of every QEMU process of a machine set, from /proc/<pid>/stat (field 19). */
 async function niceOfSession(providerSession: string): Promise<number[]> {
   const pids = await processesUnder(path.join(dataDir, "sessions", providerSession));
   const values: number[] = [];
@@ -171,7 +171,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
       expect(new Set(ids).size).toBe(3);
       expect(new Set(machines.map((m) => m.hostKey)).size).toBe(3);
       expect(pool.status().served).toMatchObject({ prepared: 1, warm: 0, cold: 0 });
-      // The set was booted under the pool's own provider session and keeps that handle.
+      // The set was booted under the pool's own set id and keeps that handle.
       expect(machines.every((m) => m.providerRef.startsWith("pool-"))).toBe(true);
       // The next set is made behind the hand-out, once the learner's terminals had time to log in.
       expect(pool.status().filling).toBe(false);

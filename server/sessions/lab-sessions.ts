@@ -6,7 +6,7 @@ import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
 import { openPrivateKey, sealIfPlain, sealPrivateKey } from "../machines/sealed-keys";
 import { isNoCapacity, NoCapacityError, type MachineProvider, type ProvisionedMachine } from "../machines/provider";
-import { providerSessionOf } from "../machines/warm-pool";
+import { setIdOf } from "../machines/warm-pool";
 import {
   LIVE_NOT_QUEUED,
   QUEUE_MAX_WAIT_MS,
@@ -246,7 +246,7 @@ async function obtainMachines(
   }
   const create = async () => {
     const machines = await provider.create(ask);
-    return { machines, source: providerSessionOf(id, machines) !== id ? ("pool" as const) : ("cold" as const) };
+    return { machines, source: setIdOf(id, machines) !== id ? ("pool" as const) : ("cold" as const) };
   };
   return queue ? admitted(db, session, request.labSlug, create) : create();
 }

@@ -126,12 +126,8 @@ function validateId(id: string): void {
   if (!ID_PATTERN.test(id)) throw new Error(`netns hosts: id must match ${ID_PATTERN} (got ${JSON.stringify(id)})`);
 }
 
-/**
- * Creates one sshd per name and waits until each answers with an SSH banner. Leftovers of an
- * earlier run with the same id (namespaces, links, sshd processes) are removed first. On failure
- * everything created so far is torn down and the error names the failing command or host.
- */
-export async function createNetnsHosts(opts: {
+/** What createNetnsHosts is asked for. */
+export interface NetnsHostsOptions {
   id: string;
   names: string[];
   subnet: number;
@@ -150,11 +146,65 @@ export async function createNetnsHosts(opts: {
    * whose host key its provider chose (the fake Kubernetes API's hosts take it from cloud-init).
    */
   hostKeys?: Readonly<Record<string, string>>;
-  /** More authorized_keys lines for root besides the set's own client key (a provider's session key). */
+  /** More authorized_keys lines for root besides the set's own client key (a provider's key for its machines). */
   authorizedKeys?: string;
-}): Promise<NetnsHostSet> {
+}
+
+/**
+ * Creates one sshd per name and waits until each answers with an SSH banner. Leftovers of an
+ * earlier run with the same id (namespaces, links, sshd processes) are removed first. On failure
+ * everything created so far is torn down and the error names the failing command or host.
+ */
+export async function createNetnsHosts(opts: NetnsHostsOptions): Promise<NetnsHostSet> {
   const { id, names, subnet } = opts;
-  const holder = opts.holder ?? true;
+  checkOptions(opts);
+  const dir = path.resolve(opts.dir);
+  await destroyNetnsHostsById(id, { dir });
+  await assertSubnetFree(subnet);
+
+  await fs.mkdir(dir, { recursive: true });
+  await fs.mkdir(SSHD_PRIVSEP_DIR, { recursive: true, mode: 0o755 });
+  const client = await makeClientKey(dir, id, opts.authorizedKeys ?? "");
+
+  const started: StartedHost[] = [];
+  const results = await Promise.allSettled(
+    names.map(async (name, index) => {
+      const host = await startHost({
+        id,
+        name,
+        index,
+        subnet,
+        dir,
+        ...client,
+        binds: opts.binds ?? [],
+        usePam: opts.usePam ?? false,
+        holder: opts.holder ?? true,
+        hostKey: opts.hostKeys?.[name],
+      });
+      started.push(host);
+      return host;
+    }),
+  );
+  const failures = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failures.length > 0) {
+    try {
+      await destroyNetnsHostsById(id, { dir });
+    } catch (cleanupError) {
+      log.warn({ err: cleanupError, id }, "netns hosts: cleanup after failed create failed");
+    }
+    const messages = failures.map((f) => (f.reason instanceof Error ? f.reason.message : String(f.reason)));
+    throw new Error(`netns hosts: creating set ${id} failed:\n${messages.join("\n")}`);
+  }
+  return hostSet(
+    id,
+    dir,
+    names.map((name) => started.find((h) => h.info.name === name)!),
+  );
+}
+
+/** Refuses a bad id, subnet, name list or interface name, and a caller that is not root. */
+function checkOptions(opts: NetnsHostsOptions): void {
+  const { id, names, subnet } = opts;
   validateId(id);
   if (!Number.isInteger(subnet) || subnet < 0 || subnet > 255) {
     throw new Error(`netns hosts: subnet must be an integer 0..255 (got ${subnet})`);
@@ -172,56 +222,26 @@ export async function createNetnsHosts(opts: {
     throw new Error(`netns hosts: interface name ${linkName(id, names.length - 1)} exceeds ${MAX_IFNAME_LENGTH} characters`);
   }
   if (process.getuid?.() !== 0) throw new Error("netns hosts: must run as root (network namespaces, sshd)");
+}
 
-  const dir = path.resolve(opts.dir);
-  await destroyNetnsHostsById(id, { dir });
-  await assertSubnetFree(subnet);
-
-  await fs.mkdir(dir, { recursive: true });
-  await fs.mkdir(SSHD_PRIVSEP_DIR, { recursive: true, mode: 0o755 });
-
-  // One client keypair for the whole set.
+/** One client keypair for the whole set, and the authorized_keys file every host's sshd reads. */
+async function makeClientKey(
+  dir: string,
+  id: string,
+  moreAuthorizedKeys: string,
+): Promise<{ privateKeyPath: string; privateKey: string; authorizedKeysPath: string }> {
   const privateKeyPath = path.join(dir, "id_ed25519");
   await generateKey(privateKeyPath, `labdeck-netns-${id}`);
   const privateKey = await fs.readFile(privateKeyPath, "utf8");
   const authorizedKeysPath = path.join(dir, "authorized_keys");
-  await fs.writeFile(authorizedKeysPath, (await fs.readFile(privateKeyPath + ".pub", "utf8")) + (opts.authorizedKeys ?? ""), {
+  await fs.writeFile(authorizedKeysPath, (await fs.readFile(privateKeyPath + ".pub", "utf8")) + moreAuthorizedKeys, {
     mode: 0o600,
   });
+  return { privateKeyPath, privateKey, authorizedKeysPath };
+}
 
-  const started: StartedHost[] = [];
-  const results = await Promise.allSettled(
-    names.map(async (name, index) => {
-      const host = await startHost({
-        id,
-        name,
-        index,
-        subnet,
-        dir,
-        privateKeyPath,
-        privateKey,
-        authorizedKeysPath,
-        binds: opts.binds ?? [],
-        usePam: opts.usePam ?? false,
-        holder,
-        hostKey: opts.hostKeys?.[name],
-      });
-      started.push(host);
-      return host;
-    }),
-  );
-  const failures = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failures.length > 0) {
-    try {
-      await destroyNetnsHostsById(id, { dir });
-    } catch (cleanupError) {
-      log.warn({ err: cleanupError, id }, "netns hosts: cleanup after failed create failed");
-    }
-    const messages = failures.map((f) => (f.reason instanceof Error ? f.reason.message : String(f.reason)));
-    throw new Error(`netns hosts: creating set ${id} failed:\n${messages.join("\n")}`);
-  }
-  const ordered = names.map((name) => started.find((h) => h.info.name === name)!);
-
+/** The set as callers hold it: its hosts in the order asked, an sshd restart per host, one shared teardown. */
+function hostSet(id: string, dir: string, ordered: StartedHost[]): NetnsHostSet {
   let destroying: Promise<void> | undefined;
   return {
     id,
@@ -323,7 +343,7 @@ interface StartedHost {
   child: ChildProcess;
 }
 
-async function startHost(p: {
+interface HostSpec {
   id: string;
   name: string;
   index: number;
@@ -337,29 +357,96 @@ async function startHost(p: {
   holder: boolean;
   /** Host private key text to use; none: a fresh one. */
   hostKey?: string;
-}): Promise<StartedHost> {
+}
+
+/** A host's files: its directory, host key, sshd config, pid and log files. */
+interface HostFiles {
+  work: string;
+  configPath: string;
+  pidPath: string;
+  logPath: string;
+  holderPidPath: string;
+}
+
+async function startHost(p: HostSpec): Promise<StartedHost> {
   const ns = namespaceName(p.id, p.name);
   const link = linkName(p.id, p.index);
   const { hostSide, nsSide } = addresses(p.subnet, p.index);
   const work = hostDir(p.dir, p.id, p.name);
   await fs.mkdir(work, { recursive: true });
-
-  // Host key and config.
   const hostKeyPath = path.join(work, "ssh_host_ed25519_key");
+  const hostKey = await writeHostKey(hostKeyPath, p);
+  const files: HostFiles = {
+    work,
+    configPath: path.join(work, "sshd_config"),
+    pidPath: path.join(work, "sshd.pid"),
+    logPath: path.join(work, "sshd.log"),
+    holderPidPath: path.join(work, "holder.pid"),
+  };
+  await fs.rm(files.pidPath, { force: true });
+  await fs.rm(files.holderPidPath, { force: true });
+  await writeSshdConfig(files, ns, nsSide, hostKeyPath, p);
+  // Fail early with sshd's own words if the config is wrong.
+  await run(SSHD, ["-t", "-f", files.configPath]);
+
+  // Network: namespace, veth pair with the peer created directly inside it as eth0.
+  await run("ip", ["netns", "add", ns]);
+  await run("ip", ["-n", ns, "link", "set", "lo", "up"]);
+  await run("ip", ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns]);
+  await run("ip", ["addr", "add", `${hostSide}/30`, "dev", link]);
+  await run("ip", ["link", "set", link, "up"]);
+  await run("ip", ["-n", ns, "addr", "add", `${nsSide}/30`, "dev", "eth0"]);
+  await run("ip", ["-n", ns, "link", "set", "eth0", "up"]);
+
+  const child = spawnSshd(ns, files, p);
+  const exited = new Promise<string>((resolve) => {
+    child.once("error", (err) => resolve(`spawn failed: ${err.message}`));
+    child.once("exit", (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
+  });
+  child.unref();
+  const pid = child.pid;
+  const describe = `sshd for ${p.name} (namespace ${ns}, ${nsSide}:${SSH_PORT}, config ${files.configPath})`;
+  if (pid === undefined) throw new Error(`${describe}: ${await exited}`);
+
+  const outcome = await Promise.race([
+    waitForBanner(nsSide, SSH_PORT, SSHD_READY_TIMEOUT_MS).then(() => "ready" as const),
+    exited.then((reason) => ({ reason })),
+  ]);
+  if (outcome !== "ready") {
+    throw new Error(`${describe} ${outcome.reason} before answering; sshd log:\n${await logTail(files.logPath)}`);
+  }
+  const holderPid = p.holder ? await waitForPidFile(files.holderPidPath, path.join(work, "holder.log")) : undefined;
+  return {
+    info: {
+      name: p.name,
+      host: nsSide,
+      port: SSH_PORT,
+      user: "root",
+      privateKeyPath: p.privateKeyPath,
+      privateKey: p.privateKey,
+      hostKey,
+      namespace: ns,
+      pid,
+      holderPid,
+    },
+    configPath: files.configPath,
+    child,
+  };
+}
+
+/** The host's key pair at `hostKeyPath` (the one given, or a fresh one); returns the public key line without comment. */
+async function writeHostKey(hostKeyPath: string, p: Pick<HostSpec, "name" | "hostKey">): Promise<string> {
   if (p.hostKey) {
     await fs.rm(hostKeyPath, { force: true }); // sshd refuses a key file others can read: made anew with 0600
     await fs.writeFile(hostKeyPath, p.hostKey.endsWith("\n") ? p.hostKey : `${p.hostKey}\n`, { mode: 0o600 });
     await fs.writeFile(hostKeyPath + ".pub", await run("ssh-keygen", ["-y", "-f", hostKeyPath]), { mode: 0o644 });
   } else await generateKey(hostKeyPath, p.name);
-  const hostKey = (await fs.readFile(hostKeyPath + ".pub", "utf8")).trim().split(/\s+/).slice(0, 2).join(" ");
-  const configPath = path.join(work, "sshd_config");
-  const pidPath = path.join(work, "sshd.pid");
-  const logPath = path.join(work, "sshd.log");
-  const holderPidPath = path.join(work, "holder.pid");
-  await fs.rm(pidPath, { force: true });
-  await fs.rm(holderPidPath, { force: true });
+  return (await fs.readFile(hostKeyPath + ".pub", "utf8")).trim().split(/\s+/).slice(0, 2).join(" ");
+}
+
+async function writeSshdConfig(files: HostFiles, ns: string, nsSide: string, hostKeyPath: string, p: HostSpec): Promise<void> {
   await fs.writeFile(
-    configPath,
+    files.configPath,
     [
       `# Generated by server/testing/netns-hosts.ts for namespace ${ns}`,
       `ListenAddress ${nsSide}`,
@@ -371,7 +458,7 @@ async function startHost(p: {
       "KbdInteractiveAuthentication no",
       `UsePAM ${p.usePam ? "yes" : "no"}`,
       "StrictModes no",
-      `PidFile ${pidPath}`,
+      `PidFile ${files.pidPath}`,
       "PrintMotd no",
       "PrintLastLog no",
       "SetEnv LANG=C.UTF-8",
@@ -382,25 +469,17 @@ async function startHost(p: {
     ].join("\n"),
     { mode: 0o600 },
   );
-  // Fail early with sshd's own words if the config is wrong.
-  await run(SSHD, ["-t", "-f", configPath]);
+}
 
-  // Network: namespace, veth pair with the peer created directly inside it as eth0.
-  await run("ip", ["netns", "add", ns]);
-  await run("ip", ["-n", ns, "link", "set", "lo", "up"]);
-  await run("ip", ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns]);
-  await run("ip", ["addr", "add", `${hostSide}/30`, "dev", link]);
-  await run("ip", ["link", "set", link, "up"]);
-  await run("ip", ["-n", ns, "addr", "add", `${nsSide}/30`, "dev", "eth0"]);
-  await run("ip", ["-n", ns, "link", "set", "eth0", "up"]);
-
-  // sshd in the namespace and a fresh UTS namespace. `ip netns exec`, `unshare` (no --fork) and
-  // `exec` all replace the process, so the spawned pid is sshd's pid. Output goes to a file so sshd
-  // survives this process exiting (CLI `up`).
-  const logFd = openSync(logPath, "w", 0o600);
-  let child: ChildProcess;
+/**
+ * sshd in the namespace and a fresh UTS namespace. `ip netns exec`, `unshare` (no --fork) and
+ * `exec` all replace the process, so the spawned pid is sshd's pid. Output goes to a file so sshd
+ * survives this process exiting (CLI `up`).
+ */
+function spawnSshd(ns: string, files: HostFiles, p: HostSpec): ChildProcess {
+  const logFd = openSync(files.logPath, "w", 0o600);
   try {
-    child = spawn(
+    return spawn(
       "ip",
       [
         "netns",
@@ -428,11 +507,11 @@ async function startHost(p: {
         "sh",
         p.name,
         SSHD,
-        configPath,
+        files.configPath,
         p.holder ? holderFile() : "",
         HOLDER_PYTHON,
-        holderPidPath,
-        path.join(work, "holder.log"),
+        files.holderPidPath,
+        path.join(files.work, "holder.log"),
         ...p.binds.flatMap((b) => [b.source, b.target]),
       ],
       { detached: true, stdio: ["ignore", logFd, logFd] },
@@ -440,39 +519,6 @@ async function startHost(p: {
   } finally {
     closeSync(logFd);
   }
-  const exited = new Promise<string>((resolve) => {
-    child.once("error", (err) => resolve(`spawn failed: ${err.message}`));
-    child.once("exit", (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
-  });
-  child.unref();
-  const pid = child.pid;
-  const describe = `sshd for ${p.name} (namespace ${ns}, ${nsSide}:${SSH_PORT}, config ${configPath})`;
-  if (pid === undefined) throw new Error(`${describe}: ${await exited}`);
-
-  const outcome = await Promise.race([
-    waitForBanner(nsSide, SSH_PORT, SSHD_READY_TIMEOUT_MS).then(() => "ready" as const),
-    exited.then((reason) => ({ reason })),
-  ]);
-  if (outcome !== "ready") {
-    throw new Error(`${describe} ${outcome.reason} before answering; sshd log:\n${await logTail(logPath)}`);
-  }
-  const holderPid = p.holder ? await waitForPidFile(holderPidPath, path.join(work, "holder.log")) : undefined;
-  return {
-    info: {
-      name: p.name,
-      host: nsSide,
-      port: SSH_PORT,
-      user: "root",
-      privateKeyPath: p.privateKeyPath,
-      privateKey: p.privateKey,
-      hostKey,
-      namespace: ns,
-      pid,
-      holderPid,
-    },
-    configPath,
-    child,
-  };
 }
 
 /** The holder's pid, once it has written its pid file (it does so after binding its socket). */

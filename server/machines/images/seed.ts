@@ -14,13 +14,13 @@ export const MachineSeed = z.strictObject({
   hostname: z.string().regex(/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/, "must be a lowercase hostname"),
   /** eth1 address with prefix, e.g. 192.168.56.10/24. */
   eth1Address: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 address with prefix"),
-  /** Full /etc/hosts content (all machines of the session by their eth1 addresses). */
+  /** Full /etc/hosts content (all machines of the set by their eth1 addresses). */
   hosts: z.string(),
   /** OpenSSH private host key the VM's sshd presents. */
   hostPrivateKey: z.string().includes("PRIVATE KEY"),
   /** Its public half, one line ("ssh-ed25519 AAAA..."); saves the guest an ssh-keygen run. */
   hostPublicKey: z.string().regex(/^ssh-ed25519 [A-Za-z0-9+/]+=*$/, "must be an OpenSSH ed25519 public key line"),
-  /** authorized_keys lines for root: the platform's per-session client key. */
+  /** authorized_keys lines for root: the platform's client key for the set. */
   authorizedKeys: z.string().min(1),
 });
 export type MachineSeed = z.infer<typeof MachineSeed>;
@@ -42,7 +42,7 @@ export function seedFile(seed: MachineSeed): string {
   ].join("\n");
 }
 
-/** /etc/hosts for a session: loopback lines plus every machine by its eth1 address. */
+/** /etc/hosts for a machine set: loopback lines plus every machine by its eth1 address. */
 export function hostsFile(machines: readonly { name: string; eth1Address: string }[]): string {
   return [
     "127.0.0.1\tlocalhost",

@@ -1,6 +1,6 @@
 /**
  * Capacity on the fleet: the namespace's ResourceQuotas (what the operator allows Labdeck), read
- * before a session's VMs are made. The API server's quota admission stays the authority (two
+ * before a machine set's VMs are made. The API server's quota admission stays the authority (two
  * starts may both pass this check; the later one's pods are then refused "exceeded quota", which
  * the provider turns into the same NoCapacityError): this check saves creating and deleting
  * objects in the common case and gives the learner the answer at once.
@@ -19,8 +19,8 @@ export class QuotaExceededError extends NoCapacityError {
   }
 }
 
-/** What a session's VMs add to the namespace's usage, in the units below. */
-export interface SessionUsage {
+/** What a machine set's VMs add to the namespace's usage, in the units below. */
+export interface SetUsage {
   /** CPU requests, millicores. */
   cpuMilli: number;
   /** Memory requests, MiB (guest requests + virt-launcher overhead). */
@@ -38,8 +38,8 @@ const ResourceQuotaItem = z.looseObject({
     .optional(),
 });
 
-/** A quota's resource name → what the session adds to it, in the quota's base unit (cores, bytes, counts). */
-function additions(usage: SessionUsage): Record<string, number> {
+/** A quota's resource name → what the set adds to it, in the quota's base unit (cores, bytes, counts). */
+function additions(usage: SetUsage): Record<string, number> {
   const cores = usage.cpuMilli / 1000;
   const memory = usage.memoryMiB * 2 ** 20;
   const storage = usage.storageGiB * 2 ** 30;
@@ -63,8 +63,8 @@ function additions(usage: SessionUsage): Record<string, number> {
   };
 }
 
-/** Each quota line the session would exceed, as "quota/resource: used + added > hard"; empty when it fits. */
-export function quotaShortfalls(quotas: readonly unknown[], usage: SessionUsage): string[] {
+/** Each quota line the set would exceed, as "quota/resource: used + added > hard"; empty when it fits. */
+export function quotaShortfalls(quotas: readonly unknown[], usage: SetUsage): string[] {
   const adds = additions(usage);
   const problems: string[] = [];
   for (const raw of quotas) {

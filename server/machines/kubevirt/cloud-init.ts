@@ -7,7 +7,7 @@
  * - user data (#cloud-config): hostname, /etc/hosts, the SSH host key Labdeck generated and pins
  *   (ssh_keys, every other type removed), the platform's public key outside ~/.ssh (the image's
  *   sshd reads /etc/ssh/labdeck/authorized_keys/%u, qemu/guest.ts), optional DNS for internet labs.
- * - network data (version 2): eth0 by DHCP from KubeVirt's masquerade, eth1 the session network at
+ * - network data (version 2): eth0 by DHCP from KubeVirt's masquerade, eth1 the set network at
  *   a fixed address, matched by the MAC the VM spec gives it.
  *
  * cloud-init applies them once per instance id (the VM's first boot, and again after a reset's
@@ -24,11 +24,11 @@ export const CloudInitIdentity = z.strictObject({
   eth1Address: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 address with prefix"),
   /** eth1's MAC (locally administered), also in the VM spec. */
   eth1Mac: z.string().regex(/^02(:[0-9a-f]{2}){5}$/, "must be a locally administered MAC in lowercase"),
-  /** Every machine of the session by its eth1 address, for /etc/hosts. */
+  /** Every machine of the set by its eth1 address, for /etc/hosts. */
   machines: z.array(z.strictObject({ name: z.string(), eth1Address: z.string() })).min(1),
   hostPrivateKey: z.string().includes("PRIVATE KEY"),
   hostPublicKey: z.string().regex(/^ssh-ed25519 [A-Za-z0-9+/]+=*$/, "must be an OpenSSH ed25519 public key line"),
-  /** authorized_keys text for root: the platform's per-session key. */
+  /** authorized_keys text for root: the platform's key for the set. */
   authorizedKeys: z.string().min(1),
   /** Resolver the guest uses (internet labs), an IPv4 address; none: the image's own resolv.conf. */
   nameserver: z.ipv4().optional(),
@@ -47,7 +47,7 @@ export function userData(identity: CloudInitIdentity): string {
   const config = {
     hostname: id.hostname,
     preserve_hostname: false,
-    // /etc/hosts comes from write_files: the session's machines by their eth1 addresses.
+    // /etc/hosts comes from write_files: the set's machines by their eth1 addresses.
     manage_etc_hosts: false,
     // Only the host key Labdeck pinned: no generated keys of other types a client could be offered.
     ssh_deletekeys: true,

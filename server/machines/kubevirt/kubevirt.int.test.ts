@@ -27,7 +27,8 @@ import { connectSsh } from "../../ssh/connect";
 import { KubeApi, loadKubeConfig } from "./cluster";
 import type { FleetSettings } from "./manifests";
 import { generateEd25519 } from "../keys";
-import { kubevirtProvider, presentsHostKey, type KubevirtProvider } from "./provider";
+import { kubevirtProvider, type KubevirtProvider } from "./provider";
+import { presentsHostKey } from "./ssh-probe";
 
 const NAMESPACE = "labdeck-test";
 /** Third octets of the fake VMs' addresses (10.213.S.0/24); unused by every other test (grep `subnet:` and `SUBNET =`). */

@@ -1,5 +1,5 @@
 /**
- * The objects a lab session gets on the fleet, per lab of labs/ (which covers every image
+ * The objects a machine set gets on the fleet, per lab of labs/ (which covers every image
  * variant): golden files (golden/<slug>.yaml, `vitest -u` rewrites them after an intended change),
  * each object checked against the API types (api-types.ts, from the Kubernetes and KubeVirt API
  * references), and the properties the design rests on checked directly.
@@ -15,10 +15,10 @@ import {
   goldenDataVolume,
   INTERNET_EXCEPT,
   quotaUsage,
-  sessionObjects,
+  setObjects,
   type FleetSettings,
   type KubeObject,
-  type SessionObjects,
+  type SetObjects,
 } from "./manifests";
 import { launcherOverheadMiB, sizeOf } from "./sizing";
 
@@ -30,15 +30,15 @@ const SETTINGS: FleetSettings = {
   platformLabels: { "app.kubernetes.io/name": "labdeck" },
   nameserver: "10.96.0.10",
 };
-/** Stand-ins for keys (the real ones are random per session; goldens must not be). */
+/** Stand-ins for keys (the real ones are random per set; goldens must not be). */
 const fixedKey = (name: string) => ({
   name,
   hostPrivateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\nFIXTURE-HOST-KEY-OF-${name}\n-----END OPENSSH PRIVATE KEY-----\n`,
   hostPublicKey: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${Buffer.from(name.padEnd(24, "x")).toString("base64").replace(/=+$/, "")}`,
 });
-const SESSION_ID = "cmabcdefghij0123456789xyz";
+const SET_ID = "cmabcdefghij0123456789xyz";
 
-function objectsOf(s: SessionObjects): KubeObject[] {
+function objectsOf(s: SetObjects): KubeObject[] {
   return [s.network, s.policy, ...s.machines.flatMap((m) => [m.secret, m.service, m.vm])];
 }
 
@@ -57,8 +57,8 @@ describe("fleet manifests per lab", () => {
 
   for (const lab of labs) {
     it(`${lab.slug} (${lab.manifest.image}${lab.manifest.network.internet ? ", internet" : ""}): golden objects, each valid against the API types`, async () => {
-      const session = sessionObjects(SETTINGS, {
-        sessionId: SESSION_ID,
+      const set = setObjects(SETTINGS, {
+        setId: SET_ID,
         labSlug: lab.slug,
         variant: lab.manifest.image,
         imageHash: "0123456789abcdef",
@@ -66,21 +66,19 @@ describe("fleet manifests per lab", () => {
         machines: lab.manifest.machines.map(fixedKey),
         authorizedKeys: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFIXTUREPLATFORMKEY labdeck-session\n",
       });
-      const objects = [...objectsOf(session), goldenDataVolume(SETTINGS, lab.manifest.image, "0123456789abcdef")];
+      const objects = [...objectsOf(set), goldenDataVolume(SETTINGS, lab.manifest.image, "0123456789abcdef")];
       for (const object of objects) expect(validateObject(object), `${object.kind} ${object.metadata.name}`).toEqual([]);
       await expect(objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n")).toMatchFileSnapshot(`golden/${lab.slug}.yaml`);
 
       // Host keys travel in Secrets only, never in the VM object (readable by more people).
-      for (const m of session.machines) {
+      for (const m of set.machines) {
         expect(JSON.stringify(m.vm)).not.toContain("PRIVATE KEY");
         expect(JSON.stringify(m.secret)).toContain(`FIXTURE-HOST-KEY-OF-${m.name}`);
-        expect(JSON.stringify(session.machines.filter((o) => o !== m).map((o) => o.secret))).not.toContain(
-          `FIXTURE-HOST-KEY-OF-${m.name}\\n`,
-        );
+        expect(JSON.stringify(set.machines.filter((o) => o !== m).map((o) => o.secret))).not.toContain(`FIXTURE-HOST-KEY-OF-${m.name}\\n`);
       }
       // Each machine its own eth1 address; all on one node (the bridge is per node).
-      expect(new Set(session.machines.map((m) => m.eth1Address)).size).toBe(lab.manifest.machines.length);
-      const policy = session.policy.spec as { egress: { to?: { ipBlock?: { except: string[] } }[] }[] };
+      expect(new Set(set.machines.map((m) => m.eth1Address)).size).toBe(lab.manifest.machines.length);
+      const policy = set.policy.spec as { egress: { to?: { ipBlock?: { except: string[] } }[] }[] };
       if (lab.manifest.network.internet) expect(policy.egress[0]!.to![0]!.ipBlock!.except).toEqual(INTERNET_EXCEPT);
       else expect(policy.egress).toEqual([]);
     });
@@ -88,8 +86,8 @@ describe("fleet manifests per lab", () => {
 });
 
 describe("the API types refuse what the API server would", () => {
-  const base = sessionObjects(SETTINGS, {
-    sessionId: SESSION_ID,
+  const base = setObjects(SETTINGS, {
+    setId: SET_ID,
     labSlug: "x",
     variant: "debian-base",
     imageHash: "0123456789abcdef",
@@ -116,8 +114,8 @@ describe("the API types refuse what the API server would", () => {
   });
 
   it("a warm pool set's objects are valid too (its lab slug is no label value)", () => {
-    const pool = sessionObjects(SETTINGS, {
-      sessionId: "pool-0123456789ab",
+    const pool = setObjects(SETTINGS, {
+      setId: "pool-0123456789ab",
       labSlug: "(warm pool)",
       variant: "debian-base",
       imageHash: "0123456789abcdef",
@@ -159,7 +157,7 @@ describe("sizes and quota", () => {
     });
   });
 
-  it("a session fits a quota exactly, and one MiB more does not", () => {
+  it("a set fits a quota exactly, and one MiB more does not", () => {
     const usage = { cpuMilli: 750, memoryMiB: 3 * 749, storageGiB: 24, machines: 3 };
     const quota = (usedMemory: string) => ({
       metadata: { name: "labdeck" },

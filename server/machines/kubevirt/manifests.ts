@@ -1,8 +1,13 @@
 /**
- * The Kubernetes objects of a lab session on the fleet, as pure functions of the session (golden
- * tested per lab and variant, manifests.test.ts). Per session:
+ * The Kubernetes objects of a machine set on the fleet, as pure functions of the set (golden
+ * tested per lab and variant, manifests.test.ts). A machine set is what the provider made for one
+ * request: its id is the request's `sessionId` (a lab session's id, or a warm pool's `pool-…` id
+ * it keeps after the hand-out); "set" names it in every file of this provider, "session" means
+ * only the learner's lab session. The objects' label and annotation keys keep the word
+ * (labdeck.io/session, labdeck.io/session-id): objects made by earlier versions are found by them.
+ * Per set:
  *
- *   NetworkAttachmentDefinition ld-<key>-eth1   eth1: a Linux bridge of the session's own on the
+ *   NetworkAttachmentDefinition ld-<key>-eth1   eth1: a Linux bridge of the set's own on the
  *                                               node (bridge CNI, no uplink, no IPAM)
  *   NetworkPolicy               ld-<key>        eth0: in only from Labdeck's pods on TCP 22; out
  *                                               nothing, or (internet labs) the internet without
@@ -15,8 +20,8 @@
  *                               (dataVolumeTemplates), kernel and initrd from the variant's
  *                               containerDisk image (kernelBoot), runStrategy Manual
  *
- * The session's VMs share a node (required pod affinity on the session label): the bridge exists
- * only there. Object names and label values are DNS-1123/1035 labels (≤ 63 characters).
+ * The set's VMs share a node (required pod affinity on the set label): the bridge exists only
+ * there. Object names and label values are DNS-1123/1035 labels (≤ 63 characters).
  */
 import { createHash } from "node:crypto";
 import { networkData, userData } from "./cloud-init";
@@ -25,16 +30,17 @@ import { podRequests, sizeOf, vmRequests, type Overcommit } from "./sizing";
 export const LABEL_MANAGED_BY = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "labdeck";
 export const LABEL_COMPONENT = "app.kubernetes.io/component";
-export const LABEL_SESSION = "labdeck.io/session";
+/** The set's key (setKey) on every object of the set. */
+export const LABEL_SET = "labdeck.io/session";
 export const LABEL_MACHINE = "labdeck.io/machine";
 export const LABEL_LAB = "labdeck.io/lab";
 export const LABEL_VARIANT = "labdeck.io/variant";
-/** The provider session id in full (a label value holds only a key derived from it). */
-export const ANNOTATION_SESSION_ID = "labdeck.io/session-id";
+/** The set id in full (a label value holds only a key derived from it). */
+export const ANNOTATION_SET_ID = "labdeck.io/session-id";
 /** The VM's eth1 address and MAC, read back by adoption and by the fake API's hosts. */
 export const ANNOTATION_ETH1 = "labdeck.io/eth1";
 
-/** The session network: every session has the same addresses (its own bridge isolates it), as on QEMU. */
+/** The set network: every set has the same addresses (its own bridge isolates it), as on QEMU. */
 export const ETH1_NETWORK = "192.168.56";
 export const ETH1_FIRST_HOST = 10;
 export const ETH1_PREFIX = 24;
@@ -85,9 +91,9 @@ export interface FleetSettings {
   nameserver?: string;
 }
 
-export interface SessionMachinesSpec {
-  /** The provider session id (a learner's session or a pool set "pool-…"). */
-  sessionId: string;
+export interface SetSpec {
+  /** The set id (a learner's session id or a pool set's "pool-…"). */
+  setId: string;
   labSlug: string;
   /** Image variant (recipe.ts), e.g. debian-base. */
   variant: string;
@@ -96,7 +102,7 @@ export interface SessionMachinesSpec {
   internet: boolean;
   /** In the lab's order; each with the host key Labdeck pins for it. */
   machines: readonly { name: string; hostPrivateKey: string; hostPublicKey: string }[];
-  /** authorized_keys text: the platform's per-session public key. */
+  /** authorized_keys text: the platform's public key for the set. */
   authorizedKeys: string;
 }
 
@@ -116,35 +122,35 @@ export interface MachineObjects {
   vm: KubeObject;
 }
 
-export interface SessionObjects {
+export interface SetObjects {
   network: KubeObject;
   policy: KubeObject;
   machines: MachineObjects[];
 }
 
 /**
- * The label value naming a session: the id itself when it is a short DNS label (cuids, pool ids),
+ * The label value naming a set: the id itself when it is a short DNS label (cuids, pool ids),
  * else 16 hex digits of its sha256.
  */
-export function sessionKey(sessionId: string): string {
-  return /^[a-z0-9]([a-z0-9-]{0,23}[a-z0-9])?$/.test(sessionId) ? sessionId : sha256(sessionId).slice(0, 16);
+export function setKey(setId: string): string {
+  return /^[a-z0-9]([a-z0-9-]{0,23}[a-z0-9])?$/.test(setId) ? setId : sha256(setId).slice(0, 16);
 }
 
-export function vmName(sessionId: string, machine: string): string {
-  return `ld-${sessionKey(sessionId)}-${machine}`;
+export function vmName(setId: string, machine: string): string {
+  return `ld-${setKey(setId)}-${machine}`;
 }
 
-export function networkName(sessionId: string): string {
-  return `ld-${sessionKey(sessionId)}-eth1`;
+export function networkName(setId: string): string {
+  return `ld-${setKey(setId)}-eth1`;
 }
 
-export function policyName(sessionId: string): string {
-  return `ld-${sessionKey(sessionId)}`;
+export function policyName(setId: string): string {
+  return `ld-${setKey(setId)}`;
 }
 
-/** The session's Linux bridge on its node: 15 characters at most (IFNAMSIZ). */
-export function bridgeName(sessionId: string): string {
-  return `ldb${sha256(sessionId).slice(0, 12)}`;
+/** The set's Linux bridge on its node: 15 characters at most (IFNAMSIZ). */
+export function bridgeName(setId: string): string {
+  return `ldb${sha256(setId).slice(0, 12)}`;
 }
 
 /** The golden PVC (a CDI DataVolume) of a variant's image; DNS labels have no dots. */
@@ -156,12 +162,12 @@ export function imageReference(settings: Pick<FleetSettings, "imageRepository">,
   return `${settings.imageRepository.replace(/\/+$/, "")}/${variant}:${imageHash}`;
 }
 
-/** Labels of every object of a session. */
-export function sessionLabels(spec: Pick<SessionMachinesSpec, "sessionId" | "labSlug">): Record<string, string> {
+/** Labels of every object of a set. */
+export function setLabels(spec: Pick<SetSpec, "setId" | "labSlug">): Record<string, string> {
   return {
     [LABEL_MANAGED_BY]: MANAGED_BY,
     [LABEL_COMPONENT]: "lab-machine",
-    [LABEL_SESSION]: sessionKey(spec.sessionId),
+    [LABEL_SET]: setKey(spec.setId),
     [LABEL_LAB]: labelValue(spec.labSlug),
   };
 }
@@ -174,63 +180,79 @@ export function labelValue(text: string): string {
     .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "");
 }
 
-/** Selects a session's objects (list, delete collection). */
-export function sessionSelector(sessionId: string): string {
-  return `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_SESSION}=${sessionKey(sessionId)}`;
+/** Selects a set's objects (list, delete collection). */
+export function setSelector(setId: string): string {
+  return `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_SET}=${setKey(setId)}`;
 }
 
 /** Selects every lab machine object Labdeck made in the namespace (adoption after a restart). */
-export const ALL_SESSIONS_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_COMPONENT}=lab-machine`;
+export const ALL_SETS_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_COMPONENT}=lab-machine`;
 
 export function eth1Address(index: number): string {
   return `${ETH1_NETWORK}.${ETH1_FIRST_HOST + index}/${ETH1_PREFIX}`;
 }
 
-/** eth1's MAC: locally administered, from the session and machine, the same after every restart. */
-export function eth1Mac(sessionId: string, machine: string): string {
-  const bytes = sha256(`${sessionId}/${machine}/eth1`).slice(0, 10).match(/../g)!;
+/** eth1's MAC: locally administered, from the set and machine, the same after every restart. */
+export function eth1Mac(setId: string, machine: string): string {
+  const bytes = sha256(`${setId}/${machine}/eth1`).slice(0, 10).match(/../g)!;
   return ["02", ...bytes].join(":");
 }
 
 /** systemd's machine id (kernel command line): distinct per VM, as kubeadm requires of nodes. */
-export function machineId(sessionId: string, machine: string): string {
-  return sha256(`${sessionId}/${machine}/machine-id`).slice(0, 32);
+export function machineId(setId: string, machine: string): string {
+  return sha256(`${setId}/${machine}/machine-id`).slice(0, 32);
 }
 
-export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpec): SessionObjects {
-  const labels = sessionLabels(spec);
-  const annotations = { [ANNOTATION_SESSION_ID]: spec.sessionId };
-  const meta = (name: string, extra: Record<string, string> = {}) => ({
+export function setObjects(settings: FleetSettings, spec: SetSpec): SetObjects {
+  const meta = metaOf(settings, spec);
+  const all = spec.machines.map((m, i) => ({ name: m.name, eth1Address: eth1Address(i) }));
+  return {
+    network: networkObject(spec, meta),
+    policy: policyObject(settings, spec, meta),
+    machines: spec.machines.map((m, i) => machineObjects(settings, spec, meta, all, m, all[i]!.eth1Address)),
+  };
+}
+
+/** An object's metadata: the set's labels (and `extra`) and its id. */
+type Meta = (name: string, extra?: Record<string, string>) => KubeObject["metadata"];
+
+function metaOf(settings: FleetSettings, spec: SetSpec): Meta {
+  const labels = setLabels(spec);
+  const annotations = { [ANNOTATION_SET_ID]: spec.setId };
+  return (name, extra = {}) => ({
     name,
     namespace: settings.namespace,
     labels: { ...labels, ...extra },
     annotations,
   });
-  const all = spec.machines.map((m, i) => ({ name: m.name, eth1Address: eth1Address(i) }));
+}
 
-  const network: KubeObject = {
+function networkObject(spec: SetSpec, meta: Meta): KubeObject {
+  return {
     apiVersion: "k8s.cni.cncf.io/v1",
     kind: "NetworkAttachmentDefinition",
-    metadata: meta(networkName(spec.sessionId)),
+    metadata: meta(networkName(spec.setId)),
     spec: {
       // No IPAM: cloud-init sets the addresses (the course's 192.168.56.x); no uplink: the bridge
-      // joins only this session's VMs on their node.
+      // joins only this set's VMs on their node.
       config: JSON.stringify({
         cniVersion: "0.3.1",
-        name: networkName(spec.sessionId),
+        name: networkName(spec.setId),
         type: "bridge",
-        bridge: bridgeName(spec.sessionId),
+        bridge: bridgeName(spec.setId),
         ipam: {},
       }),
     },
   };
+}
 
-  const policy: KubeObject = {
+function policyObject(settings: FleetSettings, spec: SetSpec, meta: Meta): KubeObject {
+  return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
-    metadata: meta(policyName(spec.sessionId)),
+    metadata: meta(policyName(spec.setId)),
     spec: {
-      podSelector: { matchLabels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_SESSION]: sessionKey(spec.sessionId) } },
+      podSelector: { matchLabels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_SET]: setKey(spec.setId) } },
       policyTypes: ["Ingress", "Egress"],
       ingress: [{ from: [{ podSelector: { matchLabels: settings.platformLabels } }], ports: [{ protocol: "TCP", port: SSH_PORT }] }],
       egress: spec.internet
@@ -252,117 +274,138 @@ export function sessionObjects(settings: FleetSettings, spec: SessionMachinesSpe
         : [],
     },
   };
+}
 
-  const size = sizeOf(spec.variant);
-  const requests = vmRequests(size, settings.overcommit);
-  const image = imageReference(settings, spec.variant, spec.imageHash);
-  const machines = spec.machines.map((m, i): MachineObjects => {
-    const name = vmName(spec.sessionId, m.name);
-    const mac = eth1Mac(spec.sessionId, m.name);
-    const machineLabels = { [LABEL_MACHINE]: m.name, [LABEL_VARIANT]: spec.variant };
-    const secret: KubeObject = {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: meta(name, machineLabels),
-      type: "Opaque",
-      stringData: {
-        userdata: userData({
-          hostname: m.name,
-          eth1Address: all[i]!.eth1Address,
-          eth1Mac: mac,
-          machines: all,
-          hostPrivateKey: m.hostPrivateKey,
-          hostPublicKey: m.hostPublicKey,
-          authorizedKeys: spec.authorizedKeys,
-          nameserver: spec.internet ? settings.nameserver : undefined,
-        }),
-        networkdata: networkData({ eth1Address: all[i]!.eth1Address, eth1Mac: mac }),
-      },
-    };
-    const service: KubeObject = {
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: meta(name, machineLabels),
-      spec: {
-        type: "ClusterIP",
-        selector: { [LABEL_SESSION]: sessionKey(spec.sessionId), [LABEL_MACHINE]: m.name },
-        ports: [{ name: "ssh", protocol: "TCP", port: SSH_PORT, targetPort: SSH_PORT }],
-      },
-    };
-    const rootDisk = `${name}-root`;
-    const vm: KubeObject = {
-      apiVersion: "kubevirt.io/v1",
-      kind: "VirtualMachine",
-      metadata: meta(name, machineLabels),
-      spec: {
-        // Nothing starts or restarts on its own: create, then the start subresource; a guest
-        // poweroff stays off (health says stopped, the learner's start button calls reboot).
-        runStrategy: "Manual",
-        dataVolumeTemplates: [
-          {
-            metadata: { name: rootDisk, labels: { ...labels, ...machineLabels } },
-            spec: {
-              source: { pvc: { namespace: settings.namespace, name: goldenName(spec.variant, spec.imageHash) } },
-              storage: {
-                accessModes: ["ReadWriteOnce"],
-                resources: { requests: { storage: `${size.diskGiB}Gi` } },
-                ...(settings.storageClass ? { storageClassName: settings.storageClass } : {}),
-              },
-            },
-          },
-        ],
-        template: {
-          metadata: { labels: { ...labels, ...machineLabels } },
-          spec: {
-            domain: {
-              cpu: { cores: size.cores },
-              memory: { guest: `${size.memoryMiB}Mi` },
-              resources: { requests: { cpu: `${requests.cpuMilli}m`, memory: `${requests.memoryMiB}Mi` } },
-              firmware: {
-                kernelBoot: {
-                  container: { image, kernelPath: KERNEL_PATH, initrdPath: INITRD_PATH, imagePullPolicy: "IfNotPresent" },
-                  kernelArgs: `root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet systemd.machine_id=${machineId(spec.sessionId, m.name)}`,
-                },
-              },
-              devices: {
-                autoattachGraphicsDevice: false,
-                rng: {},
-                disks: [
-                  { name: "root", disk: { bus: "virtio" } },
-                  { name: "cloudinit", disk: { bus: "virtio" } },
-                ],
-                interfaces: [
-                  { name: "default", masquerade: {}, ports: [{ name: "ssh", protocol: "TCP", port: SSH_PORT }] },
-                  { name: "session", bridge: {}, macAddress: mac },
-                ],
-              },
-            },
-            networks: [
-              { name: "default", pod: { vmNetworkCIDR: POD_VM_NETWORK_CIDR } },
-              { name: "session", multus: { networkName: networkName(spec.sessionId) } },
-            ],
-            affinity: {
-              podAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: [
-                  {
-                    labelSelector: { matchLabels: { [LABEL_SESSION]: sessionKey(spec.sessionId) } },
-                    topologyKey: "kubernetes.io/hostname",
-                  },
-                ],
-              },
-            },
-            terminationGracePeriodSeconds: STOP_GRACE_SECONDS,
-            volumes: [
-              { name: "root", dataVolume: { name: rootDisk } },
-              { name: "cloudinit", cloudInitNoCloud: { secretRef: { name }, networkDataSecretRef: { name } } },
-            ],
+/** One machine's Secret, Service and VirtualMachine. */
+function machineObjects(
+  settings: FleetSettings,
+  spec: SetSpec,
+  meta: Meta,
+  all: { name: string; eth1Address: string }[],
+  m: SetSpec["machines"][number],
+  address: string,
+): MachineObjects {
+  const name = vmName(spec.setId, m.name);
+  const mac = eth1Mac(spec.setId, m.name);
+  const machineLabels = { [LABEL_MACHINE]: m.name, [LABEL_VARIANT]: spec.variant };
+  const secret: KubeObject = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: meta(name, machineLabels),
+    type: "Opaque",
+    stringData: {
+      userdata: userData({
+        hostname: m.name,
+        eth1Address: address,
+        eth1Mac: mac,
+        machines: all,
+        hostPrivateKey: m.hostPrivateKey,
+        hostPublicKey: m.hostPublicKey,
+        authorizedKeys: spec.authorizedKeys,
+        nameserver: spec.internet ? settings.nameserver : undefined,
+      }),
+      networkdata: networkData({ eth1Address: address, eth1Mac: mac }),
+    },
+  };
+  const service: KubeObject = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(name, machineLabels),
+    spec: {
+      type: "ClusterIP",
+      selector: { [LABEL_SET]: setKey(spec.setId), [LABEL_MACHINE]: m.name },
+      ports: [{ name: "ssh", protocol: "TCP", port: SSH_PORT, targetPort: SSH_PORT }],
+    },
+  };
+  const vm: KubeObject = {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: meta(name, machineLabels),
+    spec: vmSpec(settings, spec, { ...setLabels(spec), ...machineLabels }, name, m.name, mac),
+  };
+  return { name: m.name, eth1Address: address, secret, service, vm };
+}
+
+/**
+ * A VirtualMachine's spec: its root disk cloned from the golden PVC, kernel boot, the set's bridge on
+ * eth1. `labels` is copied where it is used: one object twice in a manifest would be a YAML alias.
+ */
+function vmSpec(settings: FleetSettings, spec: SetSpec, labels: Record<string, string>, name: string, machine: string, mac: string) {
+  const rootDisk = `${name}-root`;
+  return {
+    // Nothing starts or restarts on its own: create, then the start subresource; a guest
+    // poweroff stays off (health says stopped, the learner's start button calls reboot).
+    runStrategy: "Manual",
+    dataVolumeTemplates: [
+      {
+        metadata: { name: rootDisk, labels: { ...labels } },
+        spec: {
+          source: { pvc: { namespace: settings.namespace, name: goldenName(spec.variant, spec.imageHash) } },
+          storage: {
+            accessModes: ["ReadWriteOnce"],
+            resources: { requests: { storage: `${sizeOf(spec.variant).diskGiB}Gi` } },
+            ...(settings.storageClass ? { storageClassName: settings.storageClass } : {}),
           },
         },
       },
-    };
-    return { name: m.name, eth1Address: all[i]!.eth1Address, secret, service, vm };
-  });
-  return { network, policy, machines };
+    ],
+    template: {
+      metadata: { labels: { ...labels } },
+      spec: {
+        domain: vmDomain(settings, spec, machine, mac),
+        networks: [
+          { name: "default", pod: { vmNetworkCIDR: POD_VM_NETWORK_CIDR } },
+          { name: "session", multus: { networkName: networkName(spec.setId) } },
+        ],
+        affinity: {
+          podAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              {
+                labelSelector: { matchLabels: { [LABEL_SET]: setKey(spec.setId) } },
+                topologyKey: "kubernetes.io/hostname",
+              },
+            ],
+          },
+        },
+        terminationGracePeriodSeconds: STOP_GRACE_SECONDS,
+        volumes: [
+          { name: "root", dataVolume: { name: rootDisk } },
+          { name: "cloudinit", cloudInitNoCloud: { secretRef: { name }, networkDataSecretRef: { name } } },
+        ],
+      },
+    },
+  };
+}
+
+/** The guest: CPU and memory of the variant, kernel and initrd from its containerDisk image, its disks and NICs. */
+function vmDomain(settings: FleetSettings, spec: SetSpec, machine: string, mac: string) {
+  const size = sizeOf(spec.variant);
+  const requests = vmRequests(size, settings.overcommit);
+  const image = imageReference(settings, spec.variant, spec.imageHash);
+  return {
+    cpu: { cores: size.cores },
+    memory: { guest: `${size.memoryMiB}Mi` },
+    resources: { requests: { cpu: `${requests.cpuMilli}m`, memory: `${requests.memoryMiB}Mi` } },
+    firmware: {
+      kernelBoot: {
+        container: { image, kernelPath: KERNEL_PATH, initrdPath: INITRD_PATH, imagePullPolicy: "IfNotPresent" },
+        kernelArgs: `root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet systemd.machine_id=${machineId(spec.setId, machine)}`,
+      },
+    },
+    devices: {
+      autoattachGraphicsDevice: false,
+      rng: {},
+      disks: [
+        { name: "root", disk: { bus: "virtio" } },
+        { name: "cloudinit", disk: { bus: "virtio" } },
+      ],
+      // The Multus network and interface keep the name "session" (the VMs' spec as made before).
+      interfaces: [
+        { name: "default", masquerade: {}, ports: [{ name: "ssh", protocol: "TCP", port: SSH_PORT }] },
+        { name: "session", bridge: {}, macAddress: mac },
+      ],
+    },
+  };
 }
 
 /**

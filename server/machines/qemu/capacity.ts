@@ -1,5 +1,5 @@
 /**
- * Whether this host can hold another session's VMs: the kernel's MemAvailable, minus a reserve for
+ * Whether this host can hold another machine set's VMs: the kernel's MemAvailable, minus a reserve for
  * the platform itself, minus what already-started VMs will still grow into (a booting 512 MiB VM
  * shows ~150 MiB resident and ends at ~560 MiB).
  */

@@ -23,7 +23,7 @@ import {
   EGRESS_LINK_PREFIX,
   NFT_TABLE,
   egressNamespace,
-  egressNamespaceSessions,
+  egressNamespaceSets,
   inNamespace,
   setUpEgress,
   tearDownEgress,
@@ -80,7 +80,7 @@ describe("egress path of internet sessions (netns + nftables, no VM)", () => {
     console.log(`egress set-up (netns, veth, addresses, nft table) in ${setupMs.toFixed(0)} ms: ${JSON.stringify(record)}`);
     expect(record.netns).toBe(egressNamespace(dataDir, "unit-a"));
     expect(record.hostLink.startsWith(EGRESS_LINK_PREFIX)).toBe(true);
-    expect(await egressNamespaceSessions(dataDir)).toEqual(["unit-a"]);
+    expect(await egressNamespaceSets(dataDir)).toEqual(["unit-a"]);
     expect((await fs.readFile(IP_FORWARD, "utf8")).trim()).toBe("1");
     // No IPv6 inside: no address, no route.
     expect((await run("ip", ["-n", record.netns, "-6", "addr", "show"])).trim()).toBe("");
@@ -150,7 +150,7 @@ describe("egress path of internet sessions (netns + nftables, no VM)", () => {
     await tearDownEgress(r.netns, r);
     console.log(`egress teardown in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms`);
     await tearDownEgress(r.netns, r);
-    expect(await egressNamespaceSessions(dataDir)).toEqual([]);
+    expect(await egressNamespaceSets(dataDir)).toEqual([]);
     await expect(fs.stat(path.join("/run/netns", r.netns))).rejects.toThrow();
     expect(await run("ip", ["-o", "link", "show"])).not.toContain(`${r.hostLink}@`);
     const links = await run("ip", ["-o", "link", "show"]);

@@ -1,14 +1,15 @@
 /**
  * Outbound access for the VMs of a lab that asks for it (lab.yaml `network.internet`), without
- * the host and private ranges (ARCHITECTURE.md: Lab machine network). Such a session's QEMU
- * processes run in a network namespace made for the session, where eth0 is unrestricted slirp:
+ * the host and private ranges (ARCHITECTURE.md: Lab machine network). Such a machine set's QEMU
+ * processes (machine-set.ts) run in a network namespace made for the set, where eth0 is
+ * unrestricted slirp:
  *
- *   VM eth0 (10.0.2.15) -> slirp inside QEMU -> sockets in netns ldq-<tag>-<sessionId>
+ *   VM eth0 (10.0.2.15) -> slirp inside QEMU -> sockets in netns ldq-<tag>-<setId>
  *     -> eth0 of the namespace (10.253.a.b+2/30) == veth == ldqe<n> on the host (10.253.a.b+1/30)
  *     -> host routing, forwarded and masqueraded behind the host's own address
  *
  * On the host one nftables table of Labdeck's own, `inet labdeck`, matches the veths by name
- * (`ldqe*`), so no rule names a session: new connections from them to the host itself are
+ * (`ldqe*`), so no rule names a set: new connections from them to the host itself are
  * dropped (input), forwarding to loopback, RFC 1918, 100.64/10, 169.254/16, multicast/reserved
  * and the host's own addresses is dropped, IPv6 from them is dropped (the namespace has IPv6
  * disabled and no v6 route anyway), nothing is forwarded into them that they did not start, and
@@ -19,7 +20,7 @@
  * established traffic.
  *
  * IPv4 forwarding: the host must forward between the veths and its uplink (per interface, both
- * ways), so `net.ipv4.ip_forward` is set to 1 when the first internet session starts (logged) and
+ * ways), so `net.ipv4.ip_forward` is set to 1 when the first internet set starts (logged) and
  * left on; the table's forward rules keep the namespaces' traffic to what is allowed above.
  * IPv6 forwarding is never touched.
  */
@@ -32,7 +33,7 @@ import { requireTools, run, type HostTool } from "./command";
 
 /** Host-side veth names: the prefix the nftables rules match (interface names are at most 15 characters). */
 export const EGRESS_LINK_PREFIX = "ldqe";
-/** The namespaces' veth links: /30s in 10.253.0.0/16 (host .1, namespace .2); 16384 sessions at once. */
+/** The namespaces' veth links: /30s in 10.253.0.0/16 (host .1, namespace .2); 16384 sets at once. */
 const LINK_NETWORK = "10.253.0.0/16";
 const LINK_OCTETS = [10, 253] as const;
 const MAX_LINKS = 16_384;
@@ -59,7 +60,7 @@ export const BLOCKED_V4 = [
 const AVAILABILITY_CACHE_MS = 60_000;
 
 export const EgressRecord = z.object({
-  /** The session's network namespace (`ip netns` name). */
+  /** The set's network namespace (`ip netns` name). */
   netns: z.string(),
   /** Host side of the veth pair. */
   hostLink: z.string(),
@@ -79,9 +80,9 @@ function namespacePrefix(dataDir: string): string {
   return `ldq-${dataDirTag(dataDir)}-`;
 }
 
-/** The namespace of a session (named after it, so cleanup after a crash finds it without state). */
-export function egressNamespace(dataDir: string, sessionId: string): string {
-  return namespacePrefix(dataDir) + sessionId;
+/** The namespace of a set (named after it, so cleanup after a crash finds it without state). */
+export function egressNamespace(dataDir: string, setId: string): string {
+  return namespacePrefix(dataDir) + setId;
 }
 
 /** Absolute path of a host tool (the server's PATH may lack the sbin directories). */
@@ -96,7 +97,7 @@ export async function inNamespace(netns: string): Promise<string[]> {
 
 let availability: { at: number; answer: Promise<string | null> } | undefined;
 
-/** Null when internet sessions can be set up on this host, else why not (for operators). */
+/** Null when internet sets can be set up on this host, else why not (for operators). */
 export function egressUnavailable(): Promise<string | null> {
   if (availability && Date.now() - availability.at < AVAILABILITY_CACHE_MS) return availability.answer;
   const answer = (async () => {
@@ -155,7 +156,7 @@ export function nftScript(resolvers: readonly string[]): string {
     `add rule ${t} forward iifname ${ns} ip daddr @resolvers tcp dport 53 accept`,
     `add rule ${t} forward iifname ${ns} ip daddr @blocked counter drop`,
     `add rule ${t} forward iifname ${ns} fib daddr type local counter drop`,
-    // Into a namespace: only replies (no one outside opens connections to a session's namespace).
+    // Into a namespace: only replies (no one outside opens connections to a set's namespace).
     `add rule ${t} forward oifname ${ns} ct state established,related accept`,
     `add rule ${t} forward oifname ${ns} counter drop`,
     `add rule ${t} postrouting ip saddr ${LINK_NETWORK} oifname != ${ns} masquerade`,
@@ -203,18 +204,18 @@ async function namespaceExists(netns: string): Promise<boolean> {
   return Boolean(await fs.stat(path.join(NETNS_DIR, netns)).catch(() => null));
 }
 
-/** Whether a session's namespace and its veth are both still there (a host reboot removes both). */
+/** Whether a set's namespace and its veth are both still there (a host reboot removes both). */
 export async function egressIntact(record: EgressRecord): Promise<boolean> {
   return (await namespaceExists(record.netns)) && (await linkNames()).includes(record.hostLink);
 }
 
 /**
- * Makes a session's namespace, veth, addresses and routes, turns forwarding on and applies the
+ * Makes a set's namespace, veth, addresses and routes, turns forwarding on and applies the
  * table. Leftovers of the same namespace name (a crash) are removed first. On failure nothing
  * it made is left.
  */
-export async function setUpEgress(dataDir: string, sessionId: string, log: Logger): Promise<EgressRecord> {
-  const netns = egressNamespace(dataDir, sessionId);
+export async function setUpEgress(dataDir: string, setId: string, log: Logger): Promise<EgressRecord> {
+  const netns = egressNamespace(dataDir, setId);
   await tearDownEgress(netns);
   await run(await tool("ip"), ["netns", "add", netns]);
   try {
@@ -259,8 +260,8 @@ export async function setUpEgress(dataDir: string, sessionId: string, log: Logge
 }
 
 /**
- * Removes a session's namespace and veth (idempotent), and the table once no session link is
- * left on the host. The session's QEMU processes must be gone: a namespace is freed, and its veth
+ * Removes a set's namespace and veth (idempotent), and the table once no set's link is
+ * left on the host. The set's QEMU processes must be gone: a namespace is freed, and its veth
  * with it, only when no process is in it.
  */
 export async function tearDownEgress(netns: string, record?: EgressRecord): Promise<void> {
@@ -283,8 +284,8 @@ export async function tearDownEgress(netns: string, record?: EgressRecord): Prom
   }
 }
 
-/** Session ids that have a namespace of this data directory on the host. */
-export async function egressNamespaceSessions(dataDir: string): Promise<string[]> {
+/** Set ids that have a namespace of this data directory on the host. */
+export async function egressNamespaceSets(dataDir: string): Promise<string[]> {
   const prefix = namespacePrefix(dataDir);
   const names = await fs.readdir(NETNS_DIR).catch(() => [] as string[]);
   return names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));

@@ -225,19 +225,19 @@ export async function checkUpstream(recipe: ImageRecipe, timeoutMs = UPSTREAM_PR
   }
 }
 
-async function buildInto(
-  work: string,
-  p: {
-    recipe: ImageRecipe;
-    hash: string;
-    mirror: string;
-    tools: Record<"debootstrap" | "qemu-img" | "mkfs.ext4" | "chroot", string>;
-    progress: (progress: BuildProgress) => void;
-  },
-): Promise<void> {
-  const rootfs = path.join(work, "rootfs");
-  const seconds: Record<string, number> = {};
-  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+interface BuildParams {
+  recipe: ImageRecipe;
+  hash: string;
+  mirror: string;
+  tools: Record<"debootstrap" | "qemu-img" | "mkfs.ext4" | "chroot", string>;
+  progress: (progress: BuildProgress) => void;
+}
+
+/** Runs `fn` as build phase `phase`, noting its seconds (to a tenth) in `seconds`. */
+type Timed = <T>(phase: string, fn: () => Promise<T>) => Promise<T>;
+
+function phaseTimer(seconds: Record<string, number>): Timed {
+  return async (phase, fn) => {
     const started = Date.now();
     try {
       return await fn();
@@ -245,11 +245,37 @@ async function buildInto(
       seconds[phase] = Math.round((Date.now() - started) / 100) / 10;
     }
   };
+}
+
+async function buildInto(work: string, p: BuildParams): Promise<void> {
+  const rootfs = path.join(work, "rootfs");
+  const seconds: Record<string, number> = {};
+  const timed = phaseTimer(seconds);
   const packages = recipePackages(p.recipe);
   p.progress({ phase: "prepare", percent: 0, message: `building ${p.recipe.name} (${p.hash}) from ${p.mirror}` });
+  await debootstrap(work, rootfs, packages, p, timed);
+  p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap, message: "configuring the image" });
+  await timed("configure", () => configure(rootfs, p));
+  const kernelVersion = await copyKernel(rootfs, work);
+  const base = await makeDisk(work, rootfs, p, timed);
+  const manifest: ImageManifest = {
+    hash: p.hash,
+    recipe: p.recipe,
+    packages,
+    mirror: p.mirror,
+    kernelVersion,
+    builtAt: new Date().toISOString(),
+    seconds,
+    baseBytes: (await fs.stat(base)).blocks * 512,
+  };
+  await fs.writeFile(path.join(work, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+}
 
-  // 1. debootstrap. The initramfs settings go in first: installing the kernel builds an initrd,
-  // and with Debian's MODULES=most that alone took ~80 s (twice, with a trigger).
+/**
+ * 1. debootstrap. The initramfs settings go in first: installing the kernel builds an initrd,
+ * and with Debian's MODULES=most that alone took ~80 s (twice, with a trigger).
+ */
+async function debootstrap(work: string, rootfs: string, packages: readonly string[], p: BuildParams, timed: Timed): Promise<void> {
   const debCache = path.join(path.dirname(work), ".debs");
   await fs.mkdir(debCache, { recursive: true });
   const conf = path.join(rootfs, INITRAMFS_CONF.path);
@@ -271,44 +297,48 @@ async function buildInto(
       { timeoutMs: DEBOOTSTRAP_TIMEOUT_MS, onLine: debootstrapProgress(p.progress) },
     ),
   );
+}
 
-  // 2. guest files, units, recipe lines, small initrd
-  p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap, message: "configuring the image" });
-  await timed("configure", async () => {
-    for (const file of guestFiles()) {
-      const target = path.join(rootfs, file.path);
-      await fs.mkdir(path.dirname(target), { recursive: true });
-      await fs.rm(target, { force: true }); // resolv.conf and others may be symlinks
-      await fs.writeFile(target, file.content, { mode: file.mode ?? 0o644 });
-      await fs.chmod(target, file.mode ?? 0o644);
-    }
-    // The guest's resolv.conf points at QEMU's DNS (10.0.2.3), which the chroot cannot use:
-    // downloads during the build resolve with the host's, then the guest file goes back.
-    const resolv = path.join(rootfs, "etc/resolv.conf");
-    const guestResolv = needsUpstream(p.recipe) ? await fs.readFile(resolv) : null;
-    if (guestResolv) await fs.copyFile("/etc/resolv.conf", resolv);
-    const script = "/root/labdeck-setup.sh";
-    await fs.writeFile(path.join(rootfs, script), setupScript(p.recipe), { mode: 0o700 });
-    await withProc(rootfs, () =>
-      run(p.tools.chroot, [rootfs, "/bin/sh", "-eu", script], {
-        timeoutMs: SETUP_TIMEOUT_MS,
-        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C.UTF-8", DEBIAN_FRONTEND: "noninteractive", HOME: "/root" },
-        onLine: (line) => p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap + 5, message: line }),
-      }),
-    );
-    await fs.rm(path.join(rootfs, script));
-    if (guestResolv) await fs.writeFile(resolv, guestResolv);
-  });
+/** 2. guest files, units, recipe lines, small initrd */
+async function configure(rootfs: string, p: BuildParams): Promise<void> {
+  for (const file of guestFiles()) {
+    const target = path.join(rootfs, file.path);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.rm(target, { force: true }); // resolv.conf and others may be symlinks
+    await fs.writeFile(target, file.content, { mode: file.mode ?? 0o644 });
+    await fs.chmod(target, file.mode ?? 0o644);
+  }
+  // The guest's resolv.conf points at QEMU's DNS (10.0.2.3), which the chroot cannot use:
+  // downloads during the build resolve with the host's, then the guest file goes back.
+  const resolv = path.join(rootfs, "etc/resolv.conf");
+  const guestResolv = needsUpstream(p.recipe) ? await fs.readFile(resolv) : null;
+  if (guestResolv) await fs.copyFile("/etc/resolv.conf", resolv);
+  const script = "/root/labdeck-setup.sh";
+  await fs.writeFile(path.join(rootfs, script), setupScript(p.recipe), { mode: 0o700 });
+  await withProc(rootfs, () =>
+    run(p.tools.chroot, [rootfs, "/bin/sh", "-eu", script], {
+      timeoutMs: SETUP_TIMEOUT_MS,
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C.UTF-8", DEBIAN_FRONTEND: "noninteractive", HOME: "/root" },
+      onLine: (line) => p.progress({ phase: "configure", percent: PHASE_END_PERCENT.debootstrap + 5, message: line }),
+    }),
+  );
+  await fs.rm(path.join(rootfs, script));
+  if (guestResolv) await fs.writeFile(resolv, guestResolv);
+}
 
-  // 3. kernel + initrd for direct boot
+/** 3. kernel + initrd for direct boot; returns the kernel version. */
+async function copyKernel(rootfs: string, work: string): Promise<string> {
   const boot = path.join(rootfs, "boot");
   const kernels = (await fs.readdir(boot)).filter((f) => f.startsWith("vmlinuz-")).sort();
   if (kernels.length !== 1) throw new Error(`expected one kernel in ${boot}, found: ${kernels.join(", ") || "none"}`);
   const kernelVersion = kernels[0]!.slice("vmlinuz-".length);
   await fs.copyFile(path.join(boot, `vmlinuz-${kernelVersion}`), path.join(work, KERNEL));
   await fs.copyFile(path.join(boot, `initrd.img-${kernelVersion}`), path.join(work, INITRD));
+  return kernelVersion;
+}
 
-  // 4. ext4 filesystem from the directory, into a sparse raw disk
+/** 4. ext4 filesystem from the directory, into a sparse raw disk; 5. qcow2 base (only used blocks), read-only. Returns the base's path. */
+async function makeDisk(work: string, rootfs: string, p: BuildParams, timed: Timed): Promise<string> {
   p.progress({ phase: "filesystem", percent: PHASE_END_PERCENT.configure, message: "mkfs.ext4 -d rootfs" });
   const raw = path.join(work, "root.raw");
   await timed("filesystem", async () => {
@@ -318,7 +348,6 @@ async function buildInto(
   });
   await removeBuildDir(rootfs);
 
-  // 5. qcow2 base (only used blocks), read-only
   p.progress({ phase: "convert", percent: PHASE_END_PERCENT.filesystem, message: "qemu-img convert to qcow2" });
   const base = path.join(work, BASE);
   await timed("convert", () =>
@@ -326,18 +355,7 @@ async function buildInto(
   );
   await fs.rm(raw);
   await fs.chmod(base, 0o444);
-
-  const manifest: ImageManifest = {
-    hash: p.hash,
-    recipe: p.recipe,
-    packages,
-    mirror: p.mirror,
-    kernelVersion,
-    builtAt: new Date().toISOString(),
-    seconds,
-    baseBytes: (await fs.stat(base)).blocks * 512,
-  };
-  await fs.writeFile(path.join(work, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+  return base;
 }
 
 /** The script run in the chroot: enable/disable units, the recipe's own lines, small initrd, clean-up. */

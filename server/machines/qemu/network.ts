@@ -1,8 +1,8 @@
 /**
  * The lab machine network policy of the QEMU provider (ARCHITECTURE.md: Lab machine network).
  * eth0 is default deny (vm.ts `ETH0_NETDEV`: QEMU user networking with `restrict=on`): a VM
- * reaches its own session's machines over eth1 and nothing else. Labs that ask for the internet
- * (lab.yaml `network.internet`) get it through a network namespace per session with NAT and drop
+ * reaches its own machine set's machines over eth1 and nothing else. Labs that ask for the internet
+ * (lab.yaml `network.internet`) get it through a network namespace per set with NAT and drop
  * rules that keep the host and private ranges out (egress.ts); where that cannot be set up (not
  * root, nftables missing) they are refused, saying why. A plain unrestricted slirp in the host's
  * own network namespace is never used: it would hand the guests the host's loopback (10.0.2.2),

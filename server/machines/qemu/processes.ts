@@ -4,6 +4,7 @@
  * shows it is still the process we started: pids are reused.
  */
 import fs from "node:fs/promises";
+import path from "node:path";
 
 /** Polling interval while waiting for a process to go away, in ms. */
 const GONE_POLL_INTERVAL_MS = 50;
@@ -82,6 +83,28 @@ export async function terminate(pid: number, marker: string, graceMs: number): P
   if (!(await isOurProcess(pid, marker))) return;
   signal(pid, "SIGKILL");
   if (!(await waitGone(pid, KILL_WAIT_MS))) throw new Error(`process ${pid} survived SIGKILL`);
+}
+
+/**
+ * Kills every qemu-system/vde_switch process with an argument under `dir` (and passing `filter`),
+ * each given `graceMs` between SIGTERM and SIGKILL; returns how many. The last line of defence
+ * against leaked processes.
+ */
+export async function killProcessesUnder(dir: string, graceMs: number, filter: (argv: string[]) => boolean = () => true): Promise<number> {
+  const prefix = path.resolve(dir) + "/";
+  let killed = 0;
+  for (const entry of await fs.readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const argv = await processArgv(pid);
+    if (!argv || !/(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/.test(argv[0] ?? "")) continue;
+    const marker = argv.find((arg) => arg.includes(prefix));
+    if (!marker || !filter(argv)) continue;
+    await terminate(pid, marker, graceMs);
+    killed++;
+  }
+  return killed;
 }
 
 export function sleep(ms: number): Promise<void> {

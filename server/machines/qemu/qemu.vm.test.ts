@@ -1,11 +1,11 @@
 /**
  * The QEMU provider against real VMs (TCG here: no usable KVM). Builds the lab base image once
  * into a cache directory kept across runs (keyed by the recipe hash; a cold build takes ~3-5 min),
- * then boots a 3-VM session and a 1-VM session and works through what the labs need, including
+ * then boots a 3-VM set and a 1-VM set and works through what the labs need, including
  * the default-deny network (probes from inside the VMs against sentinels this test owns:
- * server/testing/egress-sentinels.ts), and a 1-VM internet session (egress.ts) that is also
+ * server/testing/egress-sentinels.ts), and a 1-VM internet set (egress.ts) that is also
  * the crash-and-resume case, so the internet path costs no extra boot.
- * Sessions live in a fresh temporary data directory; the test proves nothing of them is left.
+ * Sets live in a fresh temporary data directory; the test proves nothing of them is left.
  */
 import fs from "node:fs/promises";
 import net from "node:net";
@@ -20,7 +20,7 @@ import { connectSsh } from "../../ssh/connect";
 import type { BuiltImage } from "./image";
 import { generateEd25519 } from "../keys";
 import { run } from "./command";
-import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSessions, tearDownEgress } from "./egress";
+import { EGRESS_LINK_PREFIX, egressNamespace, egressNamespaceSets, tearDownEgress } from "./egress";
 import { processArgv } from "./processes";
 import { qemuProvider, type QemuProvider } from "./provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./test-image";
@@ -34,7 +34,7 @@ import {
 import { adoptVm, stopVm } from "./vm";
 
 /** Three VMs booting at once under TCG on 2 cores: 45-60 s measured; generous for a loaded host. */
-const SESSION_TIMEOUT_MS = 300_000;
+const SET_TIMEOUT_MS = 300_000;
 /** One command over SSH, ms. */
 const COMMAND_TIMEOUT_MS = 45_000;
 /** A reboot under TCG to SSH: 25-35 s measured on a quiet host, 120 s seen on a busy one. */
@@ -46,9 +46,9 @@ const PROBE_TIMEOUT_S = 4;
 /** Handshake and login of one test connection, ms. */
 const LOGIN_TIMEOUT_MS = 20_000;
 
-const SESSION_A = "test-a";
-const SESSION_B = "test-b";
-const SESSION_C = "test-c";
+const SET_A = "test-a";
+const SET_B = "test-b";
+const SET_C = "test-c";
 const MACHINES = ["controlplane", "node01", "node02"];
 
 // error: provider warnings such as "VM stopped" are expected here (a second provider instance ends VMs the first one watches).
@@ -61,7 +61,7 @@ let a: ProvisionedMachine[];
 let b: ProvisionedMachine[];
 let c: ProvisionedMachine[];
 let sentinels: EgressSentinels | undefined;
-/** Seconds from create to SSH of the 1-VM sessions: B (default deny) and C (internet). */
+/** Seconds from create to SSH of the 1-VM sets: B (default deny) and C (internet). */
 const bootSeconds: Record<string, number> = {};
 const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
 let forwardBefore: string | undefined;
@@ -116,8 +116,8 @@ async function processesUnder(dir: string): Promise<number[]> {
   return pids;
 }
 
-async function vmPid(dir: string, sessionId: string, name: string): Promise<number> {
-  return Number((await fs.readFile(path.join(dir, "sessions", sessionId, `vm-${name}`, "qemu.pid"), "utf8")).trim());
+async function vmPid(dir: string, setId: string, name: string): Promise<number> {
+  return Number((await fs.readFile(path.join(dir, "sessions", setId, `vm-${name}`, "qemu.pid"), "utf8")).trim());
 }
 
 describe("qemu provider (real VMs)", () => {
@@ -131,20 +131,20 @@ describe("qemu provider (real VMs)", () => {
 
   afterAll(async () => {
     await sentinels?.stop();
-    // This host's forwarding as it was (an internet session turns it on and production leaves it on).
+    // This host's forwarding as it was (an internet set turns it on and production leaves it on).
     if (forwardBefore) await fs.writeFile(IP_FORWARD, `${forwardBefore}\n`).catch(() => undefined);
     if (!provider) return;
-    await provider.destroy(SESSION_A, []).catch(() => undefined);
-    await provider.destroy(SESSION_B, []).catch(() => undefined);
-    await provider.destroy(SESSION_C, []).catch(() => undefined);
+    await provider.destroy(SET_A, []).catch(() => undefined);
+    await provider.destroy(SET_B, []).catch(() => undefined);
+    await provider.destroy(SET_C, []).catch(() => undefined);
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
   }, 60_000);
 
   it(
-    "boots a 3-VM session whose machines answer SSH with their pinned host keys",
+    "boots a 3-VM set whose machines answer SSH with their pinned host keys",
     async () => {
       const started = Date.now();
-      const creating = provider.create({ sessionId: SESSION_A, labSlug: "test", machines: MACHINES });
+      const creating = provider.create({ sessionId: SET_A, labSlug: "test", machines: MACHINES });
       // While they boot, a background boot (a pool spare) is refused at once (CPU admission), starting nothing.
       await new Promise((r) => setTimeout(r, 2_000));
       const spare = await provider
@@ -154,17 +154,17 @@ describe("qemu provider (real VMs)", () => {
       expect((spare as Error).message).toMatch(/3 machines are booting/);
       await expect(fs.stat(path.join(dataDir, "sessions", "test-spare"))).rejects.toThrow();
       a = await creating;
-      console.log(`3-VM session ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      console.log(`3-VM set ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       expect(a.map((m) => m.name)).toEqual(MACHINES);
       expect(new Set(a.map((m) => m.port)).size).toBe(3);
       expect(new Set(a.map((m) => m.hostKey)).size).toBe(3);
       for (const m of a) {
         expect(m.host).toBe("127.0.0.1");
-        expect(m.providerRef).toBe(`${SESSION_A}/${m.name}`);
+        expect(m.providerRef).toBe(`${SET_A}/${m.name}`);
         expect(await ok(m, "hostname")).toBe(m.name);
       }
     },
-    SESSION_TIMEOUT_MS,
+    SET_TIMEOUT_MS,
   );
 
   it("refuses a machine whose host key is not the pinned one", async () => {
@@ -217,32 +217,32 @@ describe("qemu provider (real VMs)", () => {
   }, 120_000);
 
   it(
-    "keeps a second session with the same eth1 addresses apart from the first",
+    "keeps a second set with the same eth1 addresses apart from the first",
     async () => {
       const started = Date.now();
-      b = await provider.create({ sessionId: SESSION_B, labSlug: "test", machines: ["controlplane"] });
+      b = await provider.create({ sessionId: SET_B, labSlug: "test", machines: ["controlplane"] });
       bootSeconds.defaultDeny = (Date.now() - started) / 1000;
-      console.log(`1-VM session ready in ${bootSeconds.defaultDeny.toFixed(1)} s`);
+      console.log(`1-VM set ready in ${bootSeconds.defaultDeny.toFixed(1)} s`);
       const other = b[0]!;
       expect(await ok(other, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
       expect(await ok(other, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
-      // 192.168.56.11 exists only in session A.
+      // 192.168.56.11 exists only in set A.
       const ping = await exec(other, "ping -c 2 -W 2 192.168.56.11");
       expect(ping.code).not.toBe(0);
       expect(await ok(other, "ip neigh show dev eth1 192.168.56.11")).not.toMatch(/lladdr/);
-      // And session A's own controlplane still reaches its peers.
+      // And set A's own controlplane still reaches its peers.
       await ok(machine(a, "controlplane"), "ping -c 1 -W 5 192.168.56.11");
     },
-    SESSION_TIMEOUT_MS,
+    SET_TIMEOUT_MS,
   );
 
-  it("denies eth0 everything the guest starts: host loopback, another session's SSH, host, link-local, private ranges; eth1 works", async () => {
+  it("denies eth0 everything the guest starts: host loopback, another set's SSH, host, link-local, private ranges; eth1 works", async () => {
     sentinels = await startEgressSentinels();
     const s = sentinels;
-    /** What a VM of a session must not reach: [what, address, port]; `otherSsh` is another session's forwarded SSH port. */
+    /** What a VM of a set must not reach: [what, address, port]; `otherSsh` is another set's forwarded SSH port. */
     const targetsFor = (otherSsh: number): [string, string, number][] => [
       ["host loopback (app/database stand-in)", "10.0.2.2", s.loopbackTcpPort],
-      ["another session's SSH forward", "10.0.2.2", otherSsh],
+      ["another set's SSH forward", "10.0.2.2", otherSsh],
       ["host address (LAN stand-in)", s.hostAddress, s.loopbackTcpPort],
       ...Object.entries(NAMESPACE_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
       // A lab marked for internet is the only kind with outbound access.
@@ -262,7 +262,7 @@ describe("qemu provider (real VMs)", () => {
         socket.once("error", reject);
       });
     }
-    const ownSentinels = controls.filter(([what]) => what !== "another session's SSH forward").length;
+    const ownSentinels = controls.filter(([what]) => what !== "another set's SSH forward").length;
     await expect.poll(() => s.hits().length, { timeout: 10_000 }).toBe(ownSentinels);
     s.clearHits();
 
@@ -294,7 +294,7 @@ describe("qemu provider (real VMs)", () => {
     expect(rows.filter((row) => !row.fromA.endsWith(" closed") || !row.fromB.endsWith(" closed"))).toEqual([]);
     expect(s.hits()).toEqual([]);
 
-    // eth1: the session's machines still talk to each other (TCP here; ping in the test above).
+    // eth1: the set's machines still talk to each other (TCP here; ping in the test above).
     const node01 = machine(a, "node01");
     await ok(
       node01,
@@ -324,15 +324,15 @@ describe("qemu provider (real VMs)", () => {
   // warm-pool.vm.test.ts (same QEMU process, disk, identity and eth1 after each): one TCG boot
   // each in CI instead of two.
 
-  it("after a platform restart adopts live sessions and removes ended ones", async () => {
-    const sessionB = path.join(dataDir, "sessions", SESSION_B);
-    expect((await processesUnder(sessionB)).length).toBe(2); // qemu + vde_switch
+  it("after a platform restart adopts live sets and removes ended ones", async () => {
+    const setB = path.join(dataDir, "sessions", SET_B);
+    expect((await processesUnder(setB)).length).toBe(2); // qemu + vde_switch
     const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
-    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A });
-    expect(report).toEqual({ adopted: [SESSION_A], cleaned: [SESSION_B] });
-    expect(await processesUnder(sessionB)).toEqual([]);
-    await expect(fs.stat(sessionB)).rejects.toThrow();
-    expect((await restarted.health(SESSION_A, a)).map((h) => h.state)).toEqual(["running", "running", "running"]);
+    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SET_A });
+    expect(report).toEqual({ adopted: [SET_A], cleaned: [SET_B] });
+    expect(await processesUnder(setB)).toEqual([]);
+    await expect(fs.stat(setB)).rejects.toThrow();
+    expect((await restarted.health(SET_A, a)).map((h) => h.state)).toEqual(["running", "running", "running"]);
     expect(await ok(machine(a, "controlplane"), "hostname")).toBe("controlplane");
     provider = restarted;
   }, 120_000);
@@ -343,7 +343,7 @@ describe("qemu provider (real VMs)", () => {
       const m = machine(a, "node01");
       await ok(m, "echo gone > /root/reset-marker && sync");
       const started = Date.now();
-      await provider.reset(SESSION_A, m);
+      await provider.reset(SET_A, m);
       console.log(`reset (fresh overlay, boot to SSH) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       // ok() logs in with the pinned host key: it is unchanged.
       expect(await ok(m, "test -e /root/reset-marker && echo present || echo absent")).toBe("absent");
@@ -355,40 +355,40 @@ describe("qemu provider (real VMs)", () => {
   );
 
   it(
-    "adopts a live internet session whose VMs and namespace are gone (host crash) as suspended, and resumes it with its disk and a new namespace",
+    "adopts a live internet set whose VMs and namespace are gone (host crash) as suspended, and resumes it with its disk and a new namespace",
     async () => {
       const bootStarted = Date.now();
-      c = await provider.create({ sessionId: SESSION_C, labSlug: "online", machines: ["controlplane"], internet: true });
+      c = await provider.create({ sessionId: SET_C, labSlug: "online", machines: ["controlplane"], internet: true });
       bootSeconds.internet = (Date.now() - bootStarted) / 1000;
       console.log(
-        `1-VM internet session ready in ${bootSeconds.internet.toFixed(1)} s (1-VM default-deny session, same run: ${bootSeconds.defaultDeny?.toFixed(1)} s)`,
+        `1-VM internet set ready in ${bootSeconds.internet.toFixed(1)} s (1-VM default-deny set, same run: ${bootSeconds.defaultDeny?.toFixed(1)} s)`,
       );
       // SSH goes to slirp's forward on the namespace's address, not to a loopback port.
       expect(c[0]!.host).toMatch(/^10\.253\.\d+\.\d+$/);
       expect(await ok(c[0]!, "ip -4 -o addr show dev eth0")).toMatch(/inet 10\.0\.2\.15\/24/);
       await ok(c[0]!, "echo survives-a-crash > /root/crash-marker && sync");
       // A host crash: the VMs, and with a host reboot the namespace and its veth, are gone.
-      for (const pid of await processesUnder(path.join(dataDir, "sessions", SESSION_C))) process.kill(pid, "SIGKILL");
-      await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SESSION_C)), { timeout: 10_000 }).toEqual([]);
-      await tearDownEgress(egressNamespace(dataDir, SESSION_C));
+      for (const pid of await processesUnder(path.join(dataDir, "sessions", SET_C))) process.kill(pid, "SIGKILL");
+      await expect.poll(() => processesUnder(path.join(dataDir, "sessions", SET_C)), { timeout: 10_000 }).toEqual([]);
+      await tearDownEgress(egressNamespace(dataDir, SET_C));
 
       const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
-      const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A || id === SESSION_C });
-      expect(report.adopted).toEqual([SESSION_A, SESSION_C]);
-      expect((await restarted.list()).find((s) => s.sessionId === SESSION_C)?.phase).toBe("suspended");
+      const report = await restarted.adoptOrCleanup({ keep: (id) => id === SET_A || id === SET_C });
+      expect(report.adopted).toEqual([SET_A, SET_C]);
+      expect((await restarted.list()).find((s) => s.sessionId === SET_C)?.phase).toBe("suspended");
       const started = Date.now();
-      c = await restarted.resume(SESSION_C, c);
-      console.log(`resume of a crashed 1-VM internet session (namespace made again) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      c = await restarted.resume(SET_C, c);
+      console.log(`resume of a crashed 1-VM internet set (namespace made again) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       expect(await ok(c[0]!, "cat /root/crash-marker")).toBe("survives-a-crash");
       provider = restarted;
     },
-    SESSION_TIMEOUT_MS * 2,
+    SET_TIMEOUT_MS * 2,
   );
 
-  it("gives an internet session's VM public addresses through the host's NAT and nothing of the host or private ranges; eth1 is up", async () => {
+  it("gives an internet set's VM public addresses through the host's NAT and nothing of the host or private ranges; eth1 is up", async () => {
     const vm = c[0]!;
     const s = sentinels ?? (sentinels = await startEgressSentinels());
-    // The host side of the session's veth (.1 of the namespace's /30): a listener this test owns.
+    // The host side of the set's veth (.1 of the namespace's /30): a listener this test owns.
     const vethHost = vm.host.replace(/\.(\d+)$/, (_, last: string) => `.${Number(last) - 1}`);
     const vethHits: string[] = [];
     const veth = net.createServer((socket) => {
@@ -403,9 +403,9 @@ describe("qemu provider (real VMs)", () => {
       vethHits.splice(0);
       const denied: [string, string, number][] = [
         ["host loopback (app/database stand-in)", "10.0.2.2", s.loopbackTcpPort],
-        ["another session's SSH forward", "10.0.2.2", machine(a, "controlplane").port],
+        ["another set's SSH forward", "10.0.2.2", machine(a, "controlplane").port],
         ["host address (LAN stand-in)", s.hostAddress, s.loopbackTcpPort],
-        ["host side of the session's veth", vethHost, s.loopbackTcpPort],
+        ["host side of the set's veth", vethHost, s.loopbackTcpPort],
         ...Object.entries(NAMESPACE_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]),
       ];
       const allowed = Object.entries(INTERNET_SENTINELS).map(([what, address]): [string, string, number] => [what, address, SENTINEL_PORT]);
@@ -428,7 +428,7 @@ describe("qemu provider (real VMs)", () => {
         result: result(address, port),
       }));
       console.table(rows);
-      console.log(`internet session probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
+      console.log(`internet set probes in ${probeSeconds.toFixed(1)} s; sentinel hits: ${JSON.stringify(s.hits())}`);
       expect(
         rows.filter((row) => row.result !== (allowed.some(([, address]) => row.target.startsWith(`${address}:`)) ? "open" : "closed")),
       ).toEqual([]);
@@ -445,38 +445,38 @@ describe("qemu provider (real VMs)", () => {
     } finally {
       veth.close();
     }
-    // eth1 is on the session's switch (QEMU in the namespace reaches it by its unix socket): address and carrier.
+    // eth1 is on the set's switch (QEMU in the namespace reaches it by its unix socket): address and carrier.
     expect(await ok(vm, "ip -4 -o addr show dev eth1")).toMatch(/inet 192\.168\.56\.10\/24/);
     expect(await ok(vm, "ip -o link show dev eth1")).toMatch(/LOWER_UP/);
   }, 120_000);
 
-  it("removes an ended internet session after a restart: VM, namespace and veth", async () => {
-    const state = JSON.parse(await fs.readFile(path.join(dataDir, "sessions", SESSION_C, "state.json"), "utf8")) as {
+  it("removes an ended internet set after a restart: VM, namespace and veth", async () => {
+    const state = JSON.parse(await fs.readFile(path.join(dataDir, "sessions", SET_C, "state.json"), "utf8")) as {
       egress: { netns: string; hostLink: string };
     };
     expect(state.egress.hostLink.startsWith(EGRESS_LINK_PREFIX)).toBe(true);
     const restarted = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
-    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SESSION_A });
-    expect(report).toEqual({ adopted: [SESSION_A], cleaned: [SESSION_C] });
-    expect(await processesUnder(path.join(dataDir, "sessions", SESSION_C))).toEqual([]);
+    const report = await restarted.adoptOrCleanup({ keep: (id) => id === SET_A });
+    expect(report).toEqual({ adopted: [SET_A], cleaned: [SET_C] });
+    expect(await processesUnder(path.join(dataDir, "sessions", SET_C))).toEqual([]);
     await expect(fs.stat(path.join("/run/netns", state.egress.netns))).rejects.toThrow();
     expect(await run("ip", ["-o", "link", "show"])).not.toContain(`${state.egress.hostLink}@`);
     provider = restarted;
   }, 120_000);
 
   it("stops a VM gracefully through its monitor (ACPI power button)", async () => {
-    const dir = path.join(dataDir, "sessions", SESSION_A, "vm-controlplane");
-    const vm = await adoptVm("controlplane", dir, await vmPid(dataDir, SESSION_A, "controlplane"));
+    const dir = path.join(dataDir, "sessions", SET_A, "vm-controlplane");
+    const vm = await adoptVm("controlplane", dir, await vmPid(dataDir, SET_A, "controlplane"));
     expect(vm).not.toBeNull();
     const started = Date.now();
     await stopVm(vm!, 90_000);
     console.log(`graceful stop in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     expect(vm!.hasExited() || (await vm!.exited.then(() => true))).toBe(true);
     expect(await fs.readFile(path.join(dir, "serial.log"), "utf8")).toMatch(/reboot: Power down/);
-    expect((await provider.health(SESSION_A, [machine(a, "controlplane")]))[0]!.state).toBe("stopped");
+    expect((await provider.health(SET_A, [machine(a, "controlplane")]))[0]!.state).toBe("stopped");
   }, 120_000);
 
-  it("refuses a session that does not fit in memory, starting nothing", async () => {
+  it("refuses a set that does not fit in memory, starting nothing", async () => {
     const greedy = qemuProvider({ dataDir, image, log, memoryMiB: 1024 * 1024 });
     const error = await greedy.create({ sessionId: "test-big", labSlug: "test", machines: MACHINES }).catch((e: unknown) => e);
     expect(isNoCapacity(error)).toBe(true);
@@ -484,11 +484,11 @@ describe("qemu provider (real VMs)", () => {
   });
 
   it("destroy leaves no process, socket or disk behind and is idempotent", async () => {
-    await provider.destroy(SESSION_A, a);
-    await provider.destroy(SESSION_A, a);
+    await provider.destroy(SET_A, a);
+    await provider.destroy(SET_A, a);
     expect(await processesUnder(dataDir)).toEqual([]);
     expect(await fs.readdir(path.join(dataDir, "sessions"))).toEqual([]);
     expect(await provider.list()).toEqual([]);
-    expect(await egressNamespaceSessions(dataDir)).toEqual([]);
+    expect(await egressNamespaceSets(dataDir)).toEqual([]);
   }, 60_000);
 });

@@ -1,8 +1,9 @@
 /**
- * A session's record on disk, `<dataDir>/sessions/<sessionId>/state.json`: everything a later
- * platform process needs to find the session's processes again (pids, sockets, ports, keys) and
- * either adopt or remove them. Written atomically (temp file + rename) at every step of a
- * session's life, before the step's effects can outlive a crash.
+ * A machine set's record on disk (machine-set.ts says what a set is),
+ * `<dataDir>/sessions/<setId>/state.json`: everything a later platform process needs to find the
+ * set's processes again (pids, sockets, ports, keys) and either adopt or remove them. Written
+ * atomically (temp file + rename) at every step of a set's life, before the step's effects can
+ * outlive a crash. The folder keeps its name `sessions` so that sets of earlier versions are found.
  */
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -13,8 +14,8 @@ const STATE_FILE = "state.json";
 /** Bumped when the layout changes; a state file of another version is cleaned up, never adopted. */
 export const STATE_VERSION = 1;
 
-/** Session ids become directory names: no separators, no dots, bounded for unix socket paths. */
-export const SessionId = z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, "must be 1-40 characters A-Z a-z 0-9 _ -");
+/** Set ids become directory names: no separators, no dots, bounded for unix socket paths. */
+export const SetId = z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, "must be 1-40 characters A-Z a-z 0-9 _ -");
 
 export const VmRecord = z.object({
   name: z.string(),
@@ -35,16 +36,17 @@ export const VmRecord = z.object({
 });
 export type VmRecord = z.infer<typeof VmRecord>;
 
-export const SessionState = z.object({
+export const SetState = z.object({
   version: z.literal(STATE_VERSION),
-  sessionId: SessionId,
+  /** The set's id (the `sessionId` of the request that made it; the field keeps that name on disk). */
+  sessionId: SetId,
   labSlug: z.string(),
   /**
    * starting: create in progress; ready: handed out; suspended: VMs powered off on purpose (an
    * idle learner), disks kept for resume; destroying: destroy in progress.
    */
   phase: z.enum(["starting", "ready", "suspended", "destroying"]),
-  /** The process that created the session; a "starting" session whose creator lives is not a leftover. */
+  /** The process that created the set; a "starting" set whose creator lives is not a leftover. */
   creatorPid: z.number().int().min(1),
   createdAt: z.string(),
   image: z.object({ base: z.string(), kernel: z.string(), initrd: z.string() }),
@@ -56,34 +58,35 @@ export const SessionState = z.object({
   /** Virtual CPUs per VM (the image variant's size, recipe.ts). */
   vcpus: z.number().int().min(1).default(1),
   accel: z.enum(["tcg", "kvm"]),
-  /** The session's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
+  /** The set's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
   clientKey: z.object({ privateKey: z.string(), publicKey: z.string() }),
   switch: z.object({ socket: z.string(), pidFile: z.string(), pid: z.number().int().min(0) }),
-  /** The lab asks for the internet: the VMs run in the session's network namespace (egress.ts). */
+  /** The lab asks for the internet: the VMs run in the set's network namespace (egress.ts). */
   internet: z.boolean().default(false),
   /** That namespace and its veth, once made (a host reboot removes them; resume makes them again). */
   egress: EgressRecord.optional(),
   vms: z.array(VmRecord),
 });
-export type SessionState = z.infer<typeof SessionState>;
+export type SetState = z.infer<typeof SetState>;
 
-export function sessionsDir(dataDir: string): string {
+/** The folder of every machine set of a data directory. */
+export function setsDir(dataDir: string): string {
   return path.join(path.resolve(dataDir), "sessions");
 }
 
-export function sessionDir(dataDir: string, sessionId: string): string {
-  return path.join(sessionsDir(dataDir), SessionId.parse(sessionId));
+export function setDir(dataDir: string, setId: string): string {
+  return path.join(setsDir(dataDir), SetId.parse(setId));
 }
 
-export async function writeState(dir: string, state: SessionState): Promise<void> {
+export async function writeState(dir: string, state: SetState): Promise<void> {
   const file = path.join(dir, STATE_FILE);
   const temp = `${file}.tmp`;
-  await fs.writeFile(temp, JSON.stringify(SessionState.parse(state), null, 2) + "\n", { mode: 0o600 });
+  await fs.writeFile(temp, JSON.stringify(SetState.parse(state), null, 2) + "\n", { mode: 0o600 });
   await fs.rename(temp, file);
 }
 
-/** The session's state, or an error message saying why there is none usable. */
-export async function readState(dir: string): Promise<{ state: SessionState } | { error: string }> {
+/** The set's state, or an error message saying why there is none usable. */
+export async function readState(dir: string): Promise<{ state: SetState } | { error: string }> {
   const file = path.join(dir, STATE_FILE);
   let raw: unknown;
   try {
@@ -91,7 +94,7 @@ export async function readState(dir: string): Promise<{ state: SessionState } | 
   } catch (error) {
     return { error: `${file}: ${(error as Error).message}` };
   }
-  const parsed = SessionState.safeParse(raw);
+  const parsed = SetState.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     return { error: `${file}: ${issue.path.join(".") || "(root)"}: ${issue.message}` };
@@ -99,8 +102,8 @@ export async function readState(dir: string): Promise<{ state: SessionState } | 
   return { state: parsed.data };
 }
 
-/** Session ids that have a directory under `<dataDir>/sessions`. */
-export async function listSessionDirs(dataDir: string): Promise<string[]> {
-  const entries = await fs.readdir(sessionsDir(dataDir), { withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isDirectory() && SessionId.safeParse(e.name).success).map((e) => e.name);
+/** Set ids that have a directory under `<dataDir>/sessions`. */
+export async function listSetDirs(dataDir: string): Promise<string[]> {
+  const entries = await fs.readdir(setsDir(dataDir), { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && SetId.safeParse(e.name).success).map((e) => e.name);
 }

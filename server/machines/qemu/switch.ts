@@ -1,6 +1,6 @@
 /**
- * A session's private L2 network (eth1 of its VMs): one `vde_switch` (Debian vde-switch) with a
- * unix control directory, no root, no host interface. Every session uses the same eth1
+ * A machine set's private L2 network (eth1 of its VMs): one `vde_switch` (Debian vde-switch) with a
+ * unix control directory, no root, no host interface. Every set uses the same eth1
  * addresses; separate switches keep them apart.
  */
 import fs from "node:fs/promises";

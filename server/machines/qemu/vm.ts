@@ -1,8 +1,8 @@
 /**
  * One lab VM: a QEMU process booting the image's kernel directly, its disk a qcow2 overlay on the
  * read-only base, eth0 on QEMU's user-mode NAT (SSH forwarded from a loopback port; the guest
- * itself reaches nothing through it: `ETH0_NETDEV`; an internet lab's VM runs in its session's
- * network namespace instead: `ETH0_NETDEV_INTERNET`, egress.ts), eth1 on the session's vde_switch, its
+ * itself reaches nothing through it: `ETH0_NETDEV`; an internet lab's VM runs in its machine set's
+ * network namespace instead: `ETH0_NETDEV_INTERNET`, egress.ts), eth1 on the set's vde_switch, its
  * identity in a fw_cfg seed. The QEMU process outlives the Node process
  * that started it (the platform adopts it after a restart); a reboot inside the guest keeps the
  * same process, a poweroff ends it.
@@ -42,15 +42,15 @@ export const ETH0_MAC = "52:54:00:12:34:56";
 /**
  * eth0's netdev options besides the SSH forward. `restrict=on` is the lab network's default deny:
  * slirp drops every packet the guest starts (TCP, UDP, ICMP) to any address — 10.0.2.2 (the
- * host's loopback: the app, PostgreSQL, other sessions' SSH forwards), 10.0.2.3 (DNS), the host's
+ * host's loopback: the app, PostgreSQL, other sets' SSH forwards), 10.0.2.3 (DNS), the host's
  * LAN, link-local, the internet — while its built-in DHCP still answers (every eth0 still gets
- * 10.0.2.15) and the host's `hostfwd` connections to the guest still come in. The session's
+ * 10.0.2.15) and the host's `hostfwd` connections to the guest still come in. The set's
  * machines talk to each other on eth1 only. Proven from inside VMs by qemu.vm.test.ts.
  */
 export const ETH0_NETDEV = "user,id=n0,restrict=on";
 /**
  * eth0 of a VM whose lab asks for the internet (egress.ts): unrestricted slirp, but the QEMU
- * process runs in the session's network namespace, so slirp's sockets leave through the
+ * process runs in the set's network namespace, so slirp's sockets leave through the
  * namespace's veth and the host's `inet labdeck` nftables rules (no host, no private ranges);
  * 10.0.2.2 is the namespace's loopback, where nothing listens. No IPv6 on eth0 (the namespace has
  * none either): the policy is written for IPv4.
@@ -133,7 +133,7 @@ export interface VmConfig {
   accel: Accel;
   /**
    * Start from this internal snapshot of the overlay (QEMU -loadvm) instead of booting: the
-   * machine continues where the snapshot was taken (a suspended session's resume).
+   * machine continues where the snapshot was taken (a suspended set's resume).
    */
   loadvm?: string;
   /**
@@ -144,13 +144,13 @@ export interface VmConfig {
   incoming?: string;
   /** Port on `sshHost` forwarded to the guest's port 22. */
   sshPort: number;
-  /** Address the SSH forward listens on: 127.0.0.1, or the session namespace's address (`netns`). */
+  /** Address the SSH forward listens on: 127.0.0.1, or the set namespace's address (`netns`). */
   sshHost: string;
-  /** The session's network namespace (internet labs, egress.ts); QEMU runs in it, eth0 unrestricted. */
+  /** The set's network namespace (internet labs, egress.ts); QEMU runs in it, eth0 unrestricted. */
   netns?: string;
-  /** eth1's MAC, unique within the session. */
+  /** eth1's MAC, unique within the set. */
   eth1Mac: string;
-  /** vde_switch control directory of the session. */
+  /** vde_switch control directory of the set. */
   switchSocket: string;
   /** 32 hex digits: systemd's machine-id (the base image's own would be shared by every VM). */
   machineId: string;
@@ -355,7 +355,7 @@ export async function adoptVm(name: string, dir: string, pid: number): Promise<V
 
 /**
  * Waits until the guest's sshd answers on the forwarded port and a login with the pinned host key
- * and the session key succeeds. Rejects at once on a host key mismatch or when QEMU exits, and
+ * and the set's key succeeds. Rejects at once on a host key mismatch or when QEMU exits, and
  * after `timeoutMs` otherwise (naming the last error and the end of the serial console).
  */
 export async function waitForSsh(vm: VmProcess, endpoint: SshEndpoint, timeoutMs: number, since?: SerialMark | "up"): Promise<void> {
