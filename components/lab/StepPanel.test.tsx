@@ -3,7 +3,7 @@
  * The step panel as a learner uses it: the steps with their states, the Check button against the
  * grader API (fetch is the far edge, answered here), hints, the reboot proof and a finished lab.
  */
-import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { act, cleanup, configure, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { NextIntlClientProvider } from "next-intl";
 import { useState } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -11,6 +11,9 @@ import en from "@/messages/en.json";
 import type { CheckResult, Progress, StepState } from "@/server/grader/progress";
 import { StepPanel, type StepText } from "./StepPanel";
 import type { ProgressFeed } from "./useProgress";
+
+// findBy and waitFor wait up to 5 s rather than 1 s: test machines are small and shared, and a jsdom render can take a while there.
+configure({ asyncUtilTimeout: 5_000 });
 
 const STEPS: StepText[] = [
   { id: "swap", title: "Turn swap off", machine: "node01", textMarkdown: "Run `swapoff -a`." },
@@ -135,7 +138,8 @@ describe("StepPanel", () => {
     expect(step("kubelet").dataset.state).toBe("current");
     expect(screen.getByTestId("check-feedback").dataset.outcome).toBe("pass");
     expect(screen.getByText("2/3 done")).toBeTruthy();
-    expect(Element.prototype.scrollTo).toHaveBeenCalled(); // the new current step is brought into view
+    // The new current step is brought into view (by an effect, which may run after the DOM shows the step done).
+    await waitFor(() => expect(Element.prototype.scrollTo).toHaveBeenCalledWith({ top: 0, behavior: "smooth" }));
   });
 
   it("says why a check could not run: the server's refusal, or no answer", async () => {
@@ -176,8 +180,12 @@ describe("StepPanel", () => {
 
     fireEvent.click(screen.getByRole("button", { name: "Show hint" }));
     expect(await screen.findByText("The hint could not be loaded")).toBeTruthy();
-    routes.set("POST /api/sessions/s1/hints/swap", () => json({ hint: "Try `free -h`." }));
+    let answer!: (response: Response) => void;
+    routes.set("POST /api/sessions/s1/hints/swap", () => new Promise<Response>((resolve) => (answer = resolve)));
     fireEvent.click(screen.getByRole("button", { name: "Retry" }));
+    expect(await screen.findByText("Loading hint…")).toBeTruthy();
+    expect(screen.queryByText("The hint could not be loaded")).toBeNull();
+    await act(async () => answer(json({ hint: "Try `free -h`." })));
     expect((await screen.findByTestId("hint")).textContent).toBe("HintTry free -h.");
   });
 
@@ -191,6 +199,8 @@ describe("StepPanel", () => {
 
     expect(step("fstab").dataset.state).toBe("proving");
     expect(step("fstab").getAttribute("aria-current")).toBe("step");
+    expect(within(step("fstab")).getByText("fstab").tagName).toBe("STRONG"); // open, as the current step is
+    expect(within(step("fstab")).getByRole("button", { name: "Show hint" })).toBeTruthy();
     const notice = screen.getByTestId("reboot-proof");
     expect(notice.dataset.machine).toBe("node01");
     fireEvent.click(within(notice).getByTestId("reboot-and-verify"));

@@ -5,7 +5,7 @@
  * MAX_SHELLS_PER_MACHINE, and switching the active tab. The terminals themselves (xterm on a
  * WebSocket, which jsdom cannot run) are stand-ins that show which shell they would attach to.
  */
-import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { act, cleanup, configure, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { NextIntlClientProvider } from "next-intl";
 import { useState } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -13,6 +13,9 @@ import en from "@/messages/en.json";
 import { sessionTokens } from "@/components/terminal/session-tokens";
 import { MAX_SHELLS_PER_MACHINE, type TabView } from "@/server/terminal/tab-names";
 import { TerminalTabs } from "./TerminalTabs";
+
+// findBy and waitFor wait up to 5 s rather than 1 s: test machines are small and shared, and a jsdom render can take a while there.
+configure({ asyncUtilTimeout: 5_000 });
 
 vi.mock("@/components/terminal/Terminal", () => ({
   Terminal: (props: { slug: string; machine: string; number?: number; active: boolean }) => (
@@ -143,8 +146,9 @@ describe("TerminalTabs", () => {
   });
 
   it("switches the active tab on a click and with the arrow keys, keeping every terminal mounted", async () => {
+    routes.set(`POST /api/labs/${slug}/session?async=1`, sessionAnswer([{ machine: "controlplane", number: 2 }]));
     render(<Workspace />);
-    await loaded();
+    await waitFor(() => expect(tabs()).toHaveLength(3));
 
     fireEvent.click(tab("node01"));
     expect(onSelect).toHaveBeenLastCalledWith("node01");
@@ -154,15 +158,19 @@ describe("TerminalTabs", () => {
     expect(panel("controlplane").terminal.dataset.active).toBe("false");
     expect(panel("controlplane").panel.className).toContain("invisible");
 
-    // Arrow keys move along the tabs and wrap around (the WAI-ARIA tabs pattern).
+    // Arrow keys move along the tabs (controlplane, controlplane #2, node01) and wrap around (the WAI-ARIA tabs pattern).
     fireEvent.keyDown(tab("node01"), { key: "ArrowRight" });
     expect(onSelect).toHaveBeenLastCalledWith("controlplane");
     expect(document.activeElement).toBe(tab("controlplane"));
+    fireEvent.keyDown(tab("controlplane"), { key: "ArrowRight" });
+    expect(onSelect).toHaveBeenLastCalledWith("controlplane#2");
+    expect(document.activeElement).toBe(tab("controlplane#2"));
+    fireEvent.keyDown(tab("controlplane#2"), { key: "ArrowLeft" });
     fireEvent.keyDown(tab("controlplane"), { key: "ArrowLeft" });
     expect(onSelect).toHaveBeenLastCalledWith("node01");
     expect(document.activeElement).toBe(tab("node01"));
     fireEvent.keyDown(tab("node01"), { key: "Enter" });
-    expect(onSelect).toHaveBeenCalledTimes(3);
+    expect(onSelect).toHaveBeenCalledTimes(5);
   });
 
   it("shows the extra shells the session already has after their machine's tab", async () => {

@@ -6,7 +6,7 @@
  * component's own and run as in the browser; only what jsdom lacks (matchMedia, ResizeObserver,
  * a canvas) is filled in.
  */
-import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { act, cleanup, configure, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { NextIntlClientProvider } from "next-intl";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
@@ -15,6 +15,9 @@ import en from "@/messages/en.json";
 import { CloseCode, encodeOutput, TERMINAL_WS_PATH, type ServerMessage } from "@/server/terminal/protocol";
 import { Terminal } from "./Terminal";
 import type { TerminalHandle } from "./terminal-registry";
+
+// findBy and waitFor wait up to 5 s rather than 1 s: test machines are small and shared, and a jsdom render can take a while there.
+configure({ asyncUtilTimeout: 5_000 });
 
 /** What the stand-in gateway got on one socket. */
 interface Socket {
@@ -103,7 +106,7 @@ function mount(props: Partial<Parameters<typeof Terminal>[0]> = {}) {
 
 /** The gateway's side of the page's next socket, once its hello has come. */
 async function hello(index = 0): Promise<Socket> {
-  await waitFor(() => expect(sockets[index]?.received[0]?.type).toBe("hello"), { timeout: 5_000 });
+  await waitFor(() => expect(sockets[index]?.received[0]?.type).toBe("hello"));
   return sockets[index]!;
 }
 
