@@ -16,9 +16,9 @@
  * Tests read `data-step-id` / `data-state` on each step and `data-outcome` on the feedback.
  */
 import { useTranslations } from "next-intl";
-import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode, type RefObject } from "react";
 import { LessonMarkdown } from "@/components/lesson/Lesson";
-import type { CheckResult, StepState } from "@/server/grader/progress";
+import type { CheckResult, Progress, StepState } from "@/server/grader/progress";
 import { GraderApiError, graderErrorText, revealHint, runCheck } from "./grader-api";
 import type { ProgressFeed } from "./useProgress";
 
@@ -50,40 +50,170 @@ type Props = {
 };
 
 export function StepPanel({ sessionId, steps, feed, sessionError, children }: Props) {
-  const t = useTranslations("steps");
-  const tg = useTranslations("grader");
   const { progress } = feed;
-  const [checking, setChecking] = useState(false);
-  const [checkError, setCheckError] = useState<string>();
-  const last = progress?.lastCheck ?? undefined;
-  // A failed Check of a step that has passed since is no longer true.
-  const feedback = last && (last.outcome === "pass" || last.stepId === progress?.currentStepId) ? last : undefined;
-  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
-  const hints = useHints(sessionId);
   const scrollRef = useRef<HTMLDivElement>(null);
+  const showStep = useShowStep(scrollRef, progress?.currentStepId);
+  const loadError = sessionError ?? (progress === undefined ? feed.error : undefined);
+  return (
+    <section data-testid="step-panel" className="flex h-full flex-col">
+      <div ref={scrollRef} className="min-h-0 flex-1 overflow-y-auto">
+        {children}
+        <StepList sessionId={sessionId} steps={steps} progress={progress} loadError={loadError} />
+      </div>
+      <CheckBar sessionId={sessionId} steps={steps} feed={feed} onShowStep={showStep} />
+    </section>
+  );
+}
 
-  const stateOf = (id: string): StepState | undefined => progress?.steps.find((s) => s.id === id)?.state;
-  const current = steps.find((s) => s.id === progress?.currentStepId);
+/**
+ * Scrolls the panel (only) so a step's heading shows, unless it already does; and brings the
+ * current step into view when it changes (a step just passed). Not when progress first arrives:
+ * a learner starting the lab reads the lesson above the steps first.
+ */
+function useShowStep(scrollRef: RefObject<HTMLDivElement | null>, currentId: string | null | undefined): (id: string) => void {
+  const showStep = useCallback(
+    (id: string) => {
+      const box = scrollRef.current;
+      const item = box?.querySelector<HTMLElement>(`li[data-step-id="${CSS.escape(id)}"]`);
+      if (!box || !item) return;
+      const top = item.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+      const visible = top >= box.scrollTop && top + STEP_HEADING_PX <= box.scrollTop + box.clientHeight;
+      if (!visible) box.scrollTo({ top: Math.max(0, top - STEP_SCROLL_MARGIN_PX), behavior: "smooth" });
+    },
+    [scrollRef],
+  );
 
-  /** Scrolls this panel (only) so a step's heading shows, unless it already does. */
-  const showStep = useCallback((id: string) => {
-    const box = scrollRef.current;
-    const item = box?.querySelector<HTMLElement>(`li[data-step-id="${CSS.escape(id)}"]`);
-    if (!box || !item) return;
-    const top = item.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
-    const visible = top >= box.scrollTop && top + STEP_HEADING_PX <= box.scrollTop + box.clientHeight;
-    if (!visible) box.scrollTo({ top: Math.max(0, top - STEP_SCROLL_MARGIN_PX), behavior: "smooth" });
-  }, []);
-
-  // Bring the current step into view when it changes (a step just passed). Not when progress
-  // first arrives: a learner starting the lab reads the lesson above the steps first.
-  const currentId = progress?.currentStepId;
   const shownStepId = useRef<string | null | undefined>(undefined);
   useEffect(() => {
     const previous = shownStepId.current;
     shownStepId.current = currentId;
     if (currentId && previous !== undefined && previous !== currentId) showStep(currentId);
   }, [currentId, showStep]);
+
+  return showStep;
+}
+
+/** The heading with the count done, the completion banner or the loading state, and the steps. */
+function StepList(props: {
+  sessionId: string | undefined;
+  steps: readonly StepText[];
+  progress: Progress | undefined;
+  loadError: string | undefined;
+}) {
+  const { sessionId, steps, progress, loadError } = props;
+  const t = useTranslations("steps");
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
+  const hints = useHints(sessionId);
+  const stateOf = (id: string): StepState | undefined => progress?.steps.find((s) => s.id === id)?.state;
+
+  function toggle(id: string) {
+    setExpanded((open) => {
+      const next = new Set(open);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
+  }
+
+  return (
+    <div className="px-6 py-5">
+      <h2 className="mb-3 flex items-baseline gap-3 text-lg font-semibold">
+        {t("list")}
+        {progress && (
+          <span className="text-xs font-normal text-slate-500">
+            {t("doneOf", { done: progress.steps.filter((s) => s.state === "done").length, total: steps.length })}
+          </span>
+        )}
+      </h2>
+      {progress?.completed && <CompletionBanner />}
+      {progress === undefined && (
+        <p role="status" className={`mb-4 text-sm ${loadError ? "text-red-700" : "text-slate-500"}`}>
+          {loadError ? `${t("loadFailed")}: ${loadError}` : t("loading")}
+        </p>
+      )}
+      <ol aria-label={t("list")} className="space-y-3">
+        {steps.map((step, i) => (
+          <StepItem
+            key={step.id}
+            number={i + 1}
+            step={step}
+            state={stateOf(step.id)}
+            expanded={expanded.has(step.id)}
+            onToggle={() => toggle(step.id)}
+            hint={
+              <Hint
+                stepId={step.id}
+                canReveal={(stateOf(step.id) === "current" || stateOf(step.id) === "proving") && sessionId !== undefined}
+                revealed={progress?.hintsRevealed.includes(step.id) ?? false}
+                hints={hints}
+              />
+            }
+          />
+        ))}
+      </ol>
+    </div>
+  );
+}
+
+/**
+ * The bottom of the panel, always in view: the reboot proof, the last check's result and the
+ * Check button with the current step it checks (a click on the step scrolls to it).
+ */
+function CheckBar(props: { sessionId: string | undefined; steps: readonly StepText[]; feed: ProgressFeed; onShowStep(id: string): void }) {
+  const { sessionId, steps, feed } = props;
+  const t = useTranslations("steps");
+  const { progress } = feed;
+  const { checking, checkError, check } = useCheck(sessionId, feed);
+  const last = progress?.lastCheck ?? undefined;
+  // A failed Check of a step that has passed since is no longer true.
+  const feedback = last && (last.outcome === "pass" || last.stepId === progress?.currentStepId) ? last : undefined;
+  const current = steps.find((s) => s.id === progress?.currentStepId);
+  return (
+    <div className="shrink-0 space-y-3 border-t border-slate-200 bg-slate-50 px-6 py-3">
+      {/* Always mounted, so screen readers announce each new result. */}
+      <div aria-live="polite" className="space-y-2">
+        {progress?.rebootProof && sessionId && (
+          <RebootProofNotice key={progress.rebootProof.passedAt} sessionId={sessionId} machine={progress.rebootProof.machine} />
+        )}
+        {feedback && <CheckFeedback result={feedback} title={steps.find((s) => s.id === feedback.stepId)?.title} />}
+        {checkError && <p className="text-sm text-red-700">{checkError}</p>}
+        {feed.status === "reconnecting" && progress !== undefined && <p className="text-xs text-amber-800">{t("reconnecting")}</p>}
+      </div>
+      {current && (
+        <div className="flex items-center gap-3">
+          <button
+            type="button"
+            onClick={check}
+            disabled={checking || sessionId === undefined}
+            aria-busy={checking}
+            data-testid="check-button"
+            className="inline-flex items-center gap-2 rounded-md bg-sky-600 px-4 py-2 text-sm font-semibold text-white shadow-sm transition hover:bg-sky-700 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-sky-600 disabled:cursor-not-allowed disabled:bg-sky-400"
+          >
+            {checking && <Spinner />}
+            {checking ? t("checking") : t("check")}
+          </button>
+          <button
+            type="button"
+            onClick={() => props.onShowStep(current.id)}
+            title={t("goToStep")}
+            className="min-w-0 text-left text-xs text-slate-500 hover:text-sky-700 focus-visible:outline-2 focus-visible:outline-sky-500"
+          >
+            <span className="block truncate font-medium text-slate-700">
+              {t("step", { n: steps.indexOf(current) + 1 })}: {current.title}
+            </span>
+            <span className="block">{t("checkedOn", { machine: current.machine })}</span>
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** Runs the current step's check on the learner's click (one at a time) and applies the progress it answers. */
+function useCheck(sessionId: string | undefined, feed: ProgressFeed) {
+  const t = useTranslations("steps");
+  const tg = useTranslations("grader");
+  const [checking, setChecking] = useState(false);
+  const [checkError, setCheckError] = useState<string>();
 
   async function check() {
     if (!sessionId || checking) return;
@@ -98,97 +228,7 @@ export function StepPanel({ sessionId, steps, feed, sessionError, children }: Pr
     }
   }
 
-  function toggle(id: string) {
-    setExpanded((open) => {
-      const next = new Set(open);
-      if (!next.delete(id)) next.add(id);
-      return next;
-    });
-  }
-
-  const loadError = sessionError ?? (progress === undefined ? feed.error : undefined);
-
-  return (
-    <section data-testid="step-panel" className="flex h-full flex-col">
-      <div ref={scrollRef} className="min-h-0 flex-1 overflow-y-auto">
-        {children}
-        <div className="px-6 py-5">
-          <h2 className="mb-3 flex items-baseline gap-3 text-lg font-semibold">
-            {t("list")}
-            {progress && (
-              <span className="text-xs font-normal text-slate-500">
-                {t("doneOf", { done: progress.steps.filter((s) => s.state === "done").length, total: steps.length })}
-              </span>
-            )}
-          </h2>
-          {progress?.completed && <CompletionBanner />}
-          {progress === undefined && (
-            <p role="status" className={`mb-4 text-sm ${loadError ? "text-red-700" : "text-slate-500"}`}>
-              {loadError ? `${t("loadFailed")}: ${loadError}` : t("loading")}
-            </p>
-          )}
-          <ol aria-label={t("list")} className="space-y-3">
-            {steps.map((step, i) => (
-              <StepItem
-                key={step.id}
-                number={i + 1}
-                step={step}
-                state={stateOf(step.id)}
-                expanded={expanded.has(step.id)}
-                onToggle={() => toggle(step.id)}
-                hint={
-                  <Hint
-                    stepId={step.id}
-                    canReveal={(stateOf(step.id) === "current" || stateOf(step.id) === "proving") && sessionId !== undefined}
-                    revealed={progress?.hintsRevealed.includes(step.id) ?? false}
-                    hints={hints}
-                  />
-                }
-              />
-            ))}
-          </ol>
-        </div>
-      </div>
-
-      <div className="shrink-0 space-y-3 border-t border-slate-200 bg-slate-50 px-6 py-3">
-        {/* Always mounted, so screen readers announce each new result. */}
-        <div aria-live="polite" className="space-y-2">
-          {progress?.rebootProof && sessionId && (
-            <RebootProofNotice key={progress.rebootProof.passedAt} sessionId={sessionId} machine={progress.rebootProof.machine} />
-          )}
-          {feedback && <CheckFeedback result={feedback} title={steps.find((s) => s.id === feedback.stepId)?.title} />}
-          {checkError && <p className="text-sm text-red-700">{checkError}</p>}
-          {feed.status === "reconnecting" && progress !== undefined && <p className="text-xs text-amber-800">{t("reconnecting")}</p>}
-        </div>
-        {current && (
-          <div className="flex items-center gap-3">
-            <button
-              type="button"
-              onClick={check}
-              disabled={checking || sessionId === undefined}
-              aria-busy={checking}
-              data-testid="check-button"
-              className="inline-flex items-center gap-2 rounded-md bg-sky-600 px-4 py-2 text-sm font-semibold text-white shadow-sm transition hover:bg-sky-700 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-sky-600 disabled:cursor-not-allowed disabled:bg-sky-400"
-            >
-              {checking && <Spinner />}
-              {checking ? t("checking") : t("check")}
-            </button>
-            <button
-              type="button"
-              onClick={() => showStep(current.id)}
-              title={t("goToStep")}
-              className="min-w-0 text-left text-xs text-slate-500 hover:text-sky-700 focus-visible:outline-2 focus-visible:outline-sky-500"
-            >
-              <span className="block truncate font-medium text-slate-700">
-                {t("step", { n: steps.indexOf(current) + 1 })}: {current.title}
-              </span>
-              <span className="block">{t("checkedOn", { machine: current.machine })}</span>
-            </button>
-          </div>
-        )}
-      </div>
-    </section>
-  );
+  return { checking, checkError, check };
 }
 
 function StepItem(props: {

@@ -30,18 +30,77 @@ export function TerminalTabs(props: {
   active: string | undefined;
   onSelect(name: string): void;
 }) {
-  const t = useTranslations("lab");
   const { slug, machines, active, onSelect: setActive } = props;
+  const ids = useTabIds();
+
+  function select(name: string) {
+    setActive(name);
+    // After the click's render the terminal is visible and can take focus, so the learner can type right away.
+    requestAnimationFrame(() => window.__labdeck?.terminals[name]?.focus());
+  }
+
+  const { extra, tabError, openShell, closeShell } = useExtraShells(slug, active, select);
+  const tabs = orderedTabs(machines, extra);
+  const activeMachine = tabs.find((tab) => terminalName(tab.machine, tab.number) === active)?.machine;
+  const shellsOnActive = activeMachine ? tabs.filter((tab) => tab.machine === activeMachine).length : 0;
+  return (
+    <div className="flex h-full flex-col bg-[#0b1020]" data-testid="terminal-tabs">
+      <div className="flex shrink-0 items-end gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1">
+        <TabList tabs={tabs} active={active} ids={ids} onSelect={setActive} onOpen={select} onClose={(tab) => void closeShell(tab)} />
+        {activeMachine && <NewShellButton machine={activeMachine} shells={shellsOnActive} onOpen={() => void openShell(activeMachine)} />}
+        {tabError && (
+          <span role="alert" data-testid="shell-error" className="mb-0.5 self-center truncate px-2 text-xs text-red-300">
+            {tabError}
+          </span>
+        )}
+        {activeMachine && <PreviewButton slug={slug} machine={activeMachine} />}
+        {activeMachine && <ResetMachineButton key={activeMachine} slug={slug} machine={activeMachine} />}
+      </div>
+      {/* Terminals are stacked in one box; each fills it, the active one is visible. */}
+      <div className="relative min-h-0 flex-1">
+        {tabs.map((tab) => {
+          const name = terminalName(tab.machine, tab.number);
+          const selected = name === active;
+          return (
+            <div
+              key={name}
+              id={ids.panel(name)}
+              role="tabpanel"
+              aria-labelledby={ids.tab(name)}
+              data-machine={tab.machine}
+              data-terminal={name}
+              className={`absolute inset-0 ${selected ? "visible" : "invisible"}`}
+            >
+              <Terminal slug={slug} machine={tab.machine} number={tab.number} active={selected} />
+            </div>
+          );
+        })}
+      </div>
+    </div>
+  );
+}
+
+/** Element ids of each terminal's tab and panel (aria-controls, aria-labelledby), unique in the page. */
+type TabIds = { tab(name: string): string; panel(name: string): string };
+
+function useTabIds(): TabIds {
+  const idPrefix = useId();
+  return {
+    tab: (name) => `${idPrefix}-tab-${name.replace("#", "-")}`,
+    panel: (name) => `${idPrefix}-panel-${name.replace("#", "-")}`,
+  };
+}
+
+/**
+ * The learner's extra shells: those the session already has (a reload, another window), and
+ * opening (POST …/tabs) and closing (DELETE …/tabs/:machine/:number, after a confirm) them. A
+ * new shell becomes the active tab; closing the active one goes back to its machine's first shell.
+ */
+function useExtraShells(slug: string, active: string | undefined, select: (name: string) => void) {
+  const t = useTranslations("lab");
   const [extra, setExtra] = useState<TabView[]>([]);
   const [tabError, setTabError] = useState<string>();
-  const idPrefix = useId();
-  const tabs = orderedTabs(machines, extra);
-  const names = tabs.map((tab) => terminalName(tab.machine, tab.number));
-  const tabId = (name: string) => `${idPrefix}-tab-${name.replace("#", "-")}`;
-  const panelId = (name: string) => `${idPrefix}-panel-${name.replace("#", "-")}`;
-  const activeTab = tabs.find((tab) => terminalName(tab.machine, tab.number) === active);
 
-  // The extra tabs the session already has (a reload, another window).
   useEffect(() => {
     let disposed = false;
     void sessionTokens(slug).then(
@@ -52,23 +111,6 @@ export function TerminalTabs(props: {
       disposed = true;
     };
   }, [slug]);
-
-  /** Arrow keys move between tabs, as the WAI-ARIA tabs pattern expects. */
-  function onKeyDown(event: KeyboardEvent<HTMLDivElement>) {
-    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
-    if (step === 0 || active === undefined || (event.target as HTMLElement).getAttribute("role") !== "tab") return;
-    const next = names[(names.indexOf(active) + step + names.length) % names.length];
-    if (next === undefined) return;
-    event.preventDefault();
-    setActive(next);
-    document.getElementById(tabId(next))?.focus();
-  }
-
-  function select(name: string) {
-    setActive(name);
-    // After the click's render the terminal is visible and can take focus, so the learner can type right away.
-    requestAnimationFrame(() => window.__labdeck?.terminals[name]?.focus());
-  }
 
   async function openShell(machine: string) {
     setTabError(undefined);
@@ -110,99 +152,97 @@ export function TerminalTabs(props: {
     }
   }
 
-  const activeMachine = activeTab?.machine;
-  const shellsOnActive = activeMachine ? tabs.filter((tab) => tab.machine === activeMachine).length : 0;
+  return { extra, tabError, openShell, closeShell };
+}
+
+/** The tabs, one per shell; an extra shell's tab has a "×" that closes it. Arrow keys move between tabs. */
+function TabList(props: {
+  tabs: readonly TabView[];
+  active: string | undefined;
+  ids: TabIds;
+  /** Makes a tab active (the arrow keys, which keep the focus on the tab bar). */
+  onSelect(name: string): void;
+  /** Makes a tab active and focuses its terminal (a click). */
+  onOpen(name: string): void;
+  onClose(tab: TabView): void;
+}) {
+  const t = useTranslations("lab");
+  const { tabs, active, ids } = props;
+  const names = tabs.map((tab) => terminalName(tab.machine, tab.number));
+
+  /** Arrow keys move between tabs, as the WAI-ARIA tabs pattern expects. */
+  function onKeyDown(event: KeyboardEvent<HTMLDivElement>) {
+    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+    if (step === 0 || active === undefined || (event.target as HTMLElement).getAttribute("role") !== "tab") return;
+    const next = names[(names.indexOf(active) + step + names.length) % names.length];
+    if (next === undefined) return;
+    event.preventDefault();
+    props.onSelect(next);
+    document.getElementById(ids.tab(next))?.focus();
+  }
+
   return (
-    <div className="flex h-full flex-col bg-[#0b1020]" data-testid="terminal-tabs">
-      <div className="flex shrink-0 items-end gap-px border-b border-slate-700 bg-slate-800 px-2 pt-1">
-        <div role="tablist" aria-label={t("tablist")} onKeyDown={onKeyDown} className="flex min-w-0 flex-wrap gap-px">
-          {tabs.map((tab) => {
-            const name = terminalName(tab.machine, tab.number);
-            const selected = name === active;
-            const label = tab.number === 1 ? tab.machine : t("tabName", { machine: tab.machine, number: tab.number });
-            return (
-              <div
-                key={name}
-                className={`flex items-center rounded-t font-mono text-xs transition-colors ${
-                  selected ? "bg-[#0b1020] text-white" : "text-slate-400 hover:bg-slate-700 hover:text-slate-100"
-                }`}
-              >
-                <button
-                  id={tabId(name)}
-                  type="button"
-                  role="tab"
-                  aria-selected={selected}
-                  aria-controls={panelId(name)}
-                  tabIndex={selected ? 0 : -1}
-                  data-machine={tab.machine}
-                  data-terminal={name}
-                  onClick={() => select(name)}
-                  className={`py-1.5 ${tab.number === 1 ? "px-3" : "pl-3 pr-1"}`}
-                >
-                  {label}
-                </button>
-                {tab.number > 1 && (
-                  <button
-                    type="button"
-                    data-testid={`close-shell-${name}`}
-                    aria-label={t("closeShell", { name: label })}
-                    title={t("closeShell", { name: label })}
-                    onClick={() => void closeShell(tab)}
-                    className="mr-1 rounded px-1 text-slate-500 hover:bg-slate-600 hover:text-white"
-                  >
-                    ×
-                  </button>
-                )}
-              </div>
-            );
-          })}
-        </div>
-        {activeMachine && (
-          <button
-            type="button"
-            data-testid="new-shell"
-            aria-label={t("newShell", { machine: activeMachine })}
-            title={
-              shellsOnActive >= MAX_SHELLS_PER_MACHINE
-                ? t("shellLimit", { max: MAX_SHELLS_PER_MACHINE })
-                : t("newShell", { machine: activeMachine })
-            }
-            disabled={shellsOnActive >= MAX_SHELLS_PER_MACHINE}
-            onClick={() => void openShell(activeMachine)}
-            className="mb-0.5 self-center rounded px-2 text-sm text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-40"
+    <div role="tablist" aria-label={t("tablist")} onKeyDown={onKeyDown} className="flex min-w-0 flex-wrap gap-px">
+      {tabs.map((tab) => {
+        const name = terminalName(tab.machine, tab.number);
+        const selected = name === active;
+        const label = tab.number === 1 ? tab.machine : t("tabName", { machine: tab.machine, number: tab.number });
+        return (
+          <div
+            key={name}
+            className={`flex items-center rounded-t font-mono text-xs transition-colors ${
+              selected ? "bg-[#0b1020] text-white" : "text-slate-400 hover:bg-slate-700 hover:text-slate-100"
+            }`}
           >
-            +
-          </button>
-        )}
-        {tabError && (
-          <span role="alert" data-testid="shell-error" className="mb-0.5 self-center truncate px-2 text-xs text-red-300">
-            {tabError}
-          </span>
-        )}
-        {activeMachine && <PreviewButton slug={slug} machine={activeMachine} />}
-        {activeMachine && <ResetMachineButton key={activeMachine} slug={slug} machine={activeMachine} />}
-      </div>
-      {/* Terminals are stacked in one box; each fills it, the active one is visible. */}
-      <div className="relative min-h-0 flex-1">
-        {tabs.map((tab) => {
-          const name = terminalName(tab.machine, tab.number);
-          const selected = name === active;
-          return (
-            <div
-              key={name}
-              id={panelId(name)}
-              role="tabpanel"
-              aria-labelledby={tabId(name)}
+            <button
+              id={ids.tab(name)}
+              type="button"
+              role="tab"
+              aria-selected={selected}
+              aria-controls={ids.panel(name)}
+              tabIndex={selected ? 0 : -1}
               data-machine={tab.machine}
               data-terminal={name}
-              className={`absolute inset-0 ${selected ? "visible" : "invisible"}`}
+              onClick={() => props.onOpen(name)}
+              className={`py-1.5 ${tab.number === 1 ? "px-3" : "pl-3 pr-1"}`}
             >
-              <Terminal slug={slug} machine={tab.machine} number={tab.number} active={selected} />
-            </div>
-          );
-        })}
-      </div>
+              {label}
+            </button>
+            {tab.number > 1 && (
+              <button
+                type="button"
+                data-testid={`close-shell-${name}`}
+                aria-label={t("closeShell", { name: label })}
+                title={t("closeShell", { name: label })}
+                onClick={() => props.onClose(tab)}
+                className="mr-1 rounded px-1 text-slate-500 hover:bg-slate-600 hover:text-white"
+              >
+                ×
+              </button>
+            )}
+          </div>
+        );
+      })}
     </div>
+  );
+}
+
+/** "+": another shell on the active tab's machine, while it has fewer than MAX_SHELLS_PER_MACHINE. */
+function NewShellButton({ machine, shells, onOpen }: { machine: string; shells: number; onOpen(): void }) {
+  const t = useTranslations("lab");
+  const full = shells >= MAX_SHELLS_PER_MACHINE;
+  return (
+    <button
+      type="button"
+      data-testid="new-shell"
+      aria-label={t("newShell", { machine })}
+      title={full ? t("shellLimit", { max: MAX_SHELLS_PER_MACHINE }) : t("newShell", { machine })}
+      disabled={full}
+      onClick={onOpen}
+      className="mb-0.5 self-center rounded px-2 text-sm text-slate-400 hover:bg-slate-700 hover:text-slate-100 disabled:opacity-40"
+    >
+      +
+    </button>
   );
 }
 

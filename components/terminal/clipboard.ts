@@ -6,7 +6,7 @@
  * first, so a stray clipboard does not type a page of commands into a root shell. Copy is xterm's
  * selection text, which joins soft-wrapped rows into one line.
  *
- * Browser-only (imported by Terminal.tsx inside its effect); the decision is a pure function.
+ * Browser-only (useTerminalInput.ts attaches it to an opened xterm); the decision is a pure function.
  */
 import type { Terminal } from "@xterm/xterm";
 

@@ -60,14 +60,13 @@ function publish(slug: string, state: StartState): void {
   for (const listener of listeners) listener();
 }
 
-/** Tokens for a lab's session; `fresh` asks again (a token was refused). A failed start stays failed until retryStart. */
-
 /** Adds a new tab's token (POST /api/sessions/:id/tabs) to the lab's shared answer. */
 export async function rememberTabToken(slug: string, tab: TabToken): Promise<void> {
   const current = await inFlight.get(slug);
   current?.tokens.set(terminalName(tab.machine, tab.number), tab.token);
 }
 
+/** Tokens for a lab's session; `fresh` asks again (a token was refused). A failed start stays failed until retryStart. */
 export function sessionTokens(slug: string, fresh = false): Promise<SessionTokens> {
   let entry = inFlight.get(slug);
   if (!entry || (fresh && states.get(slug)?.phase !== "failed")) {

@@ -18,45 +18,20 @@ export interface CohortFormValues {
 
 export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug: string; title: string }[]; disabled?: boolean }) {
   const t = useTranslations("cohorts");
-  const router = useRouter();
   const { initial, catalog } = props;
   // The platform zone (i18n/request.ts), not the browser's: 09:00 entered is 09:00 there.
   const timeZone = useTimeZone() ?? DEFAULT_TIME_ZONE; // always set by i18n/request.ts
   const locale = useLocale();
   const zoneNote = t("dateInZone", { zone: timeZone, abbr: timeZoneAbbreviation(timeZone, locale) });
   const toInput = (iso: string | null) => (iso ? utcToZonedInput(iso, timeZone) : "");
-  const [busy, setBusy] = useState(false);
-  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  const { busy, message, submit } = useCohortSave(initial?.id, timeZone);
   return (
     <form
       data-testid="cohort-form"
       className="mt-4 grid gap-3 rounded-lg border border-slate-200 bg-white p-4 sm:grid-cols-2"
       onSubmit={async (e) => {
         e.preventDefault();
-        const form = new FormData(e.currentTarget);
-        const when = (key: string) => {
-          const v = String(form.get(key) ?? "");
-          return v ? (zonedInputToUtc(v, timeZone)?.toISOString() ?? v) : null; // an unreadable value goes as is, for the API's 400
-        };
-        const body = {
-          name: form.get("name"),
-          startsAt: when("startsAt"),
-          endsAt: when("endsAt"),
-          labs: form.getAll("labs"),
-          sessionMinutes: form.get("sessionMinutes") || null,
-          idleMinutes: form.get("idleMinutes") || null,
-        };
-        setBusy(true);
-        setMessage(null);
-        const res = initial?.id
-          ? await callApi<{ cohort: { id: string } }>(`/api/cohorts/${initial.id}`, { method: "PUT", json: body })
-          : await callApi<{ cohort: { id: string } }>("/api/cohorts", { method: "POST", json: body });
-        setBusy(false);
-        if (!res.ok || !res.body) return setMessage({ ok: false, text: res.error ?? t("failed") });
-        if (initial?.id) {
-          setMessage({ ok: true, text: t("saved") });
-          router.refresh();
-        } else router.push(`/admin/cohorts/${res.body.cohort.id}`);
+        await submit(new FormData(e.currentTarget));
       }}
     >
       <label className="text-sm sm:col-span-2">
@@ -69,52 +44,10 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
           className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
         />
       </label>
-      <label className="text-sm">
-        {t("startsAt")}{" "}
-        <span className="text-xs text-slate-500" data-testid="date-zone-note">
-          {zoneNote}
-        </span>
-        <input
-          name="startsAt"
-          type="datetime-local"
-          defaultValue={toInput(initial?.startsAt ?? null)}
-          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
-        />
-      </label>
-      <label className="text-sm">
-        {t("endsAt")}{" "}
-        <span className="text-xs text-slate-500" data-testid="date-zone-note">
-          {zoneNote}
-        </span>
-        <input
-          name="endsAt"
-          type="datetime-local"
-          defaultValue={toInput(initial?.endsAt ?? null)}
-          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
-        />
-      </label>
-      <label className="text-sm">
-        {t("sessionMinutes")}
-        <input
-          name="sessionMinutes"
-          type="number"
-          min={1}
-          max={1440}
-          defaultValue={initial?.sessionMinutes ?? ""}
-          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
-        />
-      </label>
-      <label className="text-sm">
-        {t("idleMinutes")}
-        <input
-          name="idleMinutes"
-          type="number"
-          min={1}
-          max={1440}
-          defaultValue={initial?.idleMinutes ?? ""}
-          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
-        />
-      </label>
+      <DateField name="startsAt" label={t("startsAt")} zoneNote={zoneNote} defaultValue={toInput(initial?.startsAt ?? null)} />
+      <DateField name="endsAt" label={t("endsAt")} zoneNote={zoneNote} defaultValue={toInput(initial?.endsAt ?? null)} />
+      <MinutesField name="sessionMinutes" label={t("sessionMinutes")} defaultValue={initial?.sessionMinutes ?? null} />
+      <MinutesField name="idleMinutes" label={t("idleMinutes")} defaultValue={initial?.idleMinutes ?? null} />
       <fieldset className="text-sm sm:col-span-2">
         <legend>{t("labs")}</legend>
         <div className="mt-1 flex flex-wrap gap-3">
@@ -141,5 +74,79 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
         )}
       </div>
     </form>
+  );
+}
+
+/**
+ * Sends the form: an edit (`id`) saves in place and refreshes the page; a new cohort opens its
+ * own page. Dates are read in the platform zone `timeZone` and sent as UTC.
+ */
+function useCohortSave(id: string | undefined, timeZone: string) {
+  const t = useTranslations("cohorts");
+  const router = useRouter();
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+
+  async function submit(form: FormData) {
+    const when = (key: string) => {
+      const v = String(form.get(key) ?? "");
+      return v ? (zonedInputToUtc(v, timeZone)?.toISOString() ?? v) : null; // an unreadable value goes as is, for the API's 400
+    };
+    const body = {
+      name: form.get("name"),
+      startsAt: when("startsAt"),
+      endsAt: when("endsAt"),
+      labs: form.getAll("labs"),
+      sessionMinutes: form.get("sessionMinutes") || null,
+      idleMinutes: form.get("idleMinutes") || null,
+    };
+    setBusy(true);
+    setMessage(null);
+    const res = id
+      ? await callApi<{ cohort: { id: string } }>(`/api/cohorts/${id}`, { method: "PUT", json: body })
+      : await callApi<{ cohort: { id: string } }>("/api/cohorts", { method: "POST", json: body });
+    setBusy(false);
+    if (!res.ok || !res.body) return setMessage({ ok: false, text: res.error ?? t("failed") });
+    if (id) {
+      setMessage({ ok: true, text: t("saved") });
+      router.refresh();
+    } else router.push(`/admin/cohorts/${res.body.cohort.id}`);
+  }
+
+  return { busy, message, submit };
+}
+
+/** A date and time in the platform zone, which the note beside the label names. */
+function DateField({ name, label, zoneNote, defaultValue }: { name: string; label: string; zoneNote: string; defaultValue: string }) {
+  return (
+    <label className="text-sm">
+      {label}{" "}
+      <span className="text-xs text-slate-500" data-testid="date-zone-note">
+        {zoneNote}
+      </span>
+      <input
+        name={name}
+        type="datetime-local"
+        defaultValue={defaultValue}
+        className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+      />
+    </label>
+  );
+}
+
+/** A limit in minutes (1 to 1440, a day); empty for none. */
+function MinutesField({ name, label, defaultValue }: { name: string; label: string; defaultValue: number | null }) {
+  return (
+    <label className="text-sm">
+      {label}
+      <input
+        name={name}
+        type="number"
+        min={1}
+        max={1440}
+        defaultValue={defaultValue ?? ""}
+        className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+      />
+    </label>
   );
 }

@@ -28,16 +28,59 @@ export function CohortDashboard(props: {
 }) {
   const { cohortId, labs } = props;
   const t = useTranslations("dashboard");
-  const router = useRouter();
-  const [data, setData] = useState<Dashboard>(props.initial);
-  const [live, setLive] = useState(false);
-  const tr = useTranslations("revoked");
-  const [revoked, setRevoked] = useState<string | null>(null);
-  const [now, setNow] = useState(() => Date.parse(props.initial.at));
+  const { data, refetch, selectLab } = useDashboard(cohortId, props.initial);
+  const { live, revoked } = useCohortEvents(cohortId, refetch);
+  const now = useNow(props.initial.at);
+  /** The learner whose timeline is open. */
   const [open, setOpen] = useState<string | null>(null);
-  const lab = data.labSlug;
-  const labRef = useRef(lab);
-  labRef.current = lab;
+
+  return (
+    <div data-testid="dashboard" data-live={live ? "true" : "false"}>
+      {revoked && (
+        <p role="alert" data-testid="dashboard-revoked" className="mt-3 rounded bg-amber-100 px-3 py-2 text-sm text-amber-900">
+          {revoked}
+        </p>
+      )}
+      <DashboardBar labs={labs} lab={data.labSlug} live={live} onLab={selectLab} />
+
+      {labs.length === 0 ? (
+        <p className="mt-6 text-sm text-slate-500">{t("noLabs")}</p>
+      ) : data.learners.length === 0 ? (
+        <p className="mt-6 text-sm text-slate-500">{t("noLearners")}</p>
+      ) : (
+        <LearnerGrid
+          data={data}
+          now={now}
+          cohortId={cohortId}
+          isAdmin={props.isAdmin === true}
+          open={open}
+          onOpen={setOpen}
+          onMoved={() => void refetch()}
+        />
+      )}
+
+      {data.steps.length > 0 && data.learners.length > 0 && (
+        <div className="mt-8 grid items-start gap-6 lg:grid-cols-2">
+          <section className="rounded-lg border border-slate-200 bg-white p-4" data-testid="funnel">
+            <h2 className="text-sm font-semibold">{t("funnel")}</h2>
+            <Funnel steps={data.steps} counts={data.funnel} total={data.learners.length} />
+          </section>
+          <section className="rounded-lg border border-slate-200 bg-white p-4" data-testid="heatmap">
+            <h2 className="text-sm font-semibold">{t("heatmap")}</h2>
+            <Heatmap steps={data.steps} learners={data.learners} now={now} />
+          </section>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** The dashboard of the chosen lab: re-fetched on demand; choosing another lab puts it in the URL and fetches its dashboard. */
+function useDashboard(cohortId: string, initial: Dashboard) {
+  const router = useRouter();
+  const [data, setData] = useState<Dashboard>(initial);
+  const labRef = useRef(data.labSlug);
+  labRef.current = data.labSlug;
 
   const refetch = useCallback(async () => {
     const q = labRef.current ? `?lab=${encodeURIComponent(labRef.current)}` : "";
@@ -45,10 +88,24 @@ export function CohortDashboard(props: {
     if (res.ok && res.body) setData(res.body);
   }, [cohortId]);
 
-  useEffect(() => {
-    const timer = setInterval(() => setNow(Date.now()), 1_000);
-    return () => clearInterval(timer);
-  }, []);
+  function selectLab(slug: string) {
+    labRef.current = slug;
+    router.replace(`/cohorts/${cohortId}?lab=${encodeURIComponent(slug)}`);
+    void refetch();
+  }
+
+  return { data, refetch, selectLab };
+}
+
+/**
+ * The cohort's event stream: each change (and the hello, for what changed while not listening)
+ * re-fetches, debounced; reopened after the server refused it, unless access ended (`revoked`,
+ * worded in the page's language).
+ */
+function useCohortEvents(cohortId: string, refetch: () => Promise<void>) {
+  const tr = useTranslations("revoked");
+  const [live, setLive] = useState(false);
+  const [revoked, setRevoked] = useState<string | null>(null);
 
   useEffect(() => {
     let disposed = false;
@@ -87,106 +144,114 @@ export function CohortDashboard(props: {
     };
   }, [cohortId, refetch, tr]);
 
+  return { live, revoked };
+}
+
+/** The time now in ms, ticking every second (time on step counts up without a re-fetch); `initialAt` (ISO) at first. */
+function useNow(initialAt: string): number {
+  const [now, setNow] = useState(() => Date.parse(initialAt));
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1_000);
+    return () => clearInterval(timer);
+  }, []);
+  return now;
+}
+
+/** The lab to show, whether the page is live, and the cells' legend. */
+function DashboardBar({
+  labs,
+  lab,
+  live,
+  onLab,
+}: {
+  labs: { slug: string; title: string }[];
+  lab: string | null;
+  live: boolean;
+  onLab(slug: string): void;
+}) {
+  const t = useTranslations("dashboard");
   return (
-    <div data-testid="dashboard" data-live={live ? "true" : "false"}>
-      {revoked && (
-        <p role="alert" data-testid="dashboard-revoked" className="mt-3 rounded bg-amber-100 px-3 py-2 text-sm text-amber-900">
-          {revoked}
-        </p>
-      )}
-      <div className="mt-3 flex flex-wrap items-center gap-4 text-sm">
-        {labs.length > 0 && (
-          <label className="flex items-center gap-2">
-            {t("lab")}
-            <select
-              value={lab ?? ""}
-              onChange={(e) => {
-                labRef.current = e.target.value;
-                router.replace(`/cohorts/${cohortId}?lab=${encodeURIComponent(e.target.value)}`);
-                void refetch();
-              }}
-              className="rounded border border-slate-300 px-2 py-1"
-            >
-              {labs.map((l) => (
-                <option key={l.slug} value={l.slug}>
-                  {l.title}
-                </option>
-              ))}
-            </select>
-          </label>
-        )}
-        <span
-          className={`inline-flex items-center gap-1.5 text-xs ${live ? "text-emerald-700" : "text-amber-700"}`}
-          data-testid="dashboard-live"
-        >
-          <span className={`h-2 w-2 rounded-full ${live ? "bg-emerald-500" : "bg-amber-500"}`} />
-          {live ? t("live") : t("reconnecting")}
-        </span>
-        <span className="text-xs text-slate-500">{t("stuckFirst")}</span>
-        <span className="ml-auto flex items-center gap-3 text-xs text-slate-600">
-          <Legend className="bg-emerald-500" label={t("legend.done")} />
-          <Legend className="bg-amber-400" label={t("legend.current")} />
-          <Legend className="bg-emerald-100 ring-1 ring-emerald-500 ring-inset" label={t("legend.proving")} />
-          <Legend className="bg-slate-200" label={t("legend.locked")} />
-        </span>
-      </div>
-
-      {labs.length === 0 ? (
-        <p className="mt-6 text-sm text-slate-500">{t("noLabs")}</p>
-      ) : data.learners.length === 0 ? (
-        <p className="mt-6 text-sm text-slate-500">{t("noLearners")}</p>
-      ) : (
-        <table className="mt-4 w-full border-separate border-spacing-y-1 text-left text-sm" data-testid="learner-grid">
-          <thead className="text-xs text-slate-500">
-            <tr>
-              <th className="py-1">{t("learner")}</th>
-              {data.steps.map((s, i) => (
-                <th key={s.id} className="px-0.5 text-center font-normal" title={s.title}>
-                  {i + 1}
-                </th>
-              ))}
-              <th className="pl-3">{t("lastFailure")}</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.learners.map((l) => (
-              <Fragment key={l.userId}>
-                <LearnerRow
-                  learner={l}
-                  steps={data.steps}
-                  now={now}
-                  cohortId={cohortId}
-                  isAdmin={props.isAdmin === true}
-                  onMoved={() => void refetch()}
-                  onTimeline={() => setOpen(open === l.userId ? null : l.userId)}
-                />
-                {open === l.userId && l.sessionId && (
-                  <tr>
-                    <td colSpan={data.steps.length + 3}>
-                      <Timeline sessionId={l.sessionId} steps={data.steps} version={l.lastFailure?.at ?? String(l.stepsDone)} />
-                    </td>
-                  </tr>
-                )}
-              </Fragment>
+    <div className="mt-3 flex flex-wrap items-center gap-4 text-sm">
+      {labs.length > 0 && (
+        <label className="flex items-center gap-2">
+          {t("lab")}
+          <select value={lab ?? ""} onChange={(e) => onLab(e.target.value)} className="rounded border border-slate-300 px-2 py-1">
+            {labs.map((l) => (
+              <option key={l.slug} value={l.slug}>
+                {l.title}
+              </option>
             ))}
-          </tbody>
-        </table>
+          </select>
+        </label>
       )}
-
-      {data.steps.length > 0 && data.learners.length > 0 && (
-        <div className="mt-8 grid items-start gap-6 lg:grid-cols-2">
-          <section className="rounded-lg border border-slate-200 bg-white p-4" data-testid="funnel">
-            <h2 className="text-sm font-semibold">{t("funnel")}</h2>
-            <Funnel steps={data.steps} counts={data.funnel} total={data.learners.length} />
-          </section>
-          <section className="rounded-lg border border-slate-200 bg-white p-4" data-testid="heatmap">
-            <h2 className="text-sm font-semibold">{t("heatmap")}</h2>
-            <Heatmap steps={data.steps} learners={data.learners} now={now} />
-          </section>
-        </div>
-      )}
+      <span
+        className={`inline-flex items-center gap-1.5 text-xs ${live ? "text-emerald-700" : "text-amber-700"}`}
+        data-testid="dashboard-live"
+      >
+        <span className={`h-2 w-2 rounded-full ${live ? "bg-emerald-500" : "bg-amber-500"}`} />
+        {live ? t("live") : t("reconnecting")}
+      </span>
+      <span className="text-xs text-slate-500">{t("stuckFirst")}</span>
+      <span className="ml-auto flex items-center gap-3 text-xs text-slate-600">
+        <Legend className="bg-emerald-500" label={t("legend.done")} />
+        <Legend className="bg-amber-400" label={t("legend.current")} />
+        <Legend className="bg-emerald-100 ring-1 ring-emerald-500 ring-inset" label={t("legend.proving")} />
+        <Legend className="bg-slate-200" label={t("legend.locked")} />
+      </span>
     </div>
+  );
+}
+
+/** Learners × steps, stuck-longest first (the server's order); a learner's timeline opens under their row. */
+function LearnerGrid(props: {
+  data: Dashboard;
+  now: number;
+  cohortId: string;
+  isAdmin: boolean;
+  /** The learner whose timeline is open. */
+  open: string | null;
+  onOpen(userId: string | null): void;
+  onMoved(): void;
+}) {
+  const { data, now, cohortId, open } = props;
+  const t = useTranslations("dashboard");
+  return (
+    <table className="mt-4 w-full border-separate border-spacing-y-1 text-left text-sm" data-testid="learner-grid">
+      <thead className="text-xs text-slate-500">
+        <tr>
+          <th className="py-1">{t("learner")}</th>
+          {data.steps.map((s, i) => (
+            <th key={s.id} className="px-0.5 text-center font-normal" title={s.title}>
+              {i + 1}
+            </th>
+          ))}
+          <th className="pl-3">{t("lastFailure")}</th>
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {data.learners.map((l) => (
+          <Fragment key={l.userId}>
+            <LearnerRow
+              learner={l}
+              steps={data.steps}
+              now={now}
+              cohortId={cohortId}
+              isAdmin={props.isAdmin}
+              onMoved={props.onMoved}
+              onTimeline={() => props.onOpen(open === l.userId ? null : l.userId)}
+            />
+            {open === l.userId && l.sessionId && (
+              <tr>
+                <td colSpan={data.steps.length + 3}>
+                  <Timeline sessionId={l.sessionId} steps={data.steps} version={l.lastFailure?.at ?? String(l.stepsDone)} />
+                </td>
+              </tr>
+            )}
+          </Fragment>
+        ))}
+      </tbody>
+    </table>
   );
 }
 

@@ -37,7 +37,7 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
   const format = await getFormatter();
   const when = (d: Date | null) => (d ? format.dateTime(d, "dateTime") : "—");
   const ended = cohort.endedAt !== null;
-  const names = new Map(members.map((m) => [m.userId, m]));
+  const names = new Map(members.map((m) => [m.userId, m.name]));
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-5xl px-6 py-8" data-testid="cohort-admin" data-cohort={id}>
@@ -60,33 +60,7 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
         />
 
         <h2 className="mt-8 text-lg font-semibold">{t("members")}</h2>
-        {members.length === 0 ? (
-          <p className="mt-2 text-sm text-slate-500">{t("noMembers")}</p>
-        ) : (
-          <table className="mt-2 w-full text-left text-sm" data-testid="members">
-            <tbody>
-              {members.map((m) => (
-                <tr key={m.userId} className="border-t border-slate-200" data-email={m.email}>
-                  <td className="py-1">{m.name}</td>
-                  <td>{m.email}</td>
-                  <td>{roles(m.role)}</td>
-                  <td className="text-right">
-                    <RemoveMember cohortId={id} userId={m.userId} name={m.name} email={m.email} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-        {pending.length > 0 && (
-          <>
-            <h3 className="mt-4 text-sm font-semibold">{t("pending")}</h3>
-            <OpenInvitations
-              testId="pending"
-              rows={pending.map((p) => ({ id: p.id, email: p.email, roleLabel: roles(p.role), expires: when(p.expiresAt), url: p.url }))}
-            />
-          </>
-        )}
+        <Members cohortId={id} members={members} pending={pending} t={t} roles={roles} when={when} />
 
         <h2 className="mt-8 text-lg font-semibold">{t("invite")}</h2>
         <AddMember cohortId={id} disabled={ended} />
@@ -98,36 +72,94 @@ export default async function CohortAdminPage({ params }: { params: Promise<{ id
         <Provision cohortId={id} initial={job} disabled={ended} />
 
         <h2 className="mt-8 text-lg font-semibold">{t("sessions")}</h2>
-        {live.length === 0 ? (
-          <p className="mt-2 text-sm text-slate-500">{t("noSessions")}</p>
-        ) : (
-          <table className="mt-2 w-full text-left text-sm" data-testid="live-cohort-sessions">
-            <thead className="text-xs text-slate-500">
-              <tr>
-                <th className="py-1">{t("learners")}</th>
-                <th>{t("lab")}</th>
-                <th>{t("status")}</th>
-                <th>{t("expires")}</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {live.map((s) => (
-                <tr key={s.id} className="border-t border-slate-200" data-session={s.id}>
-                  <td className="py-1">{names.get(s.learnerId)?.name ?? s.learnerId}</td>
-                  <td>{s.labSlug}</td>
-                  <td>{s.state === "ended" ? "" : states(s.state)}</td>
-                  <td>{s.expiresAt ? when(s.expiresAt) : t("noLimit")}</td>
-                  <td className="text-right">{s.expiresAt && <ExtendButton sessionId={s.id} minutes={EXTEND_STEP_MINUTES} />}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <LiveSessions live={live} names={names} t={t} states={states} when={when} />
 
         <h2 className="mt-8 text-lg font-semibold">{t("end")}</h2>
         <EndCohort cohortId={id} disabled={ended} />
       </div>
     </div>
+  );
+}
+
+type Translator<Namespace extends string> = Awaited<ReturnType<typeof getTranslations<Namespace>>>;
+type Member = Awaited<ReturnType<typeof cohortMembers>>["members"][number];
+
+/** The members, each with a remove button, and the invitations not yet accepted. */
+function Members(props: {
+  cohortId: string;
+  members: Member[];
+  pending: Awaited<ReturnType<typeof listInvitations>>;
+  t: Translator<"cohorts">;
+  roles: Translator<"common.roles">;
+  when(d: Date | null): string;
+}) {
+  const { cohortId, members, pending, t, roles, when } = props;
+  return (
+    <>
+      {members.length === 0 ? (
+        <p className="mt-2 text-sm text-slate-500">{t("noMembers")}</p>
+      ) : (
+        <table className="mt-2 w-full text-left text-sm" data-testid="members">
+          <tbody>
+            {members.map((m) => (
+              <tr key={m.userId} className="border-t border-slate-200" data-email={m.email}>
+                <td className="py-1">{m.name}</td>
+                <td>{m.email}</td>
+                <td>{roles(m.role)}</td>
+                <td className="text-right">
+                  <RemoveMember cohortId={cohortId} userId={m.userId} name={m.name} email={m.email} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {pending.length > 0 && (
+        <>
+          <h3 className="mt-4 text-sm font-semibold">{t("pending")}</h3>
+          <OpenInvitations
+            testId="pending"
+            rows={pending.map((p) => ({ id: p.id, email: p.email, roleLabel: roles(p.role), expires: when(p.expiresAt), url: p.url }))}
+          />
+        </>
+      )}
+    </>
+  );
+}
+
+/** The cohort's live lab sessions: whose, which lab, their state and time limit, with "extend". */
+function LiveSessions(props: {
+  live: Awaited<ReturnType<typeof cohortLiveSessions>>;
+  /** Member names by user id. */
+  names: ReadonlyMap<string, string>;
+  t: Translator<"cohorts">;
+  states: Translator<"capacity.state">;
+  when(d: Date | null): string;
+}) {
+  const { live, names, t, states, when } = props;
+  if (live.length === 0) return <p className="mt-2 text-sm text-slate-500">{t("noSessions")}</p>;
+  return (
+    <table className="mt-2 w-full text-left text-sm" data-testid="live-cohort-sessions">
+      <thead className="text-xs text-slate-500">
+        <tr>
+          <th className="py-1">{t("learners")}</th>
+          <th>{t("lab")}</th>
+          <th>{t("status")}</th>
+          <th>{t("expires")}</th>
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {live.map((s) => (
+          <tr key={s.id} className="border-t border-slate-200" data-session={s.id}>
+            <td className="py-1">{names.get(s.learnerId) ?? s.learnerId}</td>
+            <td>{s.labSlug}</td>
+            <td>{s.state === "ended" ? "" : states(s.state)}</td>
+            <td>{s.expiresAt ? when(s.expiresAt) : t("noLimit")}</td>
+            <td className="text-right">{s.expiresAt && <ExtendButton sessionId={s.id} minutes={EXTEND_STEP_MINUTES} />}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
