@@ -2,10 +2,11 @@
  * One grader process for bench/grader.ts --processes N: the real Grader over the bench stack's
  * database (DATABASE_URL), with its own SSH pool, lab catalog and event publisher, as a server
  * process runs it. Forked by the bench (node --import tsx, IPC channel); not started until told.
- *   parent -> child: { id, cmd: "start" | "stop" | "stats" | "watch", sessions?, since? }
+ *   parent -> child: { id, cmd: "start" | "stop" | "stats" | "watch" | "nudge", sessions?, since? }
  *   child -> parent: { ready: true } once, then { id, ...reply } per command (stats: cumulative
  *   CPU µs, checks started, RSS, in flight, per session the time of this process's newest check
- *   start, and for the sessions being watched the first check start at or after `since`).
+ *   start, and for the sessions being watched the first check start at or after `since`; nudge:
+ *   Grader.nudge for each of `sessions`, as the terminal gateway does on the learner's Enter).
  *   DATABASE_URL=... BENCH_SECRET_HEX=... node --import tsx bench/grader-child.ts <labsDir> <intervalMs> <jitter> <concurrency>
  */
 import { createDb } from "../server/db/client";
@@ -48,11 +49,12 @@ inner.runClaimed = (sessionId, ...rest) => {
   return runClaimed(sessionId, ...rest);
 };
 
-type Command = { id: number; cmd: "start" | "stop" | "stats" | "watch"; sessions?: string[]; since?: number };
+type Command = { id: number; cmd: "start" | "stop" | "stats" | "watch" | "nudge"; sessions?: string[]; since?: number };
 process.on("message", (m: Command) => {
   const reply = (body: object = {}) => process.send!({ id: m.id, ...body });
   if (m.cmd === "start") grader.start();
   else if (m.cmd === "stop") grader.stop();
+  else if (m.cmd === "nudge") for (const sid of m.sessions ?? []) grader.nudge(sid);
   else if (m.cmd === "watch") {
     watch = { sessions: new Set(m.sessions ?? []), since: m.since ?? Date.now() };
     firstSince.clear();

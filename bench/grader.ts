@@ -6,9 +6,11 @@
  *     in it meanwhile), RSS, SQL per check, checks/s, per-session interval and check duration
  *     (CheckRun history: run counts per session, mean interval), machine CPU (/proc/stat) and our postgres / sshd (+ checks they reap) CPU.
  *  2. unlock latency, LAT_ROUNDS per latency session: `touch /root/flag-<i>` over SSH returns ->
- *     progress event with that step done on the EventBus. The browser leg (SSE route -> HTTP ->
- *     EventSource) is NOT measured: we time the route's serialisation of the event, and window 1
- *     reports event-loop delay, which any SSE write would wait out.
+ *     progress event with that step done on the EventBus; polled (the baseline), then as many
+ *     nudged: the grader is nudged right after the touch, as the terminal gateway does on the
+ *     learner's Enter (its check follows NUDGE_DELAY_MS later, before the next poll). The browser
+ *     leg (SSE route -> HTTP -> EventSource) is NOT measured: we time the route's serialisation of
+ *     the event, and window 1 reports event-loop delay, which any SSE write would wait out.
  * Duplicate runs (two runs of one session overlapping: history rows with a negative minGapMs) are
  * counted in every phase.
  *
@@ -34,6 +36,8 @@
  * nudges), 2.6 / 3.1 s at 300, 9.0 / 10.7 s at 1,000 (before 11.8 / 13.0). Duplicate runs 0.
  * Takeover after kill -9 (1,000 sessions): p50 4.9 s, max 11.5 s (before 4.5 / 25.2); its 12 held
  * claims re-checked after 9.9-10.1 s (lease 10 s, was step timeout + 15 s = 25 s).
+ * Nudged beside polled unlocks, 2026-12-05 (--sessions 10 --seconds 3, the machine 100 % busy with
+ * other runs before the start): p50 1.5 s vs 2.3 s polled with 20 sessions, 1.8 vs 2.1 s at 10+20.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -176,7 +180,7 @@ interface ChildStats {
 }
 interface Child {
   proc: ChildProcess;
-  ask(cmd: "start" | "stop" | "watch", extra?: { sessions: string[]; since: number }): Promise<void>;
+  ask(cmd: "start" | "stop" | "watch" | "nudge", extra?: { sessions: string[]; since?: number }): Promise<void>;
   stats(): Promise<ChildStats>;
 }
 const CHILD_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), "grader-child.ts");
@@ -258,8 +262,14 @@ try {
   );
 
   const encoder = new TextEncoder();
-  /** One unlock: rewind session i to step 0 without its flag, wait a random phase, make the flag, time the event. */
-  async function trial(i: number, sid: string, encodeUs: number[]): Promise<number> {
+  /** The grader that checks `sid` on a nudge: this process's, or (--processes) the first child's, as the gateway's own process would. */
+  const nudge = (sid: string) => (multi ? children[0]!.ask("nudge", { sessions: [sid] }) : grader.nudge(sid));
+
+  /**
+   * One unlock: rewind session i to step 0 without its flag, wait a random phase, make the flag
+   * (and with `nudged`, nudge the grader as the learner's Enter does), time the event.
+   */
+  async function trial(i: number, sid: string, encodeUs: number[], nudged = false): Promise<number> {
     await cmd(`rm -f /root/flag-${i}`);
     // A bench-only rewind (the grader only moves forward), forgetting the step's completion.
     await db.$transaction([
@@ -283,6 +293,7 @@ try {
     });
     await cmd(`touch /root/flag-${i}`);
     const stateTrue = performance.now();
+    if (nudged) await nudge(sid);
     await unlocked.finally(() => off());
     return doneAt - stateTrue; // may be slightly negative: a check can see the file before our command's reply arrives
   }
@@ -310,7 +321,7 @@ try {
     const dup0 = await duplicates();
     await sleep(WARMUP_INTERVALS * intervalMs);
     console.error(
-      `phase ${n}+${LAT_SESSIONS} sessions${multi ? `, ${procs} grader process(es)` : ""}: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} unlocks per latency session`,
+      `phase ${n}+${LAT_SESSIONS} sessions${multi ? `, ${procs} grader process(es)` : ""}: ${opts.seconds} s of polling alone, then ${LAT_ROUNDS} polled and ${LAT_ROUNDS} nudged unlocks per latency session`,
     );
 
     // Window 1: the grader alone.
@@ -346,12 +357,14 @@ try {
     loop.disable();
     clearInterval(sampler);
 
-    // Window 2: unlock trials under the same load.
+    // Window 2: unlock trials under the same load, polled (the baseline) and nudged.
     const unlock: number[] = [];
+    const unlockNudged: number[] = [];
     const encodeUs: number[] = [];
     await Promise.all(
       lat.map(async (sid, i) => {
         for (let r = 0; r < LAT_ROUNDS; r++) unlock.push(await trial(i, sid, encodeUs));
+        for (let r = 0; r < LAT_ROUNDS; r++) unlockNudged.push(await trial(i, sid, encodeUs, true));
       }),
     );
     const dup1 = await duplicates();
@@ -391,6 +404,8 @@ try {
       windowS: r1(seconds),
       unlockMs: stats(unlock),
       unlockTimeouts: unlock.filter((x) => x === Infinity).length,
+      unlockNudgedMs: stats(unlockNudged),
+      unlockNudgedTimeouts: unlockNudged.filter((x) => x === Infinity).length,
       sseEncodeUs: stats(encodeUs),
       eventLoopDelayMs: { p99: r1(loop.percentile(99) / 1e6), max: r1(loop.max / 1e6) },
       checksPerS: r1(runTotal / seconds),
@@ -501,6 +516,14 @@ try {
       "unlock ms p50/p95/max (n, timeouts)",
       (p) =>
         `${p.unlockMs.p50}/${p.unlockMs.p95}/${p.unlockMs.max} (${p.unlockMs.n}, ${p.unlockTimeouts})`.replaceAll(
+          "Infinity",
+          `>${UNLOCK_TIMEOUT_MS}`,
+        ),
+    ],
+    [
+      "  nudged: p50/p95/max (n, timeouts)",
+      (p) =>
+        `${p.unlockNudgedMs.p50}/${p.unlockNudgedMs.p95}/${p.unlockNudgedMs.max} (${p.unlockNudgedMs.n}, ${p.unlockNudgedTimeouts})`.replaceAll(
           "Infinity",
           `>${UNLOCK_TIMEOUT_MS}`,
         ),

@@ -29,8 +29,8 @@ test("an instructor opens a learner's replay from the dashboard and jumps to a s
   await lab.goto("hello-terminal");
   await expect(page.getByTestId("recording-notice")).toBeVisible({ timeout: 30_000 });
   await lab.open("node01");
-  // A pause longer than the player's idle limit (2 s) before the step: the player cuts it, and
-  // the marker list must give the player's time, not the file's (they differed by the cut).
+  // Time passing is what is tested: a pause longer than the player's idle limit (2 s) before the
+  // step, which the player cuts; the marker list must give the player's time, not the file's.
   await page.waitForTimeout(3_000);
   await lab.run("echo こんにちは > /root/hello.txt");
   await lab.expectStepState("hello-file", "done", 15_000);

@@ -18,7 +18,7 @@
  */
 import type { Browser, Page } from "puppeteer-core";
 import puppeteer from "puppeteer-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { joinNewCohort, newUserCookies } from "../accounts";
 import { serveChild, type ServedApp } from "../serve-child";
 
@@ -54,14 +54,17 @@ afterAll(async () => {
   await app?.stop();
 }, 60_000);
 
+/** Reads until `ok` holds (every 100 ms, for `timeoutMs` at most: a safety bound); resolves with the value. */
 async function poll<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let value: T | undefined;
+  await vi.waitFor(
+    async () => {
+      value = await read();
+      if (!ok(value)) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
+    },
+    { timeout: timeoutMs, interval: 100 },
+  );
+  return value as T;
 }
 
 /** The terminal's whole buffer as text (the page's handle, components/terminal/terminal-registry.ts). */
@@ -83,8 +86,11 @@ async function open(machine: string): Promise<void> {
     `the ${machine} tab selected`,
     async () => {
       await page.click(tab);
-      await new Promise((r) => setTimeout(r, 200));
-      return page.$eval(tab, (e) => e.getAttribute("aria-selected"));
+      // Selected by this click, or clicked again (the wait only bounds one try).
+      return page
+        .waitForSelector(`${tab}[aria-selected="true"]`, { timeout: 1_000 })
+        .then(() => "true")
+        .catch(() => "false");
     },
     (selected) => selected === "true",
   );

@@ -450,9 +450,13 @@ describe("watch registry", () => {
     ev(owner.id, "node01", true, "write");
     for (const m of ["controlplane", "node01", "node02"]) ev(teacher.id, m, true);
     await expect.poll(() => registry.watchers(s.id)).toEqual(["watcher"]);
+    // The presence row counts the teacher's read viewers: all three attaches applied.
+    const presence = () => db.watchPresence.findFirst({ where: { sessionId: s.id, userId: teacher.id }, select: { viewers: true } });
+    await expect.poll(presence).toEqual({ viewers: 3 });
     ev(teacher.id, "controlplane", false);
     ev(teacher.id, "node01", false);
-    await new Promise((r) => setTimeout(r, 100));
+    // Both detaches applied, one viewer left: still watching.
+    await expect.poll(presence).toEqual({ viewers: 1 });
     expect(await registry.watchers(s.id)).toEqual(["watcher"]);
     ev(teacher.id, "node02", false);
     await expect.poll(() => registry.watchers(s.id)).toEqual([]);

@@ -56,8 +56,10 @@ it("pre-provisions learner × lab with progress rows, reports NoCapacity by lear
   const live = await db.labSession.findMany({ where: { state: "ready" }, include: { machines: true } });
   expect(live.map((s) => s.learnerId)).toEqual(["first@x.test"]);
   expect(live[0]!.machines).toHaveLength(3);
-  // The cohort's limit was applied: expires ~45 minutes after start.
-  expect(live[0]!.expiresAt!.getTime() - started).toBeGreaterThan(44 * 60_000);
+  // The cohort's limit was applied: expires 45 minutes after class starts (now: the cohort has no
+  // start time), when its clocks start (lastActivityAt).
+  expect(live[0]!.expiresAt!.getTime() - live[0]!.lastActivityAt.getTime()).toBe(45 * 60_000);
+  expect(live[0]!.lastActivityAt.getTime()).toBeGreaterThanOrEqual(started);
   // The one group of the exclusive provider is held by that session.
   expect(await providerRefsInUse(db, "static")).toEqual(new Set([live[0]!.machines[0]!.providerRef]));
 

@@ -23,7 +23,13 @@ async function session(state: "ready" | "ended" = "ready") {
   return (await db.labSession.create({ data: { learnerId: `l-${Math.random()}`, labSlug: "x", provider: "static", state } })).id;
 }
 const rows = (sessionId: string) => db.checkRun.findMany({ where: { sessionId }, orderBy: { lastAt: "asc" } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** When the session's newest run was recorded, ms (the database's clock, as the gaps are). */
+const newestAt = async (sessionId: string) => (await rows(sessionId)).at(-1)!.lastAt.getTime();
+/**
+ * A recorded gap against the one the test expects from the rows' own stamps: the database
+ * rounds a stamp to the millisecond where the gap was computed from its microseconds.
+ */
+const ROUNDING_MS = 1;
 
 describe("check history", () => {
   it("counts a repeated identical result in one row and starts a row when the result changes", async () => {
@@ -31,9 +37,13 @@ describe("check history", () => {
     const rec = (result: ScriptResult, stepId = "a", trigger: "poll" | "manual" = "poll") =>
       recordCheckRun(db, { sessionId: id, stepId, machine: "node01", trigger, result });
     expect(await rec(fail("missing"))).toBe(true);
-    for (let i = 0; i < 4; i++) {
-      await sleep(20);
-      expect(await rec(fail("missing"))).toBe(false);
+    // Four repeats, each claiming its own duration: a run's gap is its start (recorded minus
+    // duration) less the previous run's record.
+    const at = [await newestAt(id)];
+    const durations = [5, 3, 0, 1];
+    for (const durationMs of durations) {
+      expect(await rec(fail("missing", durationMs))).toBe(false);
+      at.push(await newestAt(id));
     }
     expect(await rec(fail("wrong content"))).toBe(true); // another output: a transition
     expect(await rec(fail("wrong content"), "a", "manual")).toBe(true); // the learner asked: its own row
@@ -52,21 +62,25 @@ describe("check history", () => {
       ["b", "poll", "fail", "missing", 1],
     ]);
     const first = all[0]!;
-    expect(first.lastAt.getTime() - first.createdAt.getTime()).toBeGreaterThanOrEqual(4 * 20 - 5);
-    // Runs 20 ms apart, each 5 ms long: the smallest gap between one's end and the next's start.
-    expect(first.minGapMs).toBeGreaterThanOrEqual(10);
-    expect(first.minGapMs).toBeLessThan(1_000);
+    // The streak began with the first run and was last seen at the fifth.
+    expect(first.createdAt.getTime()).toBe(at[0]);
+    expect(first.lastAt.getTime()).toBe(at[4]);
+    // The smallest gap between one run's end and the next one's start.
+    const gaps = durations.map((durationMs, i) => at[i + 1]! - durationMs - at[i]!);
+    expect(Math.abs(first.minGapMs! - Math.min(...gaps))).toBeLessThanOrEqual(ROUNDING_MS);
     expect(all[1]!.minGapMs).not.toBeNull();
   });
 
   it("shows two overlapping runs as a negative gap (the proof that no check ran twice can fail)", async () => {
     const id = await session();
     await recordCheckRun(db, { sessionId: id, stepId: "a", machine: "node01", trigger: "poll", result: fail("x") });
-    // A run that claims to have lasted 2 s ended just now: it started before the previous one ended.
-    await recordCheckRun(db, { sessionId: id, stepId: "a", machine: "node01", trigger: "poll", result: fail("x", 2_000) });
+    const previous = await newestAt(id);
+    // A run that claims to have lasted a minute ended just now: it started before the previous one ended.
+    await recordCheckRun(db, { sessionId: id, stepId: "a", machine: "node01", trigger: "poll", result: fail("x", 60_000) });
     const [row] = await rows(id);
     expect(row!.count).toBe(2);
-    expect(row!.minGapMs).toBeLessThan(-1_000);
+    expect(Math.abs(row!.minGapMs! - (row!.lastAt.getTime() - 60_000 - previous))).toBeLessThanOrEqual(ROUNDING_MS);
+    expect(row!.minGapMs).toBeLessThan(0);
   });
 
   it("keeps the outputs apart per session", async () => {

@@ -5,7 +5,7 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { DRAIN_RECONNECT_MS, trackResponses, type ResponseTracker } from "./drain";
 
 let server: http.Server;
@@ -39,7 +39,13 @@ it("ends open event streams with a retry line and leaves other responses alone",
   const first = new TextDecoder().decode((await reader.read()).value);
   expect(first).toContain("event: hello");
   const other = fetch(`${base}/slow`);
-  while (!slow) await new Promise((r) => setTimeout(r, 5));
+  const pending = await vi.waitFor(
+    () => {
+      if (!slow) throw new Error("the JSON request has not reached the server yet");
+      return slow;
+    },
+    { timeout: 10_000, interval: 5 },
+  );
 
   expect(tracker.endEventStreams()).toBe(1);
   let rest = "";
@@ -50,7 +56,7 @@ it("ends open event streams with a retry line and leaves other responses alone",
   }
   expect(rest).toBe(`retry: ${DRAIN_RECONNECT_MS}\n\n`);
   // The JSON request in flight is still open and finishes normally.
-  slow.end("{}");
+  pending.end("{}");
   expect((await other).status).toBe(200);
   expect(tracker.endEventStreams()).toBe(0);
 });

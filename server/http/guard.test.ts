@@ -198,17 +198,21 @@ describe("Origin on state-changing /api requests", () => {
 
 describe("timeouts", () => {
   it(
-    `a client that never finishes its headers is cut after ${HEADERS_TIMEOUT_MS / 1000} s`,
+    `a client that never finishes its headers keeps its connection until ${HEADERS_TIMEOUT_MS / 1000} s, then is cut with 408`,
     async () => {
-      const started = Date.now();
       const socket = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
+      let answer = "";
+      socket.on("data", (b: Buffer) => (answer += b.toString("latin1")));
+      const closed = new Promise<"cut">((resolve) => socket.on("close", () => resolve("cut")));
+      await new Promise((resolve) => socket.once("connect", resolve));
       socket.write("GET / HTTP/1.1\r\nHost: x\r\n");
-      socket.resume();
-      await new Promise((resolve) => socket.on("close", resolve));
-      const took = Date.now() - started;
-      console.log(`half-open request cut after ${took} ms`);
-      expect(took).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 500);
-      expect(took).toBeLessThan(HEADERS_TIMEOUT_MS + 5_000);
+      // Time passing is what is tested: a slow client is not cut before the header timeout.
+      const early = await Promise.race([closed, new Promise<"open">((r) => setTimeout(() => r("open"), HEADERS_TIMEOUT_MS - 500))]);
+      expect(early).toBe("open");
+      await closed;
+      // Cut by the server's request timeouts (Node answers 408 then), not reset or idled out; the
+      // request timeout proper (REQUEST_TIMEOUT_MS) is past this test's own timeout.
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     },
     HEADERS_TIMEOUT_MS + 10_000,
   );

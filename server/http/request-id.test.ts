@@ -43,12 +43,11 @@ afterAll(async () => {
 async function get(path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, { headers });
   const body = (await res.json()) as { seen: string };
-  await new Promise((r) => setTimeout(r, 20)); // the log line is written on close
-  return {
-    id: res.headers.get(REQUEST_ID_HEADER),
-    seen: body.seen,
-    line: lines.findLast((l) => l.reqId === res.headers.get(REQUEST_ID_HEADER)),
-  };
+  const id = res.headers.get(REQUEST_ID_HEADER);
+  const line = () => lines.findLast((l) => l.reqId === id);
+  // Every request is logged, when its response closes: a moment after the client has the body.
+  await expect.poll(line, { timeout: 10_000, interval: 5 }).toBeDefined();
+  return { id, seen: body.seen, line: line() };
 }
 
 describe("request ids", () => {

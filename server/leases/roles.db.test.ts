@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Db } from "../db/client";
 import { log } from "../log";
 import type { MachineProvider } from "../machines/provider";
-import { poolOnOneProcess } from "../compose/machines";
+import { poolOnOneProcess, warmPoolRole } from "../compose/machines";
 import { WarmPool } from "../machines/warm-pool";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { SessionSweeper } from "../sessions/sweeper";
@@ -27,6 +27,30 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => stopDb?.());
 
+/**
+ * Resolves once role `name`'s lease has been renewed `renewals` times by one holder (each renewal
+ * moves leaseUntil on), and asserts that the holder never changed. Every contender tries as often
+ * as the holder renews, so this also counts their attempts to take it.
+ */
+async function renewed(name: string, renewals: number): Promise<void> {
+  const seen = new Set<number>();
+  const holders = new Set<string>();
+  await expect
+    .poll(
+      async () => {
+        const row = await db.roleLease.findUnique({ where: { name } });
+        if (row) {
+          seen.add(row.leaseUntil.getTime());
+          holders.add(row.holder);
+        }
+        return seen.size;
+      },
+      { timeout: 30_000, interval: 20 },
+    )
+    .toBeGreaterThan(renewals);
+  expect(holders.size, `holders of ${name}: ${[...holders].join(", ")}`).toBe(1);
+}
+
 /** A role's work that counts how often it started and whether it runs now. */
 function counting() {
   const state = { starts: 0, running: false };
@@ -40,7 +64,7 @@ it("of five contenders exactly one holds a role; a clean stop hands it to anothe
   });
   contenders.forEach((c) => c.role.start());
   await expect.poll(() => contenders.filter((c) => c.role.held).length, { timeout: 5_000 }).toBe(1);
-  await new Promise((r) => setTimeout(r, 1_000)); // several renewals: still one, the same one
+  await renewed("contended", 3); // several renewals: still one, the same one
   const holders = contenders.filter((c) => c.state.running);
   expect(holders).toHaveLength(1);
   expect(contenders.reduce((n, c) => n + c.state.starts, 0)).toBe(1);
@@ -149,7 +173,7 @@ it("the warm pool refills on one process per host: the holder's pool fills, the 
     poolOnOneProcess({ db, log }, pool, { host: "host-1", holder: `p${i}`, leaseMs: 1_000, renewMs: 200 }),
   );
   await expect.poll(() => pools.map((p) => p.status().ready).sort(), { timeout: 5_000 }).toEqual([0, 1]);
-  await new Promise((r) => setTimeout(r, 600));
+  await renewed(warmPoolRole("host-1"), 2); // the other process tried to take the role meanwhile
   expect(created).toHaveLength(1); // one set on the host, not one per process
   const holder = roles.findIndex((r) => r.held);
   const other = 1 - holder;

@@ -6,7 +6,7 @@
  * with the step-unlock marker between the command that passed the step and the next one; the
  * recording route answers only the learner, the instructors of a live cohort and admins.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseEnv } from "../config";
 import { setServices } from "../compose/services";
 import { createUserWithPassword, type UserView } from "../auth/users";
@@ -40,14 +40,8 @@ function get(actor: keyof typeof cookies, machine?: string): Promise<Response> {
     : listRoute.GET(request, { params: Promise.resolve({ id: sessionId }) });
 }
 
-/** Waits until no new output has arrived for `quietMs`. */
-async function settle(client: TerminalTestClient, quietMs = 700): Promise<void> {
-  let seen = -1;
-  while (seen !== client.offset) {
-    seen = client.offset;
-    await new Promise((r) => setTimeout(r, quietMs));
-  }
-}
+/** A shell prompt at the very end of the output: the last command is done and the shell waits. */
+const PROMPT_AT_END = /[#$] $/;
 
 beforeAll(async () => {
   stack = await startTestStack({ subnet: SUBNET, grader: { intervalMs: 120_000 } });
@@ -78,7 +72,17 @@ beforeAll(async () => {
   stack.grader.start();
   const client = await TerminalTestClient.connect(stack.wsUrl, { token: stack.token(sessionId, "node01"), cols: 100, rows: 30 });
   await client.waitFor((c) => c.messages.some((m) => m.type === "status" && m.state === "connected"), 20_000);
-  await new Promise((r) => setTimeout(r, 1_000)); // the grader has picked up the session
+  // The grader's first poll of the session is over (run recorded, claim released): the step can
+  // only pass by the nudge of the command below.
+  const polled = async () =>
+    (await stack.db.checkRun.count({ where: { sessionId } })) > 0 &&
+    (await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).checkUntil === null;
+  await vi.waitFor(
+    async () => {
+      if (!(await polled())) throw new Error("the grader's first poll of the session is not over");
+    },
+    { timeout: 30_000, interval: 50 },
+  );
   const passed = new Promise<void>((resolve) => {
     const off = stack.bus.onProgress(sessionId, (p: Progress) => {
       if (p.steps[0]?.state !== "done") return;
@@ -88,13 +92,15 @@ beforeAll(async () => {
   });
   client.input("echo こんにちは > /root/hello.txt; echo before-unlock\r");
   await passed;
-  await new Promise((r) => setTimeout(r, 300));
+  // The marker's time is the completion's, written before the progress was published: the next
+  // command, typed after it, comes later on the recording's clock.
+  expect(await stack.db.stepCompletion.count({ where: { sessionId } })).toBe(1);
   client.input("printf 'after-%s\\n' unlock; seq 1 2000 | tail -n 3\r");
   await client.waitFor((c) => Buffer.concat(c.chunks).includes("after-unlock\r\n"), 10_000);
   client.send({ type: "resize", cols: 120, rows: 40 });
   client.input("echo 日本語の出力 | cat\r");
   await client.waitFor((c) => Buffer.concat(c.chunks).toString("utf8").includes("日本語の出力\r\n"), 10_000);
-  await settle(client);
+  await client.waitFor((c) => PROMPT_AT_END.test(c.text().split("日本語の出力\r\n").at(-1)!), 10_000, "the prompt after the last command");
   await stack.recorder.flushAll();
   received = Buffer.concat(client.chunks);
   expect(client.gaps).toEqual([]);

@@ -18,8 +18,8 @@ import { moveSessionToCurrentVersion, outdatedSessions, VersionMoveError } from 
 import { backfillLabVersions } from "../labs/pinned";
 
 const SLUG = "versions-test";
-/** The catalog re-reads a lab's files after this long (server/labs/catalog.ts CATALOG_TTL_MS + a margin). */
-const CATALOG_TTL_MS = 5_100;
+/** Longest wait for the catalog to re-read a lab's files, ms (server/labs/catalog.ts CATALOG_TTL_MS is 5 s; a safety bound). */
+const RELOAD_TIMEOUT_MS = 30_000;
 
 let stack: TestStack;
 let labsDir: string;
@@ -58,7 +58,12 @@ async function onNode01(command: string) {
   expect((await stack.pool.run(host, command, 10)).outcome).toBe("pass");
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The lab's current version once the catalog has re-read the files written over version `was`. */
+async function versionAfter(was: string): Promise<string> {
+  const current = async () => (await currentLabVersion(stack.db, stack.labs, SLUG)).hash;
+  await expect.poll(current, { timeout: RELOAD_TIMEOUT_MS, interval: 100 }).not.toBe(was);
+  return current();
+}
 const stateOf = async (sessionId: string) => {
   const p = await stack.grader.progress(sessionId);
   return { version: p.labVersion, steps: p.steps.map((s) => `${s.id}:${s.state}`), current: p.currentStepId, completed: p.completed };
@@ -81,6 +86,7 @@ describe("lab versions pinned per session", () => {
   let live: string;
   let v1: string;
   let v2: string;
+  let v3: string;
 
   it("a new session pins the lab's current version and starts on its first step", async () => {
     live = await stack.startSession("learner-live", SLUG);
@@ -94,9 +100,7 @@ describe("lab versions pinned per session", () => {
   it("inserting a step (and changing a check) on disk does not move the live learner; grading uses the pinned checks", async () => {
     // v2: a new step x before b, and b's check on disk now never passes.
     writeLab([flag("a"), flag("x"), { id: "b", check: 'echo "edited check"; exit 1' }, flag("c")]);
-    await sleep(CATALOG_TTL_MS);
-    v2 = (await currentLabVersion(stack.db, stack.labs, SLUG)).hash;
-    expect(v2).not.toBe(v1);
+    v2 = await versionAfter(v1);
     // What another process, or this one after a restart, reads: the version's row, not the files.
     clearLabVersionCache();
     expect(await stateOf(live)).toEqual({ version: v1, steps: ["a:done", "b:current", "c:locked"], current: "b", completed: false });
@@ -127,8 +131,7 @@ describe("lab versions pinned per session", () => {
   it("an admin's move keeps passed step ids, drops removed steps, and makes the first step not passed current", async () => {
     // v3: b is gone, x and d are new.
     writeLab([flag("a"), flag("x"), flag("c"), flag("d")]);
-    await sleep(CATALOG_TTL_MS);
-    const v3 = (await currentLabVersion(stack.db, stack.labs, SLUG)).hash;
+    v3 = await versionAfter(v2);
     const move = await moveSessionToCurrentVersion(stack.db, stack.labs, live, "admin-1");
     expect(move).toMatchObject({ moved: true, from: v1, to: v3, kept: ["a"], dropped: ["b"], currentStepId: "x" });
     expect(await stateOf(live)).toEqual({
@@ -153,7 +156,7 @@ describe("lab versions pinned per session", () => {
     await stack.grader.checkNow(live);
     expect(await stack.grader.checkNow(live)).toMatchObject({ currentStepId: null, completed: true });
     writeLab([flag("a"), flag("c")]);
-    await sleep(CATALOG_TTL_MS);
+    await versionAfter(v3);
     expect(await moveSessionToCurrentVersion(stack.db, stack.labs, live, null)).toMatchObject({
       moved: true,
       kept: ["a", "c"],

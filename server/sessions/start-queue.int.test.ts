@@ -9,7 +9,7 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
 import { writeStaticHostsFile } from "../testing/netns-hosts";
@@ -77,16 +77,17 @@ function startAsync(learnerId: string, slug = LAB, provider = exclusive): { id: 
 /** Polls the start's view as the page does, collecting every distinct one, until `until` holds. */
 async function follow(sessionId: string, until: (v: StartView) => boolean, timeoutMs = 60_000): Promise<StartView[]> {
   const seen: StartView[] = [];
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const view = (await startView(stack.db, sessionId))!;
-    const last = seen.at(-1);
-    if (!last || last.state !== view.state || last.stage !== view.stage || last.detail !== view.detail || last.position !== view.position)
-      seen.push(view);
-    if (until(view)) return seen;
-    if (Date.now() > deadline) throw new Error(`start of ${sessionId} did not get there: ${JSON.stringify(seen)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await vi.waitFor(
+    async () => {
+      const view = (await startView(stack.db, sessionId))!;
+      const last = seen.at(-1);
+      if (!last || last.state !== view.state || last.stage !== view.stage || last.detail !== view.detail || last.position !== view.position)
+        seen.push(view);
+      if (!until(view)) throw new Error(`start of ${sessionId} did not get there: ${JSON.stringify(seen)}`);
+    },
+    { timeout: timeoutMs, interval: 100 },
+  );
+  return seen;
 }
 
 describe("session starts: progress, queue, failure", () => {

@@ -77,7 +77,13 @@ describe("extra shells", () => {
     owner.input("echo watched-$((6*7))\r");
     await watcher.waitForText("watched-42");
     watcher.input("echo never-$((1+1))\r");
-    await new Promise((r) => setTimeout(r, 500));
+    // A pong to a later message shows the gateway has handled the input (messages of a socket are
+    // handled in order); then the owner's command: had the input been typed, the shell would have
+    // run it first.
+    watcher.send({ type: "ping", t: 7 });
+    await watcher.waitFor((c) => c.messages.some((m) => m.type === "pong" && m.t === 7), 10_000, "pong");
+    owner.input("echo after-$((2+3))\r");
+    await owner.waitForText("after-5");
     expect(owner.text()).not.toContain("never-2");
     await owner.close();
     await watcher.close();

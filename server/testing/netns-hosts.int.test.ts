@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -59,6 +60,24 @@ function links(): string[] {
     .split("\n")
     .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1] ?? "")
     .filter(Boolean);
+}
+
+/** A unique argument for the command a held session runs (the hosts share this machine's process table). */
+const HELD_SLEEP = "600.4317";
+/** Waiting for a killed sshd to be reaped (asynchronously): a safety bound, polled every 20 ms. */
+const REAPED = { timeout: 10_000, interval: 20 };
+
+/** Whether a process with exactly this argv runs on the machine (a zombie's argv is empty). */
+function processRuns(argv: string[]): boolean {
+  const wanted = argv.join("\0") + "\0";
+  return readdirSync("/proc").some((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === wanted;
+    } catch {
+      return false; // exited meanwhile
+    }
+  });
 }
 
 function pidAlive(pid: number): boolean {
@@ -142,8 +161,8 @@ describe.skipIf(!isRoot)("netns hosts", () => {
 
   it("destroy removes namespaces, links and sshd processes, and is idempotent", async () => {
     // An open session leaves an extra sshd + shell inside the namespace; destroy must get those too.
-    const held = sshExec(set.hosts[0]!, "sleep 600").catch(() => "closed");
-    await new Promise((r) => setTimeout(r, 300));
+    const held = sshExec(set.hosts[0]!, `sleep ${HELD_SLEEP}`).catch(() => "closed");
+    await expect.poll(() => processRuns(["sleep", HELD_SLEEP]), { timeout: SSH_TIMEOUT_MS }).toBe(true);
 
     await set.destroy();
     await set.destroy();
@@ -152,6 +171,7 @@ describe.skipIf(!isRoot)("netns hosts", () => {
     expect(left).toEqual([]);
     expect(links().filter((l) => l.startsWith(`ld${id}h`))).toEqual([]);
     for (const h of set.hosts) expect(pidAlive(h.pid)).toBe(false);
+    await expect.poll(() => processRuns(["sleep", HELD_SLEEP]), REAPED).toBe(false);
   });
 
   it("destroyNetnsHostsById on an unknown id is a no-op", async () => {
@@ -200,7 +220,7 @@ describe.skipIf(!isRoot)("netns hosts leftovers", () => {
     async () => {
       const first = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
       const second = await createNetnsHosts({ id, names: ["solo"], subnet, dir });
-      await waitFor(() => !pidAlive(first.hosts[0]!.pid));
+      await expect.poll(() => pidAlive(first.hosts[0]!.pid), REAPED).toBe(false);
       expect((await sshExec(second.hosts[0]!, "hostname")).trim()).toBe("solo");
       await second.destroy();
     },
@@ -218,19 +238,10 @@ describe.skipIf(!isRoot)("netns hosts leftovers", () => {
       expect(links()).toContain(`ld${id}h0`);
 
       await destroyNetnsHostsById(id); // no dir: found by scanning /proc
-      await waitFor(() => !pidAlive(host.pid));
+      await expect.poll(() => pidAlive(host.pid), REAPED).toBe(false);
       expect(links()).not.toContain(`ld${id}h0`);
       await set.destroy(); // idempotent on what is already gone
     },
     SETUP_TIMEOUT_MS,
   );
 });
-
-/** Polls `predicate` every 20 ms for up to 2 s (a killed child is reaped asynchronously). */
-async function waitFor(predicate: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2_000;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not met within 2 s");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
