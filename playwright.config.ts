@@ -4,6 +4,14 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./e2e/chromium";
 /** Port the e2e server listens on (loopback only). */
 const PORT = Number(process.env.E2E_PORT ?? 3217);
 
+/**
+ * Only the VM project asked for (`--project vm`, as the suite's machines stream runs it): no netns
+ * server, which the netns project (running at the same time in the main stream) has started itself.
+ */
+const argv = process.argv;
+const projects = argv.flatMap((arg, i) => (arg === "--project" ? [argv[i + 1]] : arg.startsWith("--project=") ? [arg.slice(10)] : []));
+const vmOnly = projects.length > 0 && projects.every((p) => p === "vm");
+
 export default defineConfig({
   testDir: "e2e",
   timeout: 120_000,
@@ -29,14 +37,16 @@ export default defineConfig({
     // (e2e/vm/fixtures.ts) so only runs that include this project boot VMs. Minutes under TCG.
     { name: "vm", testDir: "e2e/vm" },
   ],
-  webServer: {
-    // Real sshd hosts in network namespaces + the real server (production build) on embedded PostgreSQL.
-    command: `npx tsx e2e/serve.ts --port ${PORT}`,
-    url: `http://127.0.0.1:${PORT}/login`,
-    timeout: 180_000,
-    reuseExistingServer: false,
-    stdout: "pipe",
-    stderr: "pipe",
-    gracefulShutdown: { signal: "SIGTERM", timeout: 20_000 },
-  },
+  webServer: vmOnly
+    ? undefined
+    : {
+        // Real sshd hosts in network namespaces + the real server (production build) on embedded PostgreSQL.
+        command: `npx tsx e2e/serve.ts --port ${PORT}`,
+        url: `http://127.0.0.1:${PORT}/login`,
+        timeout: 180_000,
+        reuseExistingServer: false,
+        stdout: "pipe",
+        stderr: "pipe",
+        gracefulShutdown: { signal: "SIGTERM", timeout: 20_000 },
+      },
 });

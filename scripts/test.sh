@@ -1,61 +1,77 @@
 #!/usr/bin/env bash
-# README command 2 (`npm test`): the whole suite against real parts — a production build,
-# typecheck, integration tests (real sshd hosts in network namespaces, embedded PostgreSQL, the
-# gateway), and e2e in Debian's Chromium. Each suite starts the services it needs. Needs root.
+# README command 2 (`npm test`): the whole suite against real parts. Needs root.
+#   1. a production build (e2e and the server-process tests run it)
+#   2. two streams side by side, each starting the services it needs:
+#      machines  the QEMU lane: the vitest vm lane, the tests that share its fixed egress
+#                sentinels, then the VM e2e (real VMs, minutes under TCG; mostly waiting on guests)
+#      main      the fast lane (typecheck, lint, room order, format, holder tests, unit and db
+#                tests), the integration lane (network namespaces), the netns e2e in Chromium,
+#                and the browser benchmark's short mode (it fails only when it cannot measure)
+# The streams share nothing but the build and the CPUs: their ports, namespaces and data
+# directories differ. The machines stream's output follows the main stream's, then one summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .test-reports  # not test-results/: Playwright empties that folder when it starts
+reports=.test-reports # not test-results/: Playwright empties that folder when it starts
+mkdir -p "$reports"
+rm -f "$reports"/*.json
 status=0
 
 echo "==> next build"
 source scripts/lib/build-stamp.sh
 want=$(build_inputs_hash)
 # The stamp lets scripts/up.sh reuse this build (scripts/lib/build-stamp.sh).
-if npx next build >.test-reports/next-build.log 2>&1; then printf '%s\n' "$want" >"$BUILD_STAMP"; else cat .test-reports/next-build.log; status=1; fi
+if npx next build >"$reports/next-build.log" 2>&1; then printf '%s\n' "$want" >"$BUILD_STAMP"; else cat "$reports/next-build.log"; status=1; fi
 # A quiet build is part of the suite: a warning Next prints (e.g. a server module traced into a
 # route) fails it, so the next one is fixed when it appears rather than buried in 60 lines.
 # One notice is about the machine, not the code: on a CI runner (CI=true) with no .next/cache, Next
 # says "No build cache found" — every clean clone. That line alone is let through.
-build_warnings() { grep -vF 'No build cache found' .test-reports/next-build.log | grep -E "$@" 'Warning:|⚠|warnings?:'; }
+build_warnings() { grep -vF 'No build cache found' "$reports/next-build.log" | grep -E "$@" 'Warning:|⚠|warnings?:'; }
 if build_warnings -q; then
-  echo "next build printed warnings:"; build_warnings -A12; status=1
+  echo "next build printed warnings:"
+  build_warnings -A12
+  status=1
 fi
 
-# After the build: it writes next-env.d.ts and .next/types, which the typecheck includes.
-echo "==> typecheck"
-npx tsc --noEmit || status=1
+# The egress tests and the QEMU internet sessions use the same fixed sentinel namespaces and
+# addresses (server/testing/egress-sentinels.ts): both run in the machines stream, one after the other.
+EGRESS_TEST=server/machines/qemu/egress.int.test.ts
 
-echo "==> integration tests (vitest)"
-npx vitest run --reporter=default --reporter=json --outputFile.json=.test-reports/vitest.json || status=1
+machines_stream() {
+  local s=0
+  echo "==> [machines] egress tests (network namespaces)"
+  npx vitest run --project integration "$EGRESS_TEST" --reporter=default --reporter=json --outputFile.json="$reports/vitest-egress.json" || s=1
+  echo "==> [machines] vm lane (vitest, real QEMU VMs)"
+  npx vitest run --project vm --reporter=default --reporter=json --outputFile.json="$reports/vitest-vm.json" || s=1
+  echo "==> [machines] e2e on real VMs (Playwright, Debian Chromium)"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$reports/playwright-vm.json" \
+    npx playwright test --project vm --reporter=list,json || s=1
+  return $s
+}
 
-echo "==> e2e (Playwright, Debian Chromium)"
-PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME=.test-reports/playwright.json \
-  npx playwright test --reporter=list,json || status=1
+started=$(date +%s)
+machines_stream >"$reports/machines-stream.log" 2>&1 &
+machines_pid=$!
 
-# The browser benchmark in its short mode (bench/README.md): the lab page against the browser's floor in
-# Chromium. It fails only when it cannot measure; its figures are printed, not asserted.
+echo "==> fast lane (scripts/test-fast.sh)"
+bash scripts/test-fast.sh --reporter=default --reporter=json --outputFile.json="$reports/vitest-fast.json" || status=1
+
+echo "==> integration lane (vitest: network namespaces, fake roots, server processes)"
+npx vitest run --project integration --exclude "$EGRESS_TEST" --reporter=default --reporter=json \
+  --outputFile.json="$reports/vitest-integration.json" || status=1
+
+echo "==> e2e on netns hosts (Playwright, Debian Chromium)"
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$reports/playwright-netns.json" \
+  npx playwright test --project netns --reporter=list,json || status=1
+
 echo "==> browser bench (short)"
-npx tsx bench/browser-typing.ts --mode short --json .test-reports/browser-typing.json || status=1
+npx tsx bench/browser-typing.ts --mode short --json "$reports/browser-typing.json" || status=1
+echo "==> main stream done after $(($(date +%s) - started)) s; waiting for the machines stream"
 
-# One plain closing line over both runners.
-node -e '
-const fs = require("fs");
-const read = (f) => { try { return JSON.parse(fs.readFileSync(f, "utf8")); } catch { return null; } };
-const v = read(".test-reports/vitest.json"), p = read(".test-reports/playwright.json");
-let passed = 0, failed = 0, skipped = 0;
-if (v) { passed += v.numPassedTests; failed += v.numFailedTests; skipped += v.numPendingTests + v.numTodoTests; } else failed++;
-if (p) { passed += p.stats.expected; failed += p.stats.unexpected + p.stats.flaky; skipped += p.stats.skipped; } else failed++;
-// The failed tests by name, last: CI shows the end of the output.
-const names = [];
-// With the first lines of why: CI keeps only the end of the output.
-const why = (messages) => (messages ?? []).join("\n").replace(/\x1b\[[0-9;]*m/g, "").split("\n").filter((l) => l.trim()).slice(0, 6).map((l) => `    ${l.slice(0, 300)}`).join("\n");
-for (const file of v?.testResults ?? []) for (const t of file.assertionResults ?? []) if (t.status === "failed") names.push(`vitest ${file.name.replace(process.cwd() + "/", "")} > ${t.fullName ?? t.title}\n${why(t.failureMessages)}`);
-const walk = (suite, trail) => {
-  for (const spec of suite.specs ?? []) for (const test of spec.tests ?? []) if (test.status === "unexpected" || test.status === "flaky") names.push(`playwright ${[...trail, spec.title].join(" > ")} (${test.status})\n${why((test.results ?? []).flatMap((r) => (r.errors ?? []).map((e) => e.message ?? "")))}`);
-  for (const child of suite.suites ?? []) walk(child, [...trail, child.title]);
-};
-for (const suite of p?.suites ?? []) walk(suite, [suite.title]);
-for (const name of names) console.log(`FAILED: ${name}`);
-console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-'
+wait "$machines_pid" || status=1
+echo "==> machines stream (done after $(($(date +%s) - started)) s):"
+cat "$reports/machines-stream.log"
+
+# One plain closing line over every runner's report, the failed tests by name last (CI shows
+# the end of the output), with the first lines of why.
+node scripts/test-summary.mjs "$reports" vitest-fast vitest-integration vitest-egress vitest-vm playwright-netns playwright-vm || status=1
 exit $status
