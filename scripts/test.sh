@@ -16,6 +16,14 @@ mkdir -p "$reports"
 rm -f "$reports"/*.json
 status=0
 
+# The VM lane's image (a cold build is minutes of debootstrap, mostly waiting on the mirror and the
+# disk): made beside the production build, so the machines stream finds it ready.
+rm -f "$reports/test-image.rc"
+(
+  node --import tsx server/testing/build-test-image.ts >"$reports/test-image.log" 2>&1
+  echo $? >"$reports/test-image.rc"
+) &
+
 echo "==> next build"
 source scripts/lib/build-stamp.sh
 want=$(build_inputs_hash)
@@ -38,6 +46,11 @@ EGRESS_TEST=server/machines/qemu/egress.int.test.ts
 
 machines_stream() {
   local s=0
+  echo "==> [machines] the test image"
+  # Its builder is the main shell's child, not this stream's: its exit status comes as a file.
+  while [[ ! -s $reports/test-image.rc ]]; do sleep 2; done
+  cat "$reports/test-image.log"
+  [[ $(cat "$reports/test-image.rc") == 0 ]] || s=1
   echo "==> [machines] egress tests (network namespaces)"
   npx vitest run --project integration "$EGRESS_TEST" --reporter=default --reporter=json --outputFile.json="$reports/vitest-egress.json" || s=1
   echo "==> [machines] vm lane (vitest, real QEMU VMs)"

@@ -100,9 +100,11 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
       LABDECK_PG_PORT: String(options.port + 1),
       LABDECK_MACHINES: "qemu",
       // One set prepared for the walked lab (booted, its setup run, its state saved): the click
-      // gets it with nothing left to run, as an operator sets a class up.
+      // gets it with nothing left to run, as an operator sets a class up ("make up front" 1). No
+      // reserve: the set taken is not replaced, so no refill boots beside the walk (the warm pool's
+      // refill has tests of its own, server/machines/warm-pool.vm.test.ts).
       LABDECK_POOL_SIZE: "0",
-      LABDECK_POOL_LABS: "preinstall-checks:1",
+      LABDECK_POOL_LABS: "preinstall-checks:0:1",
       LABDECK_QEMU_ACCEL: process.env.LABDECK_QEMU_ACCEL ?? "tcg",
     },
     stdio: ["ignore", "pipe", "pipe"],
