@@ -89,7 +89,7 @@ export async function freePort(): Promise<number> {
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
 /**
  * Fake at the far edge, for tests of the terminal path itself: accepts every socket whose token
- * verifies, without looking at the socket's sign-in. The authorization tests use "session".
+ * verifies, without looking at the socket's sign-in. The authorization tests use "sign-in".
  */
 const acceptSignedTokenOnly: TerminalAuthorizer = async () => null;
 
