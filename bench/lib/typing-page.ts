@@ -93,6 +93,8 @@ const connection = new TerminalConnection(
       sessionOver: (reason) => `over: ${reason}`,
       revoked: (reason) => `revoked: ${reason}`,
       closed: (code, reason) => `closed ${code} ${reason}`,
+      notice: (notice, machine) => `[${machine}: ${notice}]`,
+      reason: (reason, machine) => `${machine}: ${reason}`,
     },
   },
 );

@@ -5,10 +5,10 @@
  * that records each hello and closes the first socket with the code under test.
  */
 import type { AddressInfo } from "node:net";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { CloseCode, encodeOutput } from "@/server/terminal/protocol";
-import { CONSUMED_EVERY_BYTES, TerminalConnection, WRITE_PIECE_BYTES, type ConnectionStatus } from "./connection";
+import { CONSUMED_EVERY_BYTES, RECONNECT_MIN_MS, TerminalConnection, WRITE_PIECE_BYTES, type ConnectionStatus } from "./connection";
 
 let wss: WebSocketServer;
 let hellos: number[];
@@ -43,6 +43,21 @@ afterEach(async () => {
   await new Promise((r) => wss.close(r));
 });
 
+/** First-step backoff waits the page scheduled (RECONNECT_MIN_MS plus up to 30 % jitter) while `fn` ran. */
+async function backoffsDuring<T>(fn: () => Promise<T>): Promise<{ result: T; backoffs: number[] }> {
+  const backoffs: number[] = [];
+  const original = globalThis.setTimeout;
+  const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((handler: () => void, ms?: number) => {
+    if (ms !== undefined && ms >= RECONNECT_MIN_MS && ms <= RECONNECT_MIN_MS * 1.3) backoffs.push(ms);
+    return original(handler, ms);
+  }) as typeof setTimeout);
+  try {
+    return { result: await fn(), backoffs };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
 async function reconnectAfterClose(code: number) {
   closeFirstWith = code;
   const statuses: { status: ConnectionStatus; message?: string }[] = [];
@@ -60,6 +75,8 @@ async function reconnectAfterClose(code: number) {
         sessionOver: () => "",
         closed: () => "CLOSED",
         revoked: () => "REVOKED",
+        notice: (notice, machine) => `NOTICE ${notice} ${machine}`,
+        reason: (reason, machine) => `REASON ${reason} ${machine}`,
       },
     },
   );
@@ -68,14 +85,15 @@ async function reconnectAfterClose(code: number) {
   while (hellos.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   connection.stop();
   expect(hellos).toHaveLength(2);
-  return { gapMs: hellos[1]! - hellos[0]!, statuses };
+  return { statuses };
 }
 
 describe("TerminalConnection on a server restart", () => {
   it("reconnects at once on CloseCode.restarting, without the lost-connection message", async () => {
-    const { gapMs, statuses } = await reconnectAfterClose(CloseCode.restarting);
-    // Backoff would wait at least RECONNECT_MIN_MS (300 ms); this is one loopback connect.
-    expect(gapMs).toBeLessThan(150);
+    const { result, backoffs } = await backoffsDuring(() => reconnectAfterClose(CloseCode.restarting));
+    const { statuses } = result;
+    // No backoff wait between the close and the second hello: it reconnected at once.
+    expect(backoffs).toEqual([]);
     expect(statuses[0]).toEqual({ status: "reconnecting", message: undefined });
     expect(
       statuses.some((s) => s.message === "LOST" || s.status === "failed"),
@@ -84,9 +102,48 @@ describe("TerminalConnection on a server restart", () => {
   });
 
   it("waits out the backoff and says the connection was lost on any other close", async () => {
-    const { gapMs, statuses } = await reconnectAfterClose(CloseCode.internal);
-    expect(gapMs).toBeGreaterThanOrEqual(290);
+    const { result, backoffs } = await backoffsDuring(() => reconnectAfterClose(CloseCode.internal));
+    const { statuses } = result;
+    // One backoff wait of at least RECONNECT_MIN_MS before the second hello.
+    expect(backoffs).toHaveLength(1);
     expect(statuses[0]).toEqual({ status: "reconnecting", message: "LOST" });
+  });
+});
+
+describe("TerminalConnection's own words", () => {
+  it("words a keyed notice and a status reason in the page's language, and shows a server's own words when it sends no key", async () => {
+    afterReady = (ws) => {
+      ws.send(JSON.stringify({ type: "notice", notice: "rebooted", text: "[server words]" }));
+      ws.send(JSON.stringify({ type: "notice", text: "[older server words]" }));
+      ws.send(JSON.stringify({ type: "status", state: "unreachable", reason: "unreachable", message: "server words" }));
+    };
+    const written: string[] = [];
+    const statuses: { status: ConnectionStatus; message?: string }[] = [];
+    const connection = new TerminalConnection(
+      "node01",
+      async () => "token",
+      { write: (piece) => void written.push(new TextDecoder().decode(piece)), reset() {}, size: () => ({ cols: 80, rows: 24 }) },
+      {
+        onStatus: (status, message) => statuses.push({ status, message }),
+        messages: {
+          lost: "",
+          closeUnauthorized: "",
+          closeForbidden: "",
+          closeNotFound: "",
+          sessionOver: () => "",
+          closed: () => "",
+          revoked: () => "",
+          notice: (notice, machine) => `NOTICE ${notice} ${machine}`,
+          reason: (reason, machine) => `REASON ${reason} ${machine}`,
+        },
+      },
+    );
+    connection.start();
+    await vi.waitFor(() => expect(statuses.at(-1)).toEqual({ status: "unreachable", message: "REASON unreachable node01" }), {
+      timeout: 5_000,
+    });
+    connection.stop();
+    expect(written.join("")).toBe("\r\nNOTICE rebooted node01\r\n[older server words]");
   });
 });
 
@@ -117,6 +174,8 @@ describe("TerminalConnection output to xterm", () => {
           sessionOver: () => "",
           closed: () => "",
           revoked: () => "",
+          notice: () => "",
+          reason: () => "",
         },
       },
     );

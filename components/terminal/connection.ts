@@ -15,6 +15,8 @@ import {
   TERMINAL_WS_PATH,
   type ClientMessage,
   type MachineState,
+  type StatusReason,
+  type TerminalNotice,
 } from "@/server/terminal/protocol";
 
 /** What the page shows, and exposes as data-status for tests and assistive tech. */
@@ -86,6 +88,10 @@ export interface ConnectionMessages {
   /** Why an open socket lost its access (4401/4403 with a RevokedReason). */
   revoked(reason: RevokedReason): string;
   closed(code: number, reason: string): string;
+  /** A line the terminal shows that is not the shell's output (no holder, rebooted, reconnected, shell restarted). */
+  notice(notice: TerminalNotice, machine: string): string;
+  /** Why the machine's terminal is not connected. */
+  reason(reason: StatusReason, machine: string): string;
 }
 
 export class TerminalConnection {
@@ -199,15 +205,18 @@ export class TerminalConnection {
         this.screen.write(new TextEncoder().encode(message.data));
         this.offset = this.writtenTo = this.reportedTo = message.offset;
         return;
-      case "notice":
-        this.screen.write(new TextEncoder().encode(message.text));
+      case "notice": {
+        // In the page's language; a server from before keys sends its own words only.
+        const text = message.notice ? `\r\n${this.events.messages.notice(message.notice, this.machine)}\r\n` : message.text;
+        this.screen.write(new TextEncoder().encode(text));
         return;
+      }
       case "ack":
         while (this.unacked.length && this.unacked[0]!.seq <= message.seq) this.unackedChars -= this.unacked.shift()!.data.length;
         return;
       case "status":
         this.machineState = message.state;
-        this.report(message.message);
+        this.report(message.reason ? this.events.messages.reason(message.reason, this.machine) : message.message);
         return;
       case "pong":
         return;

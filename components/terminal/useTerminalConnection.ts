@@ -128,5 +128,7 @@ function connectionMessages(tRef: RefObject<Translate>, tRevokedRef: RefObject<T
     sessionOver: (reason) => tRef.current(`sessionOver.${reason}`),
     revoked: (reason) => tRevokedRef.current(reason),
     closed: (code, reason) => tRef.current("closed", { code, reason }),
+    notice: (notice, machine) => tRef.current(`notice.${notice}`, { machine }),
+    reason: (reason, machine) => tRef.current(`reason.${reason}`, { machine }),
   };
 }

@@ -95,7 +95,7 @@ const params = <T extends object>(p: T) => ({ params: Promise.resolve(p) });
 const signIn = (email: string) => signInCookie(stack.auth, email, PASSWORD);
 
 beforeAll(async () => {
-  stack = await startTestStack({ subnet: 52, terminalAuth: "session" });
+  stack = await startTestStack({ subnet: 52, terminalAuth: "sign-in" });
   const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
   setServices({ ...stack, env, refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider: stack.provider, env }, lab) });
   const make = (key: string, role: "learner" | "instructor" | "admin") =>

@@ -175,7 +175,7 @@ async function openMachines(spec: string, lab: Lab): Promise<{ machines: LabTest
   if (spec === "qemu") {
     const env = parseEnv();
     const noEgress = lab.manifest.network.internet ? await egressUnavailable() : null;
-    if (noEgress) throw new Error(internetLabRefusal(lab.slug, noEgress).en);
+    if (noEgress) throw new Error(internetLabRefusal(lab.slug, noEgress));
     const image = await findImage(env.LABDECK_DATA_DIR, recipeByName(lab.manifest.image));
     if (!image) throw new Error((await labImageStatus(env.LABDECK_DATA_DIR, lab)).message.en);
     const log = pino({ level: env.LOG_LEVEL }, pino.destination(2));

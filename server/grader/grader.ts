@@ -465,7 +465,7 @@ export class Grader {
     const rebooting = session.proof?.stepId === step.id;
     let result: ScriptResult = endpoint
       ? await pool.run(endpoint, script, step.timeoutSeconds, rebooting ? { connectTimeoutMs: REBOOT_CONNECT_TIMEOUT_MS } : {})
-      : { outcome: "error", exitCode: null, output: `このセッションに ${step.machine} がありません`, durationMs: 0 };
+      : { outcome: "error", exitCode: null, output: `${step.machine}: not a machine of this session`, durationMs: 0 };
     let proof: ProofDecision | null = null;
     if (nonce) {
       const taken = takeBootFacts(result.output, nonce);

@@ -12,14 +12,17 @@
 import { Prisma } from "../db/generated/client";
 import { ZodError } from "zod";
 import { Denied } from "../denied";
+import type { Worded } from "../worded";
 import { errorMessage, localeFromHeaders } from "../i18n/locale";
 import { log } from "../log";
 import { errorForLog } from "../startup-failure";
 import { bodyLimitFor, declaredTooLarge, originRefusal } from "./guard";
 import { loggablePath, requestIdOf } from "./request-id";
 
-export function apiError(request: Request, status: number, code: string, extra?: Record<string, unknown>): Response {
-  return Response.json({ code, error: errorMessage(localeFromHeaders(request.headers), code), ...extra }, { status });
+/** `{ code, error }` with the message in the caller's language; `code` may carry values (server/worded.ts). */
+export function apiError(request: Request, status: number, code: string | Worded, extra?: Record<string, unknown>): Response {
+  const { key, params } = typeof code === "string" ? { key: code, params: undefined } : code;
+  return Response.json({ code: key, error: errorMessage(localeFromHeaders(request.headers), key, params), ...extra }, { status });
 }
 
 /** 429 with Retry-After: a rate limit (throttle.ts) was hit. */

@@ -5,6 +5,7 @@
 import { createTranslator } from "next-intl";
 import en from "../../messages/en.json";
 import ja from "../../messages/ja.json";
+import { decodeWorded } from "../worded";
 import { DEFAULT_LOCALE, isLocale, LOCALE_COOKIE, type Locale } from "./locales";
 
 export type Messages = typeof ja;
@@ -17,10 +18,16 @@ export function localeFromHeaders(headers: Headers): Locale {
   return match && isLocale(match[1]) ? match[1] : DEFAULT_LOCALE;
 }
 
-/** An API error message in the request's language. */
-export function errorMessage(locale: Locale, code: string): string {
+/** An API error message (a key under "errors", with its values) in the request's language. */
+export function errorMessage(locale: Locale, code: string, params?: Record<string, string | number>): string {
   const t = createTranslator({ locale, messages: MESSAGES[locale], namespace: "errors" });
-  return t.has(code as never) ? t(code as never) : t("unknown");
+  return t.has(code as never) ? t(code as never, params as never) : t("unknown");
+}
+
+/** Text a row holds for people: a worded message (server/worded.ts) in `locale`, anything else as it is. */
+export function storedText(locale: Locale, text: string): string {
+  const worded = decodeWorded(text);
+  return worded ? errorMessage(locale, worded.key, worded.params) : text;
 }
 
 /** A terminal notice as the line a terminal shows (framed by line breaks), in `locale`. */

@@ -71,6 +71,13 @@ describe("messages", () => {
               seconds: 5,
               number: 2,
               max: 4,
+              needed: 1024,
+              free: 512,
+              minutes: 10,
+              variant: "v",
+              command: "c",
+              sources: "s",
+              hash: "h",
             } as never,
           ),
         ).not.toThrow();

@@ -9,6 +9,7 @@
  * starts with it: warm-pool.ts `setIdOf`). "Session" means only the learner's lab session; the
  * interface keeps its field name `sessionId`.
  */
+import type { Worded } from "../worded";
 export interface ProvisionedMachine {
   /** Name in the lab: controlplane, node01, ... */
   name: string;
@@ -43,6 +44,16 @@ export interface MachineRequest {
 /** Thrown when the provider has no machines to give right now; its message is shown to the learner. */
 export class NoCapacityError extends Error {
   readonly code = "NO_CAPACITY";
+  /**
+   * @param worded what the learner reads (a key under "errors"); `detail`, in English, is the
+   *   error's message for logs and operators.
+   */
+  constructor(
+    readonly worded: Worded,
+    detail: string,
+  ) {
+    super(detail);
+  }
 }
 
 /**

@@ -279,7 +279,10 @@ export class StaticHostsProvider implements MachineProvider {
     for (const g of exclusive ? candidates : candidates.slice(0, 1)) {
       if (!exclusive || (await this.options.claims.claim(g.id, request.sessionId))) return g;
     }
-    throw new NoCapacityError(`空いているマシンがありません（${request.machines.join(", ")} を揃えられるホスト群がありません）`);
+    throw new NoCapacityError(
+      { key: "noCapacityHosts", params: { machines: request.machines.join(", ") } },
+      `no free host group has ${request.machines.join(", ")}`,
+    );
   }
 
   /** One reset try of one group: every machine's script must exit 0. */

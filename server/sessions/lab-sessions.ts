@@ -5,6 +5,7 @@
 import { metrics } from "../ops/metrics";
 import type { Db } from "../db/client";
 import { openPrivateKey, sealIfPlain, sealPrivateKey } from "../machines/sealed-keys";
+import { encodeWorded } from "../worded";
 import { isNoCapacity, NoCapacityError, type MachineProvider, type ProvisionedMachine } from "../machines/provider";
 import { setIdOf } from "../machines/warm-pool";
 import {
@@ -214,7 +215,8 @@ async function failStart(db: Db, id: string, error: unknown): Promise<void> {
   if (
     await advance(db, id, ["starting"], "ending", {
       endReason: "failed",
-      startError: (error as Error).message.slice(0, START_ERROR_MAX_CHARS),
+      // A refusal the page words in its language; any other failure in its own words.
+      startError: isNoCapacity(error) ? encodeWorded(error.worded) : (error as Error).message.slice(0, START_ERROR_MAX_CHARS),
     }).catch(() => false)
   ) {
     await advance(db, id, ["ending"], "ended").catch(() => undefined);
@@ -273,7 +275,10 @@ async function admitted<T>(
         await setStartStage(db, session.id, "queued", (error as Error).message);
       }
     } else {
-      if (Date.now() > deadline) throw new NoCapacityError(`waited ${Math.round(QUEUE_MAX_WAIT_MS / 60_000)} min in the queue`);
+      if (Date.now() > deadline) {
+        const minutes = Math.round(QUEUE_MAX_WAIT_MS / 60_000);
+        throw new NoCapacityError({ key: "noCapacityQueue", params: { minutes } }, `waited ${minutes} min in the queue`);
+      }
       await setStartStage(db, session.id, "queued", waitFor === "cap" ? "labCap" : null);
     }
     await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));

@@ -131,7 +131,7 @@ export class SshExecPool {
       return {
         outcome: "unreachable",
         exitCode: null,
-        output: `${endpoint.name} に接続できません: ${(error as Error).message}`,
+        output: `${endpoint.name}: ${(error as Error).message}`,
         durationMs: elapsed(),
       };
     }
@@ -173,7 +173,7 @@ export class SshExecPool {
           resolve({
             outcome: outcome ?? (timedOut ? "timeout" : exitCode === 0 ? "pass" : "fail"),
             exitCode,
-            output: timedOut ? `${output}\n(チェックが ${timeoutSeconds} 秒以内に終わらなかったため中断しました)`.trim() : output,
+            output,
             durationMs: elapsed(),
           });
         };
@@ -259,7 +259,7 @@ function cleanOutput(raw: Buffer): string {
       Buffer.from(text)
         .subarray(0, SCRIPT_OUTPUT_MAX_BYTES)
         .toString("utf8")
-        .replace(/\uFFFD$/, "") + "\n…(省略)";
+        .replace(/\uFFFD$/, "") + "\n[…]";
   }
   return text;
 }

@@ -89,7 +89,7 @@ export async function freePort(): Promise<number> {
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
 /**
  * Fake at the far edge, for tests of the terminal path itself: accepts every socket whose token
- * verifies, without looking at the socket's sign-in. The authorization tests use "session".
+ * verifies, without looking at the socket's sign-in. The authorization tests use "sign-in".
  */
 const acceptSignedTokenOnly: TerminalAuthorizer = async () => null;
 
@@ -100,7 +100,7 @@ interface StackOptions {
   /** Idle time after which sweeps suspend sessions, ms (0: never). */
   idleMs?: number;
   /** How the gateway authorizes sockets: the token alone (default) or, as in production, also the sign-in cookie. */
-  terminalAuth?: "token-only" | "session";
+  terminalAuth?: "token-only" | "sign-in";
   /** The platform secret (machine keys, tokens); default random. A server process sharing the rows needs the same. */
   secret?: Buffer;
 }
@@ -172,7 +172,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
         recorder: { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 30 },
       },
       machines: async () => ({ kind: "static", provider: options.provider(db), pool: null, stop: async () => {} }),
-      authorize: options.terminalAuth === "session" ? undefined : acceptSignedTokenOnly,
+      authorize: options.terminalAuth === "sign-in" ? undefined : acceptSignedTokenOnly,
     });
     cleanups.push(() => platform.stop());
     const { auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner } = platform.services;

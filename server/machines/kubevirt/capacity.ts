@@ -8,14 +8,10 @@
 import { z } from "zod";
 import { NoCapacityError } from "../provider";
 
-/** Shown to the learner (NoCapacityError), as the other providers' messages. */
-export const QUOTA_FULL_MESSAGE =
-  "ラボ用マシンの空きがありません(クラスターの割り当て量に達しています)。ほかのセッションが終わってから、もう一度お試しください。";
-
-/** The namespace's quota has no room: the learner reads QUOTA_FULL_MESSAGE, operators `detail` (logged). */
+/** The namespace's quota has no room: the learner reads errors.noCapacityQuota, operators `detail` (logged). */
 export class QuotaExceededError extends NoCapacityError {
   constructor(readonly detail: string) {
-    super(QUOTA_FULL_MESSAGE);
+    super({ key: "noCapacityQuota" }, `the namespace's ResourceQuota has no room: ${detail}`);
   }
 }
 

@@ -14,7 +14,7 @@ import { startTestDb } from "../../testing/test-db";
 import { startMachines } from "../../compose/machines";
 import { startFakeKubeApi, type FakeKubeApi, type FakeKubeApiOptions } from "../../testing/fake-kube-api";
 import { isNoCapacity } from "../provider";
-import { QUOTA_FULL_MESSAGE, QuotaExceededError } from "./capacity";
+import { QuotaExceededError } from "./capacity";
 import { KubeApi, KubePermissionError, KubeResourceMissingError, loadKubeConfig } from "./cluster";
 import type { FleetSettings } from "./manifests";
 import { kubevirtProvider } from "./provider";
@@ -95,7 +95,7 @@ describe("kubevirt provider against a FAKE Kubernetes API: refusals", () => {
     await provider.preflight();
     const error = await provider.create(request).catch((e: unknown) => e);
     expect(isNoCapacity(error)).toBe(true);
-    expect((error as Error).message).toBe(QUOTA_FULL_MESSAGE);
+    expect((error as QuotaExceededError).worded).toEqual({ key: "noCapacityQuota" });
     expect((error as QuotaExceededError).detail).toBe("labdeck/requests.memory: 0Mi used + 2247Mi > 1600Mi");
     // No object was made (the only POSTs were preflight's access reviews).
     expect(fake!.requests.filter((r) => r.method === "POST" && r.path.includes("/namespaces/"))).toEqual([]);

@@ -72,7 +72,7 @@ export async function waitForVmis(
   if (!done()) {
     const seen = names.map((n) => `${n}: ${describe(state.get(vmName(setId, n)))}`).join("; ");
     if (/Unschedulable|Insufficient/i.test(seen))
-      throw new NoCapacityError(`ラボ用マシンを置けるノードがありません(クラスターの空き不足)。しばらくしてからもう一度お試しください。`);
+      throw new NoCapacityError({ key: "noCapacityNodes" }, `${what}: no node can take the VMs (${seen})`);
     throw new Error(`${what}: not done within ${Math.round(runtime.bootTimeoutMs / 1000)} s (${seen})`);
   }
 }

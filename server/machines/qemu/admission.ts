@@ -55,7 +55,7 @@ export class Admission {
     const busy = boot ? this.bootRefusal(vms, boot.background) : null;
     if (busy) {
       this.runtime.log.info({ sessionId: setId, busy }, "qemu provider: no room to boot now");
-      throw new NoCapacityError(`起動中のマシンが多いため、順番を待っています（${busy}）`);
+      throw new NoCapacityError({ key: "noCapacityBooting" }, `too many machines are booting now (${busy})`);
     }
     if (boot) this.booting.set(setId, { vms, background: boot.background });
   }
@@ -81,8 +81,10 @@ export class Admission {
 
   noCapacity(setId: string, check: CapacityCheck): NoCapacityError {
     this.runtime.log.warn({ sessionId: setId, ...check }, "qemu provider: no capacity");
+    const free = Math.max(0, check.available - check.reserve - check.committed);
     return new NoCapacityError(
-      `マシンを起動するメモリが足りません（必要 ${check.needed} MiB、空き ${Math.max(0, check.available - check.reserve - check.committed)} MiB）。しばらくしてからもう一度お試しください`,
+      { key: "noCapacityMemory", params: { needed: check.needed, free } },
+      `not enough memory to start the machines: ${check.needed} MiB needed, ${free} MiB free`,
     );
   }
 

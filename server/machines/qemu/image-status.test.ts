@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { imagesDir } from "./image";
 import { DEBIAN_BASE_RECIPE, recipeHash } from "../images/recipe";
 import { labImageStatus, refuseUnbuiltImage } from "./image-status";
+import { errorMessage } from "../../i18n/locale";
 
 let dataDir: string;
 beforeEach(async () => {
@@ -20,9 +21,10 @@ describe("labImageStatus", () => {
   it("reports the k8s variant as not buildable here, in Japanese and English, with what to do", async () => {
     const status = await labImageStatus(dataDir, lab("k8s-v1.31"));
     expect(status.state).toBe("needs-upstream-not-built");
-    expect(status.message.ja).toContain("インターネットに出られない環境では作れず");
-    expect(status.message.ja).toContain("npm run labdeck -- image build --variant k8s-v1.31");
-    expect(status.message.ja).toContain("pkgs.k8s.io");
+    const ja = errorMessage("ja", status.message.worded!.key, status.message.worded!.params);
+    expect(ja).toContain("インターネットに出られない環境では作れず");
+    expect(ja).toContain("npm run labdeck -- image build --variant k8s-v1.31");
+    expect(ja).toContain("pkgs.k8s.io");
     expect(status.message.en).toContain("cannot be built here");
     expect(status.message.en).toContain(`images/${status.hash}/`);
   });
@@ -59,7 +61,7 @@ describe("refuseUnbuiltImage (session start)", () => {
 
   it("refuses a QEMU session whose image is missing, with the Japanese message for the learner", async () => {
     const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env() }, lab("k8s-v1.31"));
-    expect(refusal?.error).toContain("このラボはマシンイメージ k8s-v1.31 を使います");
+    expect(errorMessage("ja", refusal!.worded.key, refusal!.worded.params)).toContain("このラボはマシンイメージ k8s-v1.31 を使います");
     expect(refusal?.detail).toContain("cannot be built here");
   });
 
@@ -68,7 +70,7 @@ describe("refuseUnbuiltImage (session start)", () => {
     // The host probe answering as on a host without nftables (egress.ts egressUnavailable).
     const noNft = async () => "missing host tool nft: install with apt-get install -y nftables";
     const refusal = await refuseUnbuiltImage({ provider: { name: "qemu" }, env: env(), egressUnavailable: noNft }, internetLab);
-    expect(refusal?.error).toContain("インターネット接続を用意できません");
+    expect(errorMessage("ja", refusal!.worded.key)).toContain("インターネット接続を用意できません");
     expect(refusal?.detail).toContain("network.internet");
     expect(refusal?.detail).toContain("missing host tool nft");
     expect(await refuseUnbuiltImage({ provider: { name: "static" }, env: env(), egressUnavailable: noNft }, internetLab)).toBeNull();

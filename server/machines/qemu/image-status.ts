@@ -10,6 +10,7 @@
 import { findImage } from "./image";
 import { egressUnavailable } from "./egress";
 import { internetLabRefusal } from "./network";
+import type { Worded } from "../../worded";
 import { needsUpstream, recipeByName, recipeHash } from "../images/recipe";
 
 export type LabImageState =
@@ -26,8 +27,8 @@ export interface LabImageStatus {
   /** Directory name the image has (or will have) under <data dir>/images/. */
   hash: string;
   state: LabImageState;
-  /** What to tell a learner (ja) and an operator (en). */
-  message: { ja: string; en: string };
+  /** What to tell a learner (a key under "errors"; none when built) and an operator (English). */
+  message: { worded: Worded | null; en: string };
 }
 
 /** What this needs of a lab (server/labs/schema.ts LabManifest): its image variant and whether it asks for the internet. */
@@ -39,21 +40,17 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
   const recipe = recipeByName(variant);
   const hash = recipeHash(recipe);
   const base = { slug: lab.slug, variant, hash };
-  const build = `npm run labdeck -- image build --variant ${variant}`;
+  const command = `npm run labdeck -- image build --variant ${variant}`;
   if (await findImage(dataDir, recipe)) {
-    return {
-      ...base,
-      state: "built",
-      message: { ja: `マシンイメージ ${variant} は用意できています。`, en: `image ${variant} (${hash}) is built` },
-    };
+    return { ...base, state: "built", message: { worded: null, en: `image ${variant} (${hash}) is built` } };
   }
   if (!needsUpstream(recipe)) {
     return {
       ...base,
       state: "buildable",
       message: {
-        ja: `このラボのマシンイメージ(${variant})がまだ作られていません。管理者が \`${build}\` を実行すると使えるようになります。`,
-        en: `lab ${lab.slug} needs image ${variant}, which is not built yet; it is made from Debian packages alone: run \`${build}\``,
+        worded: { key: "imageNotBuilt", params: { variant, command } },
+        en: `lab ${lab.slug} needs image ${variant}, which is not built yet; it is made from Debian packages alone: run \`${command}\``,
       },
     };
   }
@@ -62,21 +59,18 @@ export async function labImageStatus(dataDir: string, lab: LabRef): Promise<LabI
     ...base,
     state: "needs-upstream-not-built",
     message: {
-      ja:
-        `このラボはマシンイメージ ${variant} を使います。このイメージは Debian にないソフトウェア(${sources})を配布元から取り込むため、` +
-        `インターネットに出られない環境では作れず、このサーバーにはまだありません。管理者に連絡してください` +
-        `(インターネットに出られるホストで \`${build}\` を実行し、できた images/${hash}/ をこのサーバーのデータディレクトリに置きます)。`,
+      worded: { key: "imageNeedsUpstream", params: { variant, sources, command, hash } },
       en:
         `lab ${lab.slug} needs image ${variant} (${hash}), which is not built on this server and cannot be built here: ` +
-        `it downloads from outside Debian (${sources}). Run \`${build}\` on a host with internet access and copy ` +
+        `it downloads from outside Debian (${sources}). Run \`${command}\` on a host with internet access and copy ` +
         `<data dir>/images/${hash}/ into this server's data directory.`,
     },
   };
 }
 
 /**
- * For the session-start route: null when the lab may start, else the refusal to send (Japanese
- * for the learner, English detail for operators). Only QEMU machines boot lab images and have
+ * For the session-start route: null when the lab may start, else the refusal to send (a key
+ * under "errors" for the learner, English detail for operators). Only QEMU machines boot lab images and have
  * the default-deny network; static hosts are whatever the admin provides.
  */
 export async function refuseUnbuiltImage(
@@ -87,15 +81,14 @@ export async function refuseUnbuiltImage(
     egressUnavailable?: () => Promise<string | null>;
   },
   lab: LabRef,
-): Promise<{ error: string; detail: string } | null> {
+): Promise<{ worded: Worded; detail: string } | null> {
   if (services.provider.name !== "qemu") return null;
   if (lab.manifest.network?.internet) {
     const unavailable = await (services.egressUnavailable ?? egressUnavailable)();
     if (unavailable) {
-      const refusal = internetLabRefusal(lab.slug, unavailable);
-      return { error: refusal.ja, detail: refusal.en };
+      return { worded: { key: "internetUnavailable" }, detail: internetLabRefusal(lab.slug, unavailable) };
     }
   }
   const status = await labImageStatus(services.env.LABDECK_DATA_DIR, lab);
-  return status.state === "built" ? null : { error: status.message.ja, detail: status.message.en };
+  return status.message.worded ? { worded: status.message.worded, detail: status.message.en } : null;
 }

@@ -11,24 +11,20 @@
 
 /**
  * Why a lab that asks for internet access does not start on this server's QEMU machines, for
- * the learner (ja) and operators (en); `reason` is egress.ts `egressUnavailable`'s answer.
+ * operators; `reason` is egress.ts `egressUnavailable`'s answer. (Learners read errors.internetUnavailable.)
  */
-export function internetLabRefusal(slug: string, reason: string): { ja: string; en: string } {
-  return {
-    ja:
-      "このラボはインターネット接続を必要としますが(lab.yaml の network.internet)、このサーバーでは仮想マシンのインターネット接続を用意できません。" +
-      "ホストや内部ネットワークを守る仕組み(セッションごとのネットワーク名前空間と nftables)が使えないためです。管理者に連絡してください。",
-    en:
-      `lab ${slug} asks for internet access (lab.yaml network.internet: true), which the QEMU provider cannot give on this host: ` +
-      `${reason}. The egress path (a network namespace per session with NAT and nftables rules that keep the host and private ` +
-      "ranges out) needs root, iproute2, util-linux (nsenter) and nftables. Run scripts/install-deps.sh, or run the lab on static hosts.",
-  };
+export function internetLabRefusal(slug: string, reason: string): string {
+  return (
+    `lab ${slug} asks for internet access (lab.yaml network.internet: true), which the QEMU provider cannot give on this host: ` +
+    `${reason}. The egress path (a network namespace per session with NAT and nftables rules that keep the host and private ` +
+    "ranges out) needs root, iproute2, util-linux (nsenter) and nftables. Run scripts/install-deps.sh, or run the lab on static hosts."
+  );
 }
 
 /** Thrown by the QEMU provider for a request that asks for the internet where the egress path cannot be set up. */
 export class InternetNotOfferedError extends Error {
   readonly code = "INTERNET_NOT_OFFERED";
   constructor(slug: string, reason: string) {
-    super(internetLabRefusal(slug, reason).en);
+    super(internetLabRefusal(slug, reason));
   }
 }

@@ -39,7 +39,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   // The demo mode's machines are this server's own host: a lab that changes the machine would change it.
   if (services.env.LABDECK_MACHINES === "netns-demo" && lab.manifest.changesMachine) return apiError(request, 409, "labNeedsRealMachines");
   const refusal = await services.refuseUnbuiltImage(lab);
-  if (refusal) return Response.json(refusal, { status: 503 });
+  if (refusal) return apiError(request, 503, refusal.worded, { detail: refusal.detail });
   const waitForReady = new URL(request.url).searchParams.get("async") !== "1";
   let onStarted: (sessionId: string) => void = () => undefined;
   const begun = new Promise<{ starting: string }>((resolve) => (onStarted = (sessionId) => resolve({ starting: sessionId })));

@@ -5,6 +5,7 @@
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import { apiRoute } from "@/server/compose/route";
+import { localeFromHeaders, storedText } from "@/server/i18n/locale";
 import { startView } from "@/server/sessions/start-progress";
 
 export const dynamic = "force-dynamic";
@@ -14,5 +15,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   const { id } = await context.params;
   await requireSession(services.db, user, id, "watch");
   const view = await startView(services.db, id);
-  return Response.json(view, { headers: { "cache-control": "no-store" } });
+  // A failed start's reason in the reader's language (a refusal is stored as a key).
+  const worded = view?.error ? { ...view, error: storedText(localeFromHeaders(request.headers), view.error) } : view;
+  return Response.json(worded, { headers: { "cache-control": "no-store" } });
 });
