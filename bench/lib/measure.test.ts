@@ -25,8 +25,10 @@ describe("schedStat", () => {
       while (performance.now() < until); // on a CPU, in slices of a tick between two reads
     }
     const after = await schedStat(process.pid);
-    // Ticks are truncated, so five of them are at least four ticks' worth of run time.
-    expect(after.runMs - before.runMs).toBeGreaterThanOrEqual((ticks - 1) * TICK_MS);
+    // Ticks are sampled at each timer interrupt (a thread is charged the whole tick it was caught
+    // running in), so they are no exact measure: on a crowded machine five ticks held as little as
+    // two ticks' run time. schedstat counts exactly; it must show at least one tick's worth.
+    expect(after.runMs - before.runMs).toBeGreaterThanOrEqual(TICK_MS);
     expect(after.runs).toBeGreaterThanOrEqual(before.runs);
     expect(after.waitMs).toBeGreaterThanOrEqual(before.waitMs);
   });
