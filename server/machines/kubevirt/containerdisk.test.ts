@@ -24,6 +24,9 @@ beforeAll(async () => {
   await fs.writeFile(path.join(dir, "initrd.img"), randomBytes(513));
 });
 afterAll(async () => {
+  // The archive's directories extract read-only (as in the image): writable again before removal
+  // (only root may remove entries of a read-only directory).
+  execFileSync("chmod", ["-R", "u+w", dir]);
   await fs.rm(dir, { recursive: true, force: true });
 });
 
