@@ -1,5 +1,5 @@
 /**
- * What a learner feels in the browser (issue 12 item 1), in Debian Chromium: the real lab page
+ * What a learner feels in the browser, in Debian Chromium: the real lab page
  * against the browser's floor, in one run, over the same server and the same machine's terminal.
  *
  *   lab     /labs/hello-terminal as a signed-in learner sees it (components/terminal/Terminal.tsx),
@@ -21,7 +21,7 @@
  *               of the page's own work is told apart from a page starved of CPU (on this 2-core
  *               machine Chromium, the server, sshd and the holder share the cores).
  *
- * Renderer choice (issue 12 item 2): --gpu swiftshader starts Chromium with software WebGL (this
+ * Renderer choice: --gpu swiftshader starts Chromium with software WebGL (this
  * machine has no GPU; SwiftShader stands in for one) and adds a third page, floor-webgl: the floor
  * page with xterm's WebGL renderer (@xterm/addon-webgl), beside the DOM renderer in the same
  * browser. The default (--gpu off) is the browser as CI and a GPU-less learner run it.

@@ -1,5 +1,5 @@
 /**
- * Lab start benchmark (issue 15), local QEMU provider under the host's accelerator (TCG here): for
+ * Lab start benchmark, local QEMU provider under the host's accelerator (TCG here): for
  * one lab, in the same run, how long a learner waits from the hand-out to three SSH-ready machines
  * with the lab set up, by each path —
  *   cold      three VMs booted for the session, then the lab's setup (no pool)

@@ -1,5 +1,5 @@
 /**
- * Restart benchmark (issue 10, item 5): the time from a new server process listening to every one
+ * Restart benchmark: the time from a new server process listening to every one
  * of N open terminals echoing again, after `kill -9` of the one that served them. Real sshd hosts
  * (netns) with the real terminal holder, the embedded PostgreSQL, and the production terminal
  * gateway as its own OS process (server/testing/gateway-process.ts). The terminals are Node
@@ -25,7 +25,7 @@ const MACHINES = ["controlplane", "node01", "node02"] as const;
 const PROMPT = /[#$] $/;
 const OPEN_TIMEOUT_MS = 120_000; // every terminal's first prompt, ms
 const BACK_TIMEOUT_MS = 60_000; // every terminal's echo after the restart, ms
-const TARGET_MS = 5_000; // issue 10: all terminals echoing again within 5 s of listening
+const TARGET_MS = 5_000; // the promise: all terminals echoing again within 5 s of listening
 
 const Flags = z.object({
   terminals: z.coerce.number().int().min(1).max(300).default(100),

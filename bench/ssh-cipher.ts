@@ -2,7 +2,7 @@
  * SSH cipher cost in this process's ssh2: throughput of one exec channel's output from an ssh2
  * server to an ssh2 client on loopback (both in this process, so the figure is the decrypt plus
  * encrypt cost per byte), per cipher ssh2 offers, and what ssh2 negotiates by default. The terminal
- * gateway decrypts every byte it relays; issue 10 item 7 asked which cipher to use.
+ * gateway decrypts every byte it relays; the question is which cipher to use.
  *
  *   npx tsx bench/ssh-cipher.ts [--mib 64] [--rounds 3]   (rounds interleaved; the median is printed)
  */

@@ -1,5 +1,5 @@
 /**
- * Typing under load (issue 10 item 7): keydown-to-glyph of one learner's terminal in Chromium
+ * Typing under load: keydown-to-glyph of one learner's terminal in Chromium
  * (bench/lib/typing-page.ts: xterm.js with the lab page's options and its TerminalConnection)
  * through a gateway process (server/testing/gateway-process.ts, the "server process"), in three
  * phases of one run:

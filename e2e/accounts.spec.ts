@@ -11,7 +11,7 @@ import { LabPage } from "./pom/LabPage";
 test("admin invites a learner by link; the learner signs up and starts a lab", async ({ browser, baseURL }) => {
   const adminContext = await browser.newContext();
   const admin = await adminContext.newPage();
-  // Every page runs under the nonce CSP (issue 17): no violation may be reported on the way.
+  // Every page runs under the nonce CSP: no violation may be reported on the way.
   const violations: string[] = [];
   adminContext.on("console", (m) => {
     if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
@@ -84,7 +84,7 @@ test("English is one switch away, and stays chosen", async ({ page, context, bas
   await expect(page.locator("html")).toHaveAttribute("lang", "en");
   await page.reload();
   await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
-  // Without Origin a write is refused before anything else (issue 17); with the page's own it reaches the route.
+  // Without Origin a write is refused before anything else; with the page's own it reaches the route.
   expect((await page.request.post("/api/sessions/nope/check")).status()).toBe(403);
   const res = await page.request.post("/api/sessions/nope/check", { headers: { origin: new URL(page.url()).origin } });
   expect(res.status()).toBe(404);

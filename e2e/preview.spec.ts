@@ -1,5 +1,5 @@
 /**
- * Web preview (issue 12 item 5), in real Chromium: a learner serves HTTP on node01 and node02
+ * Web preview, in real Chromium: a learner serves HTTP on node01 and node02
  * (`python3 -m http.server`, typed into the lab's terminals) and opens both through the platform,
  * on their own preview origins (`*.preview.localhost`, loopback); another learner gets 403 for
  * that URL and 404 for the entry; the served page cannot read Labdeck's sign-in cookie, nor

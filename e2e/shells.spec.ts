@@ -1,5 +1,5 @@
 /**
- * Several shells per machine (issue 12 item 4), in real Chromium against real sshd hosts: a
+ * Several shells per machine, in real Chromium against real sshd hosts: a
  * second shell on node01 works beside the first, comes back after a reload with its shell, and
  * closing it (after a confirm) ends it.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 15 in the browser: an admin caps a lab's sessions on the capacity page; a learner whose
+ * Start queue and caps in the browser: an admin caps a lab's sessions on the capacity page; a learner whose
  * start is beyond the cap sees the queue and their place over the terminals (the lesson stays
  * readable), and their lab starts by itself, in the same page, when a session of the lab ends:
  * no error, no reload, no second start.

@@ -1,5 +1,5 @@
 /**
- * The workspace a CKA learner expects (issue 12 item 3), in real Chromium against real sshd hosts:
+ * The workspace a CKA learner expects, in real Chromium against real sshd hosts:
  * exam-style copy and paste, a long paste that asks first, and Japanese IME composition.
  */
 import type { Page } from "@playwright/test";

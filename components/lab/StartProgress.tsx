@@ -1,6 +1,6 @@
 "use client";
 /**
- * What the learner sees over the terminals while their lab starts (issue 15): the stage (queued
+ * What the learner sees over the terminals while their lab starts: the stage (queued
  * with their place, machines, the setup script that runs, saving), how long it has taken, and a
  * failure with a button to start again (never by itself). Gone once the session is ready; the
  * terminals then show their own connection state.

@@ -1,5 +1,5 @@
 /**
- * Copy and paste in a lab terminal as in the CKA exam's terminal (issue 12 item 3):
+ * Copy and paste in a lab terminal as in the CKA exam's terminal:
  * Ctrl+Shift+C copies the selection, Ctrl+Shift+V and a right click paste; Ctrl+V and the
  * browser's own paste keep working. Every paste goes through xterm's `paste` (bracketed paste when
  * the shell asked for it, line ends as a terminal sends them), and a paste of many lines asks

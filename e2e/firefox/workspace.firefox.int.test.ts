@@ -1,5 +1,5 @@
 /**
- * Exam-style copy and paste in Firefox (issue 12 item 3: "works in Chromium and Firefox"), the
+ * Exam-style copy and paste in Firefox, the
  * same acts as e2e/workspace.spec.ts does in Chromium: Ctrl+Shift+C copies the selection,
  * Ctrl+Shift+V and a right click paste it into another tab's shell, a multi-line paste waits for
  * Enter (bracketed paste) and runs once, a long paste asks first.

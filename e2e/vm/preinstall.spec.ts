@@ -1,11 +1,11 @@
 /**
- * Issue #5: a learner completes `preinstall-checks` end to end in the browser, on real QEMU VMs
+ * A learner completes `preinstall-checks` end to end in the browser, on real QEMU VMs
  * (swap, kernel modules and sysctl need real kernels). For each step the learner types the step's
  * solution into its machine's terminal and sees the step turn done and the next one current,
  * from the grader's background checks alone (no Check click). A step marked verifyByReboot first
  * shows "passed now — reboot to prove it" and turns done only after its machine really rebooted:
  * the first such step is rebooted from the terminal (`reboot`), the next with the page's "reboot
- * and verify" button (issue #14: both must work).
+ * and verify" button.
  */
 import path from "node:path";
 import { expect } from "@playwright/test";

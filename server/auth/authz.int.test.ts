@@ -671,7 +671,7 @@ describe("API routes × actors", () => {
 
 const STATE_CHANGING = ROUTES.filter((r) => /^(POST|PUT|PATCH|DELETE) /.test(r.name));
 
-describe("web-tier hardening (issue 17): origin, body size, media type, NUL bytes, unknown references", () => {
+describe("web-tier hardening: origin, body size, media type, NUL bytes, unknown references", () => {
   it("covers every state-changing route of the matrix", () => expect(STATE_CHANGING.length).toBeGreaterThanOrEqual(14));
 
   for (const route of STATE_CHANGING) {
@@ -1297,7 +1297,7 @@ async function openStream(res: Response): Promise<ReadableStreamDefaultReader<Ui
   return reader;
 }
 
-describe("access drift (issue 17): live sockets and streams close at once, with a reason", () => {
+describe("access drift: live sockets and streams close at once, with a reason", () => {
   it("an ended cohort's instructor gets 403 for its dashboard, events, watch tokens and session events; open ones close with cohortEnded", async () => {
     const { learner, teacher, cohort, teacherCookie, learnerCookie } = await cohortOfTwo("drift", "CKA drift", ["preinstall-checks"]);
     // A session of a lab outside the cohort: ending the cohort does not end it, so what closes the

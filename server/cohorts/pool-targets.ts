@@ -1,5 +1,5 @@
 /**
- * Admins' settings for a lab's prepared warm sets and cap (PoolTarget rows, issue 15): how many
+ * Admins' settings for a lab's prepared warm sets and cap (PoolTarget rows): how many
  * sets the pool keeps ready with the lab's setup done, how many it makes up front, and how many
  * sessions of the lab may be live at once (more wait in the queue). The warm pool's holder reads
  * the rows every few seconds (server/machines/warm-pool.ts), so a change applies on every process.

@@ -1,5 +1,5 @@
 /**
- * Checks run clean (issue 17): a learner who is root on a machine sets up everything a login
+ * Checks run clean: a learner who is root on a machine sets up everything a login
  * environment could carry — PATH, BASH_ENV and a variable in /etc/environment (applied by sshd's
  * PAM), the same in ~/.bashrc and ~/.profile, shims of `swapon` and `systemctl` in /root/bin —
  * and a check run by the platform (SshExecPool.run, what the grader and lab setup use) sees none

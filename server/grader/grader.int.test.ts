@@ -252,7 +252,7 @@ describe("grader over real sshd", () => {
 });
 
 /**
- * Reboot proof (issue #14) over real sshd. The netns hosts cannot reboot, so the "new boot" is
+ * Reboot proof over real sshd. The netns hosts cannot reboot, so the "new boot" is
  * faked at the far edge: the test bind-mounts files over /proc/sys/kernel/random/boot_id and
  * /proc/uptime inside node01's own mount namespace — which is also exactly what a hostile learner
  * who is root could do, and the first fake (boot id alone) must not count.

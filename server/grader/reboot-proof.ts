@@ -1,5 +1,5 @@
 /**
- * Reboot proof of a step marked `verifyByReboot` (issue #14): the step is not done when its check
+ * Reboot proof of a step marked `verifyByReboot`: the step is not done when its check
  * first passes. It is "passed now" (LabSession.proofStepId/proofBootId/proofPassedAt) until the
  * check passes again on a new boot of its machine, so a state that holds only until the next
  * boot never completes it, whatever the check reads.

@@ -3,8 +3,8 @@
  * fake root laid over /etc, /run, /usr and /var in a private mount namespace
  * (server/testing/fake-root.ts), so nothing on this machine is read or changed. Each test builds
  * its own root: the machine state a learner leaves, then what the helpers say about "now" and
- * "after the next boot". The runtime-only states (issue 14: /run/modules-load.d, /run/sysctl.d,
- * enable --runtime, mask --runtime) must never count for the boot.
+ * "after the next boot". The runtime-only states (/run/modules-load.d, /run/sysctl.d, enable
+ * --runtime, mask --runtime) must never count for the boot.
  */
 import fs from "node:fs";
 import os from "node:os";

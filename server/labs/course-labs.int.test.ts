@@ -1,5 +1,5 @@
 /**
- * The course's labs (issue #5): every lab validates, and every check script is exercised.
+ * The course's labs: every lab validates, and every check script is exercised.
  * - kubespray-ha-inventory: checks and solutions run for real with Debian's Ansible on real
  *   inventories in a temporary root; kubespray's playbooks are a test stand-in (labs/…/test/README.md).
  * - multi-node, control-plane: Kubernetes cannot run here, so their checks run against RECORDED
@@ -7,7 +7,7 @@
  *   on the state before its step, naming what is wrong, and passes on the state after it.
  * - Both: each check also fails on recorded or scripted shortcuts (states that are true only now,
  *   or only look right: a /run drop-in, a hand-typed PLAY RECAP) and passes on other correct ways
- *   (kubeadm-flags.env, a dual-stack node, host_vars/<h>/, a warning on stderr, ...) (issue #14).
+ *   (kubeadm-flags.env, a dual-stack node, host_vars/<h>/, a warning on stderr, ...).
  */
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -1,5 +1,5 @@
 /**
- * Lab content versions (issue 14): a session runs and is graded against the lab as it was when it
+ * Lab content versions: a session runs and is graded against the lab as it was when it
  * started. A version is the loaded lab (manifest, lesson, steps with text, checks, hints and
  * solutions, setup, check helpers) keyed by the sha256 of that content, stored once in
  * `LabVersion` so every server process reads the same content after the files on disk changed,

@@ -1,5 +1,5 @@
 /**
- * Machine private keys are encrypted at rest (issue 17): on the test stack (real PostgreSQL, real
+ * Machine private keys are encrypted at rest: on the test stack (real PostgreSQL, real
  * sshd hosts in network namespaces, static provider), the stored column of every machine of a
  * started session holds a `v1:` sealed value and never "PRIVATE KEY", while SSH to the machine
  * works; a row from before encryption (plain PEM) still works and is sealed when read and by

@@ -4,7 +4,7 @@
  * seconds under TCG). Two kinds of sets:
  *   - generic sets (`size`): booted, no lab's setup; any lab of the pool's layout and image gets
  *     one, and its setup then runs for the learner;
- *   - prepared sets (`labs`, per lab: issue 15): booted, the lab's setup run and the set-up state
+ *   - prepared sets (`labs`, per lab): booted, the lab's setup run and the set-up state
  *     saved (markLabStart) while nobody waits; a learner of that lab gets one with nothing left to
  *     run (`takePrepared`), as long as it was prepared for the lab version the session pins.
  * Sets are complete and personal already (own keys, host keys, hostnames, private network), so a

@@ -1,5 +1,5 @@
 /**
- * Terminal recordings (issue 10): every terminal's output and resizes, kept in PostgreSQL as
+ * Terminal recordings: every terminal's output and resizes, kept in PostgreSQL as
  * chunks of raw bytes with their timing, replayed as asciicast v2 (asciicast.ts).
  *
  * The bytes come from the one stream a process reads from the machine's terminal holder

@@ -1,5 +1,5 @@
 /**
- * Where a lab session's start is (issue 15): the stage the starting process is in, written to the
+ * Where a lab session's start is: the stage the starting process is in, written to the
  * session's row so any server process can show it (the lab page polls `GET
  * /api/sessions/:id/start`), and the queue of starts the host has no room for yet.
  *

@@ -1,6 +1,6 @@
 /**
  * Flow control of the terminal path against real sshd hosts (netns) with the real holder, real
- * PostgreSQL and the real gateway over real WebSockets (issue 10 item 7). Counted, not timed:
+ * PostgreSQL and the real gateway over real WebSockets. Counted, not timed:
  *  - a terminal flooding (`yes`) with no viewer is not read by the gateway (its bytes relayed stay
  *    bounded while the holder keeps the log), and another terminal's echo on the same machine
  *    still comes; a viewer that comes back gets the flood from where it was and Ctrl-C stops it;

@@ -1,5 +1,5 @@
 /**
- * Saved machine states (issue 15): a VM's whole state (RAM, devices, disk) kept as an internal
+ * Saved machine states: a VM's whole state (RAM, devices, disk) kept as an internal
  * snapshot of its qcow2 overlay, so that a reset or a resume restores instead of booting.
  *
  *   lab-start  taken right after the lab's setup (a prepared pool set or a cold start): a reset

@@ -1,5 +1,5 @@
 /**
- * Prepared-lab templates (issue 15): one set of a lab's machines booted and set up once, its
+ * Prepared-lab templates: one set of a lab's machines booted and set up once, its
  * machines' RAM and device state saved to files and their disks kept as read-only backing
  * files. A new machine set's machines start from them (QEMU -incoming on an overlay of the template's
  * disk) in seconds instead of a boot and the lab's setup, then get their own identity.
