@@ -37,8 +37,15 @@ mkdir -p "$LABDECK_DATA_DIR" && chmod 711 "$LABDECK_DATA_DIR"
 if [[ ${LABDECK_MACHINES:-qemu} == qemu ]]; then
   # The lab image is built once from Debian packages (a few minutes, with progress) and cached
   # under the data directory by its recipe; later runs find it at once.
-  echo "==> lab machine image (built on first run)"
-  npm run -s labdeck -- image build >/dev/null
+  image_stamp=$LABDECK_DATA_DIR/images/.labdeck-image-stamp
+  image_want=$(image_inputs_hash)
+  if [[ $(cat "$image_stamp" 2>/dev/null) == "$image_want" ]] && compgen -G "$LABDECK_DATA_DIR/images/*/manifest.json" >/dev/null; then
+    echo "==> lab machine image: up to date"
+  else
+    echo "==> lab machine image (built on first run)"
+    npm run -s labdeck -- image build >/dev/null
+    printf '%s\n' "$image_want" >"$image_stamp"
+  fi
 elif [[ $LABDECK_MACHINES == netns-demo && -z ${LABDECK_HOSTS_FILE:-} ]]; then
   echo "==> starting local sshd hosts (controlplane, node01, node02) in network namespaces"
   export LABDECK_HOSTS_FILE=$LABDECK_DATA_DIR/hosts.json
@@ -48,10 +55,14 @@ elif [[ $LABDECK_MACHINES == netns-demo && -z ${LABDECK_HOSTS_FILE:-} ]]; then
 fi
 
 echo "==> starting Labdeck (Ctrl-C to stop)"
-# The reader ignores Ctrl-C (SIGINT reaches the whole process group) and reads on until the
-# server, shutting down, closes its output: its last lines are not lost to a closed pipe. When
-# the server dies however it dies, its output ends and so does this script.
-NODE_ENV=production node --import tsx server.ts | {
+# The server runs in a session of its own (setsid), with its embedded PostgreSQL: Ctrl-C (SIGINT
+# to the terminal's whole process group) reaches only this script, which passes it on to the
+# server, so the server drains and stops the database last instead of the database dying first.
+# The reader ignores Ctrl-C too and reads on until the server, shutting down, closes its output:
+# its last lines are not lost. When the server dies however it dies, this script ends with it.
+fifo=$(mktemp -u "${TMPDIR:-/tmp}/labdeck-up.XXXXXX")
+mkfifo -m 600 "$fifo"
+{
   trap '' INT
   while IFS= read -r line; do
     if [[ $line == LABDECK_READY* ]]; then
@@ -63,4 +74,19 @@ NODE_ENV=production node --import tsx server.ts | {
       printf '%s\n' "$line"
     fi
   done
-}
+} <"$fifo" &
+reader=$!
+NODE_ENV=production setsid node --import tsx server.ts >"$fifo" &
+server=$!
+trap 'kill -INT "$server" 2>/dev/null' INT
+trap 'kill -TERM "$server" 2>/dev/null' TERM HUP
+# `wait` returns early when a trapped signal arrives: wait again until the server has ended.
+status=0
+wait "$server" || status=$?
+while kill -0 "$server" 2>/dev/null; do
+  status=0
+  wait "$server" || status=$?
+done
+wait "$reader" || true
+rm -f "$fifo"
+exit "$status"

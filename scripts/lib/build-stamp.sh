@@ -19,3 +19,14 @@ build_inputs() {
 build_inputs_hash() {
   { build_inputs | LC_ALL=C sort -z | xargs -0 -r sha256sum -- 2>/dev/null || true; } | sha256sum | cut -d' ' -f1
 }
+
+# The lab image's inputs (its recipes and guest files, the builder, the holder it carries) and the
+# mirror it is built from: scripts/up.sh skips `image build` (a Node start and an image check,
+# seconds) when they are what the last build saw and a built image is there.
+image_inputs_hash() {
+  {
+    printf '%s\n' "${LABDECK_DEBIAN_MIRROR:-}"
+    find server/machines/images server/machines/qemu/image.ts server/machines/qemu/mirror.ts server/holder/labdeck-holder \
+      -type f -not -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum --
+  } | sha256sum | cut -d' ' -f1
+}

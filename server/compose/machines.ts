@@ -10,7 +10,7 @@ import type { Env } from "../config";
 import type { Db } from "../db/client";
 import { providerRefsInUse } from "../sessions/lab-sessions";
 import type { MachineProvider } from "../machines/provider";
-import { detectAccel } from "../machines/qemu/accel";
+import { cachedAccel } from "../machines/qemu/accel";
 import { findImage } from "../machines/qemu/image";
 import { qemuProvider } from "../machines/qemu/provider";
 import { recipeByName } from "../machines/images/recipe";
@@ -151,9 +151,12 @@ export async function startMachines(env: Env, db: Db, log: Logger, labs?: { cata
   }
   let accel: "kvm" | "tcg" = env.LABDECK_QEMU_ACCEL === "kvm" ? "kvm" : "tcg";
   if (env.LABDECK_QEMU_ACCEL === "auto" && image) {
-    const choice = await detectAccel(image);
+    const choice = await cachedAccel(env.LABDECK_DATA_DIR, image);
     accel = choice.accel;
-    log.info({ accel, detail: choice.detail }, "QEMU accelerator chosen by a timed boot");
+    log.info(
+      { accel, detail: choice.detail },
+      choice.cached ? "QEMU accelerator as a timed boot chose it before" : "QEMU accelerator chosen by a timed boot",
+    );
   }
   const qemu = qemuProvider({
     dataDir: env.LABDECK_DATA_DIR,

@@ -123,10 +123,24 @@ function open(
  * the holder's log (it starts at 0 again), on the same boot id.
  */
 async function restartHolder(host: NetnsHost): Promise<void> {
+  await killHolder(host);
+  await startHolder(host);
+}
+
+/** The holder dies (SIGKILL): no holder answers on the host until startHolder. */
+async function killHolder(host: NetnsHost): Promise<void> {
   process.kill(host.holderPid!, "SIGKILL");
-  // The pid file the set's destroy() finds it by.
-  const pidFile = path.join(dir, "hc", host.namespace, "holder.pid");
-  await fs.rm(pidFile, { force: true });
+  await fs.rm(holderPidFile(host), { force: true });
+}
+
+/** The pid file the set's destroy() finds the holder by. */
+function holderPidFile(host: NetnsHost): string {
+  return path.join(dir, "hc", host.namespace, "holder.pid");
+}
+
+/** Starts a holder in the host's namespaces (after killHolder). */
+async function startHolder(host: NetnsHost): Promise<void> {
+  const pidFile = holderPidFile(host);
   // Its output away from our pipes (execFile would wait for the detached holder to close them).
   await promisify(execFile)("nsenter", [
     "-t",
@@ -371,6 +385,37 @@ describe("holder connector", () => {
     expect(recorded.split("after-cut-42\r\n").length - 1).toBe(1);
     b.terminal.close("learner");
   }, 120_000);
+
+  it("waits for a holder that is down for a moment (a machine just restored or booted) instead of falling back", async () => {
+    const host = set.hosts[0]!;
+    await killHolder(host);
+    const t = open(host, "lab-session-holder-late");
+    await new Promise((r) => setTimeout(r, 1_500)); // the holder is down while the terminal first tries it
+    await startHolder(host);
+    // The shell's parent is the holder (a direct shell's would be sshd), and no fallback line came.
+    t.terminal.input(t.viewer, 'echo "parent=$(cat /proc/$PPID/comm)"\r');
+    await t.viewer.waitForText("parent=python3\r\n");
+    expect(t.viewer.text()).not.toContain("端末ホルダーがない");
+    t.terminal.close("learner");
+  }, 60_000);
+
+  it("leaves the direct shell for the holder once the holder answers again, saying so", async () => {
+    const host = set.hosts[0]!;
+    await killHolder(host);
+    const terminal = new Terminal(
+      new HolderConnector(endpoint(host), holderTerminalId("lab-session-holder-back"), { holderRetryMs: [], holderProbeMs: 500 }),
+    );
+    terminals.push(terminal);
+    const viewer = new TextViewer();
+    terminal.attach(viewer, 0, { cols: 100, rows: 30 });
+    await viewer.waitForText("端末ホルダーがないため直接接続しています");
+    terminal.input(viewer, 'echo "before=$(cat /proc/$PPID/comm)"\r');
+    await viewer.waitForText("before=sshd\r\n");
+    await startHolder(host);
+    await viewer.waitForText("端末ホルダーにつながるようになりました");
+    await typeUntilShown({ terminal, viewer }, 'echo "after=$(cat /proc/$PPID/comm)"\r', "after=python3\r\n");
+    terminal.close("learner");
+  }, 60_000);
 
   it("falls back to the direct PTY with a visible line on a machine without a holder", async () => {
     const { terminal, viewer } = open(bare.hosts[0]!, "lab-session-3");

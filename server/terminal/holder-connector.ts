@@ -23,6 +23,14 @@ export const ATTACH_TAIL_BYTES = 256 * 1024;
 export const EPOCH_DB_TIMEOUT_MS = 5_000;
 /** Longest a recording catch-up may read the holder's log for, ms; then the rest stays a gap. */
 export const CATCH_UP_TIMEOUT_MS = 60_000;
+/**
+ * Waits between tries to reach a machine's holder before a terminal falls back to a direct shell,
+ * ms (7.5 s in all): a machine just restored from a saved state, booted or upgrading its holder
+ * answers SSH a moment before its holder does, and a direct shell is lost at the next restart.
+ */
+export const HOLDER_RETRY_MS = [500, 1_000, 2_000, 4_000];
+/** How often a terminal on the direct shell asks whether the machine's holder answers again, ms. */
+export const HOLDER_PROBE_MS = 15_000;
 
 /** The holder's terminal id for a lab session's shell on a machine (a machine may serve several sessions). */
 export function holderTerminalId(sessionId: string, tab = "main"): string {
@@ -42,6 +50,10 @@ export interface HolderConnectorOptions {
    * without it this process numbers them alone, as if no other process ran.
    */
   epochs?: EpochStore;
+  /** Waits between tries to reach the holder before the direct shell, ms; default HOLDER_RETRY_MS. */
+  holderRetryMs?: readonly number[];
+  /** How often a direct shell asks whether the holder answers again, ms; default HOLDER_PROBE_MS. */
+  holderProbeMs?: number;
 }
 
 /**
@@ -87,14 +99,9 @@ export class HolderConnector implements PtyConnector {
   }
 
   async open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
-    const client = await connectSsh(this.endpoint);
-    let link: HolderLink;
-    try {
-      link = await connectHolder(client);
-    } catch {
-      client.end();
-      return this.openFallback(size, handlers);
-    }
+    const reached = await this.reachHolder();
+    if (!("link" in reached)) return this.openFallback(size, handlers, reached.why);
+    const { client, link } = reached;
     const rebooted = await this.followEpoch(link.hello!, offset);
     // The recording first catches up on what no process read (live output waits for it).
     this.options.recording?.catchUp(this.epoch, (logOffset, sink) => readLog(client, this.terminalId, logOffset, sink));
@@ -115,11 +122,72 @@ export class HolderConnector implements PtyConnector {
     this.active?.onData(data, this.startOffset + logOffset);
   }
 
-  /** The direct PTY, with a line saying that the shell ends with this server. */
-  private async openFallback(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+  /**
+   * An SSH connection and a link to the machine's holder, tried again after each wait of
+   * `holderRetryMs`; else why the holder did not answer. A machine that does not answer SSH
+   * throws, as before (the terminal retries it).
+   */
+  private async reachHolder(): Promise<{ client: Client; link: HolderLink } | { why: string }> {
+    const waits = this.options.holderRetryMs ?? HOLDER_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      const client = await connectSsh(this.endpoint);
+      try {
+        return { client, link: await connectHolder(client) };
+      } catch (error) {
+        client.end();
+        const wait = waits[attempt];
+        if (wait === undefined) return { why: (error as Error).message };
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  /**
+   * The direct PTY, the last resort, with a line saying that the shell ends with this server. It
+   * asks every `holderProbeMs` whether the holder answers again; once it does, the terminal is
+   * told so and its direct shell ends, and the terminal opens again, on the holder.
+   */
+  private async openFallback(size: PtySize, handlers: PtyHandlers, why: string): Promise<PtyChannel> {
+    log.warn({ machine: this.machine, terminal: this.terminalId, why }, "terminal holder unreachable; a direct shell instead");
     const channel = await this.fallback.open(size, handlers);
     handlers.onNotice?.("fallback");
-    return channel;
+    let probing = false;
+    const probe = setInterval(() => {
+      if (probing) return;
+      probing = true;
+      void this.holderAnswers()
+        .then((back) => {
+          if (!back) return;
+          clearInterval(probe);
+          log.info({ machine: this.machine, terminal: this.terminalId }, "terminal holder answers again; leaving the direct shell");
+          handlers.onNotice?.("holderBack");
+          channel.close();
+        })
+        .finally(() => (probing = false));
+    }, this.options.holderProbeMs ?? HOLDER_PROBE_MS);
+    probe.unref();
+    return {
+      ...channel,
+      close: (endShell) => {
+        clearInterval(probe);
+        channel.close(endShell);
+      },
+    };
+  }
+
+  /** Whether the machine's holder answers now (one try, the connection closed again). */
+  private async holderAnswers(): Promise<boolean> {
+    try {
+      const client = await connectSsh(this.endpoint);
+      try {
+        (await connectHolder(client)).close();
+        return true;
+      } finally {
+        client.end();
+      }
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -95,9 +95,10 @@ export type MachineState = z.infer<typeof MachineState>;
 /**
  * Lines a terminal shows that are not the shell's output; the page words them in its language
  * (messages terminal.notice.*): the machine has no holder and the shell is direct (fallback), the
- * machine rebooted (a new shell), the connection came back, the shell exited and a new one opens.
+ * holder answers again and the direct shell is left for it (holderBack), the machine rebooted (a
+ * new shell), the connection came back, the shell exited and a new one opens.
  */
-export const TerminalNotice = z.enum(["fallback", "rebooted", "reconnected", "shellRestarted"]);
+export const TerminalNotice = z.enum(["fallback", "holderBack", "rebooted", "reconnected", "shellRestarted"]);
 export type TerminalNotice = z.infer<typeof TerminalNotice>;
 
 /**

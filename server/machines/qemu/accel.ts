@@ -8,6 +8,8 @@
 import { spawn } from "node:child_process";
 import { constants } from "node:fs";
 import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { requireTools } from "./command";
 import type { BuiltImage } from "./image";
 import type { Accel } from "./vm";
@@ -82,4 +84,44 @@ export async function detectAccel(image: Pick<BuiltImage, "kernel">, timeoutMs =
       ? `KVM probe exited without booting the kernel: ${last}`
       : `a kernel under KVM did not reach its root mount in ${timeoutMs} ms (last console line: ${JSON.stringify(last)})`,
   };
+}
+
+/** Where the last probe's choice is kept in the data directory, with what it was decided for. */
+const ACCEL_CACHE_FILE = "qemu-accel.json";
+
+/**
+ * detectAccel, kept in `dataDir` and asked again only when what decides it changed: the host's
+ * kernel, the QEMU binary or the image's kernel. A restart then costs no probe (up to 15 s of
+ * an unusable KVM), and a host upgrade probes once.
+ */
+export async function cachedAccel(dataDir: string, image: Pick<BuiltImage, "kernel">): Promise<AccelChoice & { cached: boolean }> {
+  const key = await accelKey(image);
+  const file = path.join(dataDir, ACCEL_CACHE_FILE);
+  const stored = await fs
+    .readFile(file, "utf8")
+    .then((text) => JSON.parse(text) as { key?: string; accel?: unknown; detail?: unknown })
+    .catch(() => null);
+  if (stored?.key === key && (stored.accel === "kvm" || stored.accel === "tcg") && typeof stored.detail === "string") {
+    return { accel: stored.accel, detail: stored.detail, cached: true };
+  }
+  const choice = await detectAccel(image);
+  await fs.writeFile(file, JSON.stringify({ key, ...choice }) + "\n", { mode: 0o600 }).catch(() => undefined);
+  return { ...choice, cached: false };
+}
+
+/**
+ * What a KVM probe's answer depends on: host kernel, whether /dev/kvm can be opened (a module
+ * loaded or a device passed in since), the QEMU binary (path, size, mtime), the guest kernel file.
+ */
+async function accelKey(image: Pick<BuiltImage, "kernel">): Promise<string> {
+  const qemu = (await requireTools(["qemu-system-x86_64"]))["qemu-system-x86_64"];
+  const [binary, kernel, kvm] = await Promise.all([
+    fs.stat(qemu),
+    fs.stat(image.kernel),
+    fs.access("/dev/kvm", constants.R_OK | constants.W_OK).then(
+      () => true,
+      () => false,
+    ),
+  ]);
+  return JSON.stringify([os.release(), kvm, qemu, binary.size, binary.mtimeMs, image.kernel, kernel.size]);
 }

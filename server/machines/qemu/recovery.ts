@@ -130,7 +130,9 @@ async function adopt(runtime: QemuRuntime, dir: string, state: SetState, keepDis
     await ensureEgressTable(log);
   }
   runtime.sets.set(state.sessionId, set);
-  const answers = await Promise.all(
+  // Whether each VM answers SSH is for the log only: the set is adopted either way (a VM mid-boot
+  // or with a broken sshd is still the learner's), so start-up does not wait for the answers.
+  void Promise.all(
     [...set.vms.values()].map((vm) =>
       waitForSsh(
         vm,
@@ -145,8 +147,9 @@ async function adopt(runtime: QemuRuntime, dir: string, state: SetState, keepDis
         (error: Error) => `${vm.name}: ${error.message.split("\n")[0]}`,
       ),
     ),
+  ).then((answers) =>
+    log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - set.vms.size }, "qemu provider: adopted session"),
   );
-  log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - set.vms.size }, "qemu provider: adopted session");
   return true;
 }
 
