@@ -150,7 +150,7 @@ try {
   await Promise.all(resumed.map((m) => exec(m, "hostname")));
   const resumeMs = Date.now() - t;
   await pool.destroy("bench-warm", warm);
-  await pool.stop();
+  await pool.stop({ destroySpares: true });
 
   const perSessionMiB = rssMiB.reduce((a, b) => a + b, 0);
   const bySessionMemory = Math.floor((availableAtStart - HOST_RESERVE_MIB) / Math.max(perSessionMiB, 1));

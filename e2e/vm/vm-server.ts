@@ -1,11 +1,11 @@
 /**
  * The server for VM-backed e2e: server.ts in production mode (run `next build` first) on its own
- * port, with QEMU machines (TCG unless LABDECK_QEMU_ACCEL says otherwise), a warm pool of one
- * set, embedded PostgreSQL and a throw-away data directory whose `images` is the cached test
- * image (server/machines/qemu/test-image.ts). Ready only once the pool holds a booted set, so the
- * page gets machines at once. `stop()` stops the server gracefully (it destroys the unclaimed pool
- * set), removes the VMs learners' sessions still hold (the server keeps those on purpose, to adopt
- * them after a restart) and fails when any QEMU or vde_switch process of the run is left.
+ * port, with QEMU machines (TCG unless LABDECK_QEMU_ACCEL says otherwise), sets prepared for the
+ * walked lab (one per test), embedded PostgreSQL and a throw-away data directory whose `images`
+ * is the cached test image (server/machines/qemu/test-image.ts). Ready only once the pool holds
+ * them, so each page gets machines at once. `restart()` crashes or stops it and starts it again. `stop()` stops the server gracefully, removes the VMs learners'
+ * sessions and the pool's spares still hold (the server keeps both on purpose, to adopt them after
+ * a restart) and fails when any QEMU or vde_switch process of the run is left.
  *
  *   <tmp>/labdeck-e2e-vm-XXXXXX/   runner.pid (the test process that owns the run)
  *                                  data/       LABDECK_DATA_DIR; data/images -> the image cache
@@ -38,6 +38,8 @@ const STOP_TIMEOUT_MS = 60_000;
 const KILL_GRACE_MS = 3_000;
 /** argv[0] of the processes a VM run must not leave behind. */
 const QEMU_OR_SWITCH = /(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/;
+/** Sets prepared for the walked lab before the tests start (one per test that opens it). */
+const PREPARED_SETS = 2;
 /** Server output lines kept for an error message when start-up fails. */
 const TAIL_LINES = 40;
 /** Where the server's log goes (kept after the run; .test-reports/ is git-ignored). */
@@ -49,7 +51,7 @@ const LogLine = z.object({ level: z.number(), msg: z.string(), err: z.string().o
 export interface VmServerTimings {
   /** Spawn to `LABDECK_READY` (database, migrations, Next.js), ms. */
   listeningMs: number;
-  /** Spawn to the first pooled set booted and SSH-ready, ms. */
+  /** Spawn to every prepared set booted (or restored) and SSH-ready, ms. */
   poolReadyMs: number;
 }
 
@@ -67,6 +69,14 @@ export interface VmServer {
   /** LABDECK_DATA_DIR of the run. */
   dataDir: string;
   timings: VmServerTimings;
+  /**
+   * Ends the server (`SIGKILL`: a crash; `SIGINT`: a clean stop, waited for) and starts it again
+   * on the same data directory and port; resolves when the new process listens, with the ms from
+   * its spawn to listening.
+   */
+  restart(signal: "SIGKILL" | "SIGINT"): Promise<{ listeningMs: number; listeningAt: number }>;
+  /** The current server process's log lines so far (pino JSON, parsed; other lines skipped). */
+  logLines(): { msg: string; [key: string]: unknown }[];
   /** Stops the server and removes every VM of the run; throws when a process of the run is left. */
   stop(): Promise<StopReport>;
 }
@@ -89,28 +99,27 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
 
   await fs.mkdir(path.dirname(SERVER_LOG), { recursive: true });
   const logFile = createWriteStream(SERVER_LOG);
+  const spawnServer = () =>
+    spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+      env: serverEnv(options.port, dataDir),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   const started = Date.now();
-  const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
-    env: {
-      ...process.env,
-      NODE_ENV: "production",
-      PORT: String(options.port),
-      HOST: "127.0.0.1",
-      LABDECK_DATA_DIR: dataDir,
-      LABDECK_PG_PORT: String(options.port + 1),
-      LABDECK_MACHINES: "qemu",
-      // One set prepared for the walked lab (booted, its setup run, its state saved): the click
-      // gets it with nothing left to run, as an operator sets a class up ("make up front" 1). No
-      // reserve: the set taken is not replaced, so no refill boots beside the walk (the warm pool's
-      // refill has tests of its own, server/machines/warm-pool.vm.test.ts).
-      LABDECK_POOL_SIZE: "0",
-      LABDECK_POOL_LABS: "preinstall-checks:0:1",
-      LABDECK_QEMU_ACCEL: process.env.LABDECK_QEMU_ACCEL ?? "tcg",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  let server = spawnServer();
   server.stderr!.pipe(logFile, { end: false });
+  let lines = collectLines(server);
   const stop = () => stopRun(server, runDir, dataDir);
+  const restart = async (signal: "SIGKILL" | "SIGINT") => {
+    const exited = new Promise((r) => server.once("exit", r));
+    server.kill(signal);
+    await exited;
+    const spawned = Date.now();
+    server = spawnServer();
+    server.stderr!.pipe(logFile, { end: false });
+    lines = collectLines(server);
+    await waitUntilListening(server, logFile);
+    return { listeningMs: Date.now() - spawned, listeningAt: Date.now() };
+  };
 
   try {
     await fs.rm(adminLoginFile(options.port), { force: true });
@@ -118,11 +127,56 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
     console.log(
       `e2e vm server: image ${image.hash}, listening after ${ready.timings.listeningMs} ms, pool set ready after ${ready.timings.poolReadyMs} ms`,
     );
-    return { url: ready.url, dataDir, timings: ready.timings, stop };
+    return { url: ready.url, dataDir, timings: ready.timings, restart, logLines: () => lines, stop };
   } catch (error) {
     await stop().catch((stopError: Error) => console.error(`e2e vm server: clean-up after failed start: ${stopError.message}`));
     throw error;
   }
+}
+
+/** The server's environment: production mode, QEMU machines, PREPARED_SETS prepared sets of the walked lab. */
+function serverEnv(port: number, dataDir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    NODE_ENV: "production",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LABDECK_DATA_DIR: dataDir,
+    LABDECK_PG_PORT: String(port + 1),
+    LABDECK_MACHINES: "qemu",
+    // Two sets prepared for the walked lab (booted, its setup run, its state saved; the second
+    // restored from the first's template in seconds): each click gets one with nothing left to
+    // run, as an operator sets a class up ("make up front" 2). No reserve: a set taken is not
+    // replaced, so no refill boots beside the walk (the warm pool's refill has tests of its own,
+    // server/machines/warm-pool.vm.test.ts).
+    LABDECK_POOL_SIZE: "0",
+    LABDECK_POOL_LABS: `preinstall-checks:0:${PREPARED_SETS}`,
+    LABDECK_QEMU_ACCEL: process.env.LABDECK_QEMU_ACCEL ?? "tcg",
+  };
+}
+
+/** Every pino line the process prints, parsed, as it comes. */
+function collectLines(server: ChildProcess): { msg: string; [key: string]: unknown }[] {
+  const parsed: { msg: string; [key: string]: unknown }[] = [];
+  readline.createInterface({ input: server.stdout! }).on("line", (line) => {
+    const entry = LogLine.safeParse(safeJson(line));
+    if (entry.success) parsed.push(entry.data);
+  });
+  return parsed;
+}
+
+/** A restarted server's output to the log until it listens; fails when it exits first or takes 2 minutes. */
+function waitUntilListening(server: ChildProcess, logFile: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the restarted server was not listening after 120 s")), 120_000);
+    server.once("exit", (code, signal) => reject(new Error(`the restarted server exited (code ${code}, signal ${signal})`)));
+    readline.createInterface({ input: server.stdout! }).on("line", (line) => {
+      logFile.write(`${line}\n`);
+      if (!line.startsWith("LABDECK_READY ")) return;
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** Reads the server's stdout until it listens and its pool holds a set; fails on exit, a failed refill or the timeout. */
@@ -137,6 +191,7 @@ function waitUntilReady(
   let url: string | undefined;
   let listeningMs: number | undefined;
   let poolReadyMs: number | undefined;
+  let setsReady = 0;
   return new Promise((resolve, reject) => {
     const fail = (reason: string) => {
       clearTimeout(timer);
@@ -188,6 +243,7 @@ function waitUntilReady(
       if (msg === "warm pool refill failed") return fail(`the warm pool could not boot a set: ${err ?? "(no message)"}`);
       if (msg.startsWith("no lab image yet")) return fail("the server found no lab image under its data directory");
       if (msg === "warm pool set ready" || msg === "warm pool prepared set ready") {
+        if (++setsReady < PREPARED_SETS) return;
         poolReadyMs = Date.now() - started;
         settleWhenBoth();
       }
@@ -260,7 +316,7 @@ async function killProcessesNaming(dir: string): Promise<{ pid: number; argv0: s
 /** Removes every QEMU session under a data directory with the provider's own teardown; returns their ids. */
 async function removeMachines(dataDir: string): Promise<string[]> {
   const provider = qemuProvider({ dataDir, log: pino({ level: "silent" }) });
-  const report = await provider.adoptOrCleanup({ keep: () => false });
+  const report = await provider.adoptOrCleanup({ keep: () => false, spares: false });
   return report.cleaned;
 }
 

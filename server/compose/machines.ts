@@ -93,12 +93,21 @@ export async function labPoolTargets(
     if (row.reserve === 0 && row.initial === 0) continue;
     const lab = await labs.get(row.labSlug).catch(() => null);
     if (!lab || lab.manifest.network.internet || !(await imageBuilt(lab.manifest.image))) continue;
+    // Prepared hand-outs since the target was last set count against its `initial` (kept in the
+    // sessions, so a restart does not make the class's sets again).
+    const handedOut =
+      row.initial > 0
+        ? await db.labSession.count({
+            where: { labSlug: lab.slug, startSource: { in: ["prepared", "snapshot"] }, createdAt: { gte: row.updatedAt } },
+          })
+        : 0;
     targets.push({
       labSlug: lab.slug,
       machines: lab.manifest.machines,
       image: lab.manifest.image,
       reserve: row.reserve,
       initial: row.initial,
+      handedOut,
     });
   }
   return targets;
@@ -122,8 +131,10 @@ export function poolPreparer(db: Db, labs: LabCatalog, exec: SshExecPool, provid
 
 /** LABDECK_POOL_LABS as PoolTarget rows, where an admin has not set the lab's target already. */
 async function seedPoolTargets(db: Db, targets: Env["LABDECK_POOL_LABS"]): Promise<void> {
+  // Created when missing, never touched otherwise: its updatedAt says when `initial` was set.
   for (const t of targets) {
-    await db.poolTarget.upsert({ where: { labSlug: t.labSlug }, create: t, update: {} });
+    if (!(await db.poolTarget.findUnique({ where: { labSlug: t.labSlug } })))
+      await db.poolTarget.create({ data: t }).catch(() => undefined);
   }
 }
 

@@ -73,11 +73,25 @@ export interface MachineHealth {
 }
 
 /** What a provider found of its machines after a platform restart. */
+/** What a warm-pool spare was made for: a lab's prepared set (lab and version), or generic (neither). */
+export interface SpareRecord {
+  labSlug?: string;
+  version?: string;
+}
+
+/** A spare set found on the host: its set id, machines, and what it was made for. */
+export interface SpareSet extends SpareRecord {
+  setId: string;
+  machines: ProvisionedMachine[];
+}
+
 export interface RecoveryReport {
   /** Sets (by id) whose machines run on and are served again. */
   adopted: string[];
   /** Sets (by id) whose leftovers (processes, sockets, disks) were removed. */
   cleaned: string[];
+  /** Of the adopted, warm-pool spares nobody was given (the pool offers them again). */
+  spares?: string[];
 }
 
 export interface MachineProvider {
@@ -122,8 +136,22 @@ export interface MachineProvider {
    * save machine states keeps this one, so `reset` returns to it without booting or setting up.
    */
   markLabStart?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
-  /** Optional: gives background-made machines normal priority (when a learner gets them). */
+  /**
+   * Optional: gives background-made machines normal priority and ends their spare record (a
+   * learner got them): from then on only the database says whose they are.
+   */
   promote?(sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void>;
+  /**
+   * Optional: records a ready set as a warm-pool spare nobody was given yet (`labSlug` and
+   * `version` for a prepared set), so that a restart, a crash or a clean stop keeps it and `spares`
+   * offers it again instead of booting a new one.
+   */
+  keepSpare?(sessionId: string, machines: readonly ProvisionedMachine[], spare: SpareRecord): Promise<void>;
+  /**
+   * Optional: every spare set kept on this host that runs (ones an earlier process made included),
+   * served by this process from now on; `except` names sets the caller holds already.
+   */
+  spares?(except: ReadonlySet<string>): Promise<SpareSet[]>;
   /**
    * Optional: the session these machines were created for is set up (or gave up): work the
    * provider held back so as not to compete with it for the CPU (a warm pool's refill) may start.

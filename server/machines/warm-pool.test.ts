@@ -6,7 +6,7 @@
  */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { MachineProvider, MachineRequest, ProvisionedMachine } from "./provider";
+import type { MachineProvider, MachineRequest, ProvisionedMachine, SpareRecord, SpareSet } from "./provider";
 import { WarmPool } from "./warm-pool";
 
 class InMemoryProvider implements MachineProvider {
@@ -93,6 +93,68 @@ describe("WarmPool (in-memory provider)", () => {
   });
 });
 
+/** Keeps spare records as a host's disk would: they outlive the pool that wrote them. */
+class SpareKeepingProvider extends InMemoryProvider {
+  readonly kept = new Map<string, { machines: ProvisionedMachine[]; spare: SpareRecord }>();
+  async keepSpare(sessionId: string, machines: readonly ProvisionedMachine[], spare: SpareRecord): Promise<void> {
+    this.kept.set(sessionId, { machines: [...machines], spare });
+  }
+  override async promote(sessionId: string): Promise<void> {
+    this.kept.delete(sessionId);
+    await super.promote(sessionId);
+  }
+  override async destroy(sessionId: string): Promise<void> {
+    this.kept.delete(sessionId);
+    await super.destroy(sessionId);
+  }
+  async spares(except: ReadonlySet<string>): Promise<SpareSet[]> {
+    return [...this.kept].filter(([id]) => !except.has(id)).map(([setId, { machines, spare }]) => ({ setId, machines, ...spare }));
+  }
+}
+
+describe("WarmPool spares across a restart (in-memory provider keeping spare records)", () => {
+  it("a stop keeps the ready set; the next pool offers it before making any; a handed-out set is never offered again", async () => {
+    const inner = new SpareKeepingProvider();
+    const first = new WarmPool(inner, { size: 1, machines: MACHINES, image: "debian-base", log });
+    first.start();
+    await first.settled();
+    expect(inner.requests).toHaveLength(1);
+    const [spareId] = [...inner.kept.keys()];
+    expect(spareId).toMatch(/^pool-/);
+    await first.stop();
+    expect(inner.destroyed).toEqual([]);
+
+    // The next process: the kept set is ready at once and nothing is made.
+    const second = new WarmPool(inner, { size: 1, machines: MACHINES, image: "debian-base", log });
+    second.start();
+    await second.settled();
+    expect(second.status().ready).toBe(1);
+    expect(inner.requests).toHaveLength(1);
+    const handed = await second.create({ sessionId: "s-1", labSlug: "x", machines: MACHINES, image: "debian-base" });
+    expect(handed[0]!.providerRef).toBe(`${spareId}/controlplane`);
+    expect(inner.kept.has(spareId!)).toBe(false);
+    await second.stop();
+
+    // A third process does not offer the handed-out set (its record ended at the hand-out).
+    const third = new WarmPool(inner, { size: 1, machines: MACHINES, image: "debian-base", log });
+    third.start();
+    await third.settled();
+    expect(inner.requests).toHaveLength(2);
+    expect([...inner.kept.keys()]).not.toContain(spareId);
+    await third.stop({ destroySpares: true });
+    expect(inner.kept.size).toBe(0);
+  });
+
+  it("a provider that keeps no spares has them destroyed at a stop, as before", async () => {
+    const inner = new InMemoryProvider();
+    const pool = new WarmPool(inner, { size: 1, machines: MACHINES, image: "debian-base", log });
+    pool.start();
+    await pool.settled();
+    await pool.stop();
+    expect(inner.destroyed).toHaveLength(1);
+  });
+});
+
 describe("WarmPool prepared sets per lab (in-memory provider, recorded preparer)", () => {
   /** A preparer that records what it prepared; `fail` makes the next prepare throw. */
   function preparer(version: { current: string }) {
@@ -159,6 +221,23 @@ describe("WarmPool prepared sets per lab (in-memory provider, recorded preparer)
     expect(inner.destroyed.length).toBe(destroyedBefore + 1);
     await expect.poll(() => pool.status().labs?.[0]?.ready).toBe(1);
     expect(await take(pool, "s4", "v2")).not.toBeNull();
+    await pool.stop();
+  });
+
+  it("a restart makes only what is left of `initial`: hand-outs since the target was set count against it", async () => {
+    const inner = new InMemoryProvider();
+    const prep = preparer({ current: "v1" });
+    // Three asked up front, two handed out before this process started (the sessions say so).
+    const targets = [{ labSlug: "lab-a", machines: MACHINES, reserve: 0, initial: 3, handedOut: 2 }];
+    const pool = new WarmPool(inner, { size: 0, machines: MACHINES, log, labs: { targets: async () => targets, preparer: prep } });
+    pool.start();
+    await expect.poll(() => pool.status().labs?.[0]?.ready).toBe(1);
+    await pool.settled();
+    expect(prep.prepared).toHaveLength(1);
+    // An admin asks again (a new `initial`): that many are made, whatever was handed out before.
+    targets[0] = { ...targets[0]!, initial: 2, handedOut: 0 };
+    await pool.refreshTargets();
+    await expect.poll(() => pool.status().labs?.[0]?.ready).toBe(2);
     await pool.stop();
   });
 

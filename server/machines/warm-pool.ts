@@ -15,6 +15,10 @@
  * A pooled set is a machine set (provider.ts) created under its own set id ("pool-…"); that id
  * lives on in the machines' providerRef ("<set id>/<machine>"), which is how destroy, reboot and
  * the restart clean-up find the set after it has been handed to a learner's session.
+ *
+ * Ready sets outlive the process: each is recorded as a spare with the provider (keepSpare), a
+ * stop leaves them running, and the next start (or the next process to hold the pool) offers
+ * them again (spares) before it boots anything.
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -47,6 +51,8 @@ export interface LabPoolTarget {
   reserve: number;
   /** Sets made when the target first appears or its `initial` rises; hand-outs beyond `reserve` are not replaced. */
   initial: number;
+  /** Prepared sets handed out since `initial` was set (by any process, before a restart too). */
+  handedOut?: number;
 }
 
 /** Runs a lab's setup on a fresh pooled set; the pool's link to the labs and the grader's SSH. */
@@ -132,7 +138,10 @@ export class WarmPool implements MachineProvider {
     if (markLabStart) this.markLabStart = (sid, machines) => markLabStart.call(inner, setIdOf(sid, machines), machines);
   }
 
-  /** Starts filling the pool in the background (again after a stop: the pool role moved back here). */
+  /**
+   * Starts filling the pool in the background (again after a stop: the pool role moved back
+   * here): first with the spares kept on the host, then by making what is still missing.
+   */
   start(): void {
     this.stopped = false;
     if (this.options.labs) {
@@ -140,7 +149,28 @@ export class WarmPool implements MachineProvider {
       this.targetsTimer = setInterval(() => void this.refreshTargets(), TARGETS_REFRESH_MS);
       this.targetsTimer.unref();
     }
-    this.refill();
+    if (this.filling) return;
+    this.filling = this.adoptSpares().finally(() => {
+      this.filling = null;
+      this.refill();
+    });
+  }
+
+  /** Spares kept on the host (by an earlier process, or before a stop) join the ready sets. */
+  private async adoptSpares(): Promise<void> {
+    if (!this.inner.spares) return;
+    try {
+      const held = new Set(this.ready.map((s) => setIdOf("", s.machines)));
+      const found = await this.inner.spares(held);
+      for (const spare of found) this.ready.push({ machines: spare.machines, labSlug: spare.labSlug, version: spare.version });
+      if (found.length > 0)
+        this.options.log.info(
+          { spares: found.map((s) => ({ id: s.setId, lab: s.labSlug })), ready: this.ready.length },
+          "warm pool: ready sets kept from before",
+        );
+    } catch (error) {
+      this.options.log.warn({ err: (error as Error).message }, "warm pool: finding kept spares failed");
+    }
   }
 
   status(): PoolStatus {
@@ -214,7 +244,8 @@ export class WarmPool implements MachineProvider {
     message: string,
     prepared = false,
   ): Promise<ProvisionedMachine[]> {
-    await this.inner.promote?.(setIdOf(request.sessionId, set), set).catch(() => undefined);
+    // Not a spare any more, before the caller's database names it: a restart must not offer it again.
+    await this.inner.promote?.(setIdOf(request.sessionId, set), set);
     this.options.log.info({ sessionId: request.sessionId, lab: request.labSlug, ready: this.ready.length }, message);
     // The refill boots a set at low priority, but on a small host that still slows the
     // learner's setup a lot: it waits until the session is set up (sessionSettled) or the cap;
@@ -265,8 +296,12 @@ export class WarmPool implements MachineProvider {
     while (this.filling) await this.filling;
   }
 
-  /** Stops refilling and destroys the sets nobody was given. */
-  async stop(): Promise<void> {
+  /**
+   * Stops refilling. The sets nobody was given stay ready as spares on the host for the next
+   * start (or process) to offer, unless `destroySpares` (tests, a drained host) or the provider
+   * keeps no spares.
+   */
+  async stop(options: { destroySpares?: boolean } = {}): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.targetsTimer) clearInterval(this.targetsTimer);
@@ -276,7 +311,9 @@ export class WarmPool implements MachineProvider {
     this.delayed.clear();
     await this.filling?.catch(() => undefined);
     const sets = this.ready.splice(0);
-    await Promise.all(sets.map((set) => this.destroy("", set.machines).catch(() => undefined)));
+    // A provider that cannot keep spares (KubeVirt) would leave them to the next start's clean-up.
+    if (options.destroySpares || !this.inner.keepSpare)
+      await Promise.all(sets.map((set) => this.destroy("", set.machines).catch(() => undefined)));
   }
 
   /** Re-reads the labs' targets; sets of labs no longer wanted are destroyed, raised ones refilled. */
@@ -290,8 +327,12 @@ export class WarmPool implements MachineProvider {
       return;
     }
     for (const t of targets) {
-      // A new target, or a raised `initial` (an admin preparing a class): make that many once.
-      if ((this.initialSeen.get(t.labSlug) ?? -1) !== t.initial) this.initialLeft.set(t.labSlug, t.initial);
+      // A new target, or a changed `initial` (an admin preparing a class): make that many once,
+      // less those handed out since it was set (before a restart too).
+      const left = Math.max(0, t.initial - (t.handedOut ?? 0));
+      const known = this.initialLeft.get(t.labSlug);
+      const changed = (this.initialSeen.get(t.labSlug) ?? -1) !== t.initial;
+      this.initialLeft.set(t.labSlug, changed || known === undefined ? left : Math.min(known, left));
       this.initialSeen.set(t.labSlug, t.initial);
     }
     const wanted = new Set(targets.map((t) => t.labSlug));
@@ -394,6 +435,7 @@ export class WarmPool implements MachineProvider {
         async ({ machines, version }) => {
           this.lastError = undefined;
           if (this.stopped) return void (await this.inner.destroy(id, machines).catch(() => undefined));
+          await this.inner.keepSpare?.(setIdOf(id, machines), machines, { labSlug: lab?.labSlug, version });
           this.ready.push({ machines, labSlug: lab?.labSlug, version });
           this.options.log.info(
             { id, lab: lab?.labSlug, ms: Date.now() - started, ready: this.ready.length },

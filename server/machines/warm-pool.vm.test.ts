@@ -102,25 +102,42 @@ function statusStates(client: TerminalTestClient): string[] {
   return client.messages.flatMap((m) => (m.type === "status" ? [m.state] : []));
 }
 
+/** No generic set: one set prepared for the lab (the stack's database and labs exist once it started). */
+function labPool(provider: QemuProvider): WarmPool {
+  const exec = new SshExecPool();
+  return new WarmPool(provider, {
+    size: 0,
+    machines: LAB_MACHINES,
+    log,
+    labs: {
+      targets: async () => [{ labSlug: LAB, machines: LAB_MACHINES, reserve: 1, initial: 1 }],
+      preparer: {
+        version: (slug) => poolPreparer(stack.db, stack.labs, exec, provider).version(slug),
+        prepare: (slug, m) => poolPreparer(stack.db, stack.labs, exec, provider).prepare(slug, m),
+      },
+    },
+  });
+}
+
+/**
+ * What the next platform process does at start (compose/machines.ts): a new provider on the data
+ * directory adopts the sets of live sessions and the spares, and a new pool offers the spares.
+ */
+async function nextProcess(live: string): Promise<{ spares: string[] | undefined }> {
+  qemu = qemuProvider({ dataDir, image: await testImage(), log, bootTimeoutMs: BOOT_TIMEOUT_MS });
+  const report = await qemu.adoptOrCleanup({ keep: (id) => id === live });
+  pool = labPool(qemu);
+  pool.start();
+  await pool.settled();
+  return { spares: report.spares };
+}
+
 describe("warm pool over the QEMU provider (real VMs)", () => {
   beforeAll(async () => {
     const image = await testImage();
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldp-")); // short: unix socket paths < 108 bytes
     qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
-    const exec = new SshExecPool();
-    // No generic set: one set prepared for the lab (the stack's database and labs exist once it started).
-    pool = new WarmPool(qemu, {
-      size: 0,
-      machines: LAB_MACHINES,
-      log,
-      labs: {
-        targets: async () => [{ labSlug: LAB, machines: LAB_MACHINES, reserve: 1, initial: 1 }],
-        preparer: {
-          version: (slug) => poolPreparer(stack.db, stack.labs, exec, qemu).version(slug),
-          prepare: (slug, m) => poolPreparer(stack.db, stack.labs, exec, qemu).prepare(slug, m),
-        },
-      },
-    });
+    pool = labPool(qemu);
     stack = await startStack({ provider: () => pool, idleMs: IDLE_MS });
     const started = Date.now();
     pool.start();
@@ -133,7 +150,7 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
   }, IMAGE_BUILD_TIMEOUT_MS + FILL_TIMEOUT_MS);
 
   afterAll(async () => {
-    await pool?.stop().catch(() => undefined); // waits for a set being made
+    await pool?.stop({ destroySpares: true }).catch(() => undefined); // waits for a set being made
     await stack?.stop();
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
   }, FILL_TIMEOUT_MS);
@@ -402,9 +419,33 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     FILL_TIMEOUT_MS,
   );
 
+  it("a clean stop and a crash both keep the prepared set: the next process offers it again at once, booting nothing", async () => {
+    const handedOut = (await stack.db.machine.findFirstOrThrow({ where: { sessionId } })).providerRef.split("/")[0]!;
+    const spare = (await fs.readdir(path.join(dataDir, "sessions"))).find((id) => id.startsWith("pool-") && id !== handedOut)!;
+    const vmsBefore = (await processesUnder(path.join(dataDir, "sessions"))).sort();
+
+    await pool.stop(); // a clean stop (Ctrl-C)
+    const afterStop = await nextProcess(handedOut);
+    expect(afterStop.spares).toEqual([spare]);
+    expect(pool.status()).toMatchObject({ ready: 1, filling: false, labs: [{ labSlug: LAB, ready: 1 }] });
+
+    // A crash: the process is gone without a stop; the next one finds the same.
+    const afterCrash = await nextProcess(handedOut);
+    expect(afterCrash.spares).toEqual([spare]);
+    expect(pool.status()).toMatchObject({ ready: 1, filling: false });
+    // Not one VM was started or ended: the same QEMU and switch processes run.
+    expect((await processesUnder(path.join(dataDir, "sessions"))).sort()).toEqual(vmsBefore);
+
+    // And it is handed out as prepared, with nothing to run.
+    const other = await stack.startSession("learner-after-restart", LAB);
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: other } })).startSource).toBe("prepared");
+    expect((await stack.db.machine.findFirstOrThrow({ where: { sessionId: other } })).providerRef.startsWith(`${spare}/`)).toBe(true);
+    await endSession(stack.db, pool, other);
+  }, 120_000);
+
   it("ending the session and stopping the pool leave no process, socket or disk", async () => {
     await endSession(stack.db, pool, sessionId);
-    await pool.stop();
+    await pool.stop({ destroySpares: true });
     expect(await processesUnder(dataDir)).toEqual([]);
     expect(await fs.readdir(path.join(dataDir, "sessions")).catch(() => [])).toEqual([]);
   }, 120_000);

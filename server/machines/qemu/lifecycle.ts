@@ -10,7 +10,7 @@ import { isAlive } from "./processes";
 import type { QemuRuntime } from "./runtime";
 import { restoreLabStart, usableSnapshot } from "./saved-states";
 import { LAB_START, snapshotHost } from "./snapshots";
-import { SetId, type VmRecord } from "./state";
+import { SetId, writeState, type VmRecord } from "./state";
 import { restartFromTemplate } from "./template-sets";
 import { readTemplate } from "./templates";
 import { ensureOverlay, resetVm, serialMark, setVmNice, vmPaths, waitForSsh, type VmProcess } from "./vm";
@@ -148,9 +148,19 @@ export async function guestReboot(
   await waitForSsh(vm, endpointOf(set.state, record), runtime.bootTimeoutMs, mark);
 }
 
-/** Gives a set's VMs normal CPU priority (a spare set handed to a learner). */
+/**
+ * A spare set handed to a learner: its spare record ends first (a restart must never offer it
+ * again), then its VMs get normal CPU priority.
+ */
 export async function promote(runtime: QemuRuntime, sessionId: string, machines: readonly ProvisionedMachine[]): Promise<void> {
-  const set = runtime.sets.get(runtime.setIdOf(sessionId, machines));
+  const id = runtime.setIdOf(sessionId, machines);
+  const set = runtime.sets.get(id);
   if (!set) return;
-  await Promise.all([...set.vms.values()].map((vm) => setVmNice(vm, 0)));
+  if (set.state.spare) {
+    await runtime.serialised(id, async () => {
+      delete set.state.spare;
+      await writeState(set.dir, set.state);
+    });
+  }
+  await Promise.all([...set.vms.values()].map((vm) => setVmNice(vm, 0).catch(() => undefined)));
 }

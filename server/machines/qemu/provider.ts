@@ -18,12 +18,13 @@
  * (inventory.ts).
  */
 import path from "node:path";
-import type { MachineProvider, MachineRequest, ProvisionedMachine } from "../provider";
+import type { MachineProvider, MachineRequest, ProvisionedMachine, SpareRecord } from "../provider";
 import { Admission } from "./admission";
 import { createSet } from "./create";
 import { listSets, machinesOf } from "./inventory";
 import { destroy, guestReboot, health, promote, reboot, reset, withRunningVm } from "./lifecycle";
-import { adoptOrCleanup } from "./recovery";
+import { adoptOrCleanup, type RecoveryOptions } from "./recovery";
+import { keepSpare, spares } from "./spares";
 import { QemuRuntime, type RuntimeOptions } from "./runtime";
 import { markLabStart, resume, suspend } from "./saved-states";
 import { restorePrepared, savePrepared } from "./template-sets";
@@ -92,7 +93,12 @@ export class QemuProvider implements MachineProvider {
 
   readonly promote = (sessionId: string, machines: readonly ProvisionedMachine[]) => promote(this.runtime, sessionId, machines);
 
-  readonly adoptOrCleanup = (options?: { keep?: (sessionId: string) => boolean }) => adoptOrCleanup(this.runtime, options);
+  readonly keepSpare = (sessionId: string, machines: readonly ProvisionedMachine[], spare: SpareRecord) =>
+    keepSpare(this.runtime, sessionId, machines, spare);
+
+  readonly spares = (except: ReadonlySet<string>) => spares(this.runtime, except);
+
+  readonly adoptOrCleanup = (options?: RecoveryOptions) => adoptOrCleanup(this.runtime, options);
 
   /** Every machine set on disk under this data directory, with its processes' liveness. */
   readonly list = () => listSets(this.runtime);

@@ -17,28 +17,33 @@ import { adoptVm, waitForSsh } from "./vm";
  */
 const ADOPT_SSH_TIMEOUT_MS = 30_000;
 
+export interface RecoveryOptions {
+  /** Whether a set (by id) belongs to a live session; false: it is removed (unless a spare). */
+  keep?: (sessionId: string) => boolean;
+  /** Whether ready warm-pool spares are kept; default true (false: removed like every other set). */
+  spares?: boolean;
+}
+
 /**
  * Every set on disk that this process does not serve yet: adopted when it is ready or suspended
- * and `keep` does not refuse it, else removed; then processes and namespaces whose set is gone.
+ * and `keep` does not refuse it (a warm-pool spare: unless `spares` is false), else removed; then
+ * processes and namespaces whose set is gone.
  */
-export async function adoptOrCleanup(runtime: QemuRuntime, opts: { keep?: (sessionId: string) => boolean } = {}): Promise<RecoveryReport> {
+export async function adoptOrCleanup(runtime: QemuRuntime, opts: RecoveryOptions = {}): Promise<RecoveryReport> {
   const report: RecoveryReport = { adopted: [], cleaned: [] };
   const ids = (await listSetDirs(runtime.dataDir)).filter((id) => !runtime.sets.has(id));
   // All sets at once: each may wait for its VMs' SSH, and a restart should not take minutes.
-  await Promise.all(ids.map((setId) => runtime.serialised(setId, () => recoverSet(runtime, setId, opts.keep, report))));
+  await Promise.all(ids.map((setId) => runtime.serialised(setId, () => recoverSet(runtime, setId, opts, report))));
   report.adopted.sort();
   report.cleaned.sort();
+  report.spares?.sort();
   await removeStrays(runtime);
   return report;
 }
 
 /** One set found on disk: left alone while another process creates it, else adopted or removed (noted in `report`). */
-async function recoverSet(
-  runtime: QemuRuntime,
-  setId: string,
-  keep: ((sessionId: string) => boolean) | undefined,
-  report: RecoveryReport,
-): Promise<void> {
+async function recoverSet(runtime: QemuRuntime, setId: string, opts: RecoveryOptions, report: RecoveryReport): Promise<void> {
+  const { keep } = opts;
   const { log } = runtime;
   const dir = setDir(runtime.dataDir, setId);
   const found = await readState(dir);
@@ -56,19 +61,22 @@ async function recoverSet(
     return;
   }
   const kept = keep ? keep(setId) : undefined;
+  // A warm-pool spare nobody was given is no session's: kept while its VMs run (below).
+  const spare = opts.spares !== false && "state" in found && found.state.spare !== undefined && kept !== true;
   const reason =
     "error" in found
       ? found.error
       : found.state.phase !== "ready" && found.state.phase !== "suspended"
         ? `left in phase ${found.state.phase}`
-        : kept === false
+        : kept === false && !spare
           ? "session has ended"
           : undefined;
   // A set the platform still counts as live keeps its disks even when its VMs are gone (host
   // reboot, crash): it is adopted as suspended and powered on again on resume.
-  const adopted = reason === undefined && "state" in found ? await adopt(runtime, dir, found.state, kept === true) : false;
+  const adopted = reason === undefined && "state" in found ? await adopt(runtime, dir, found.state, kept === true && !spare) : false;
   if (adopted) {
     report.adopted.push(setId);
+    if (spare) (report.spares ??= []).push(setId);
     return;
   }
   log.info({ sessionId: setId, reason: reason ?? "no VM is running" }, "qemu provider: removing leftovers of an earlier run");
@@ -151,6 +159,16 @@ async function adopt(runtime: QemuRuntime, dir: string, state: SetState, keepDis
     log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - set.vms.size }, "qemu provider: adopted session"),
   );
   return true;
+}
+
+/**
+ * A ready spare an earlier or another process made, served by this one from now on (its VMs
+ * must all run: a spare with a VM gone is of no use, and the next recovery removes it).
+ */
+export async function adoptSpare(runtime: QemuRuntime, dir: string, state: SetState): Promise<boolean> {
+  const running = await Promise.all(state.vms.map((r) => (r.pid > 0 ? isAlive(r.pid) : false)));
+  if (!running.every(Boolean)) return false;
+  return adopt(runtime, dir, state, false);
 }
 
 /** The set id in a process's argv when one argument lies under `setsRoot`. */

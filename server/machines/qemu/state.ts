@@ -61,6 +61,11 @@ export const SetState = z.object({
   /** The set's SSH client key (OpenSSH text); the file is mode 0600 in a 0700 directory. */
   clientKey: z.object({ privateKey: z.string(), publicKey: z.string() }),
   switch: z.object({ socket: z.string(), pidFile: z.string(), pid: z.number().int().min(0) }),
+  /**
+   * A warm-pool spare nobody was given yet (what it was made for); cleared when a learner gets
+   * it (promote). A restart adopts a ready spare although no session names it.
+   */
+  spare: z.object({ labSlug: z.string().optional(), version: z.string().optional() }).optional(),
   /** The lab asks for the internet: the VMs run in the set's network namespace (egress.ts). */
   internet: z.boolean().default(false),
   /** That namespace and its veth, once made (a host reboot removes them; resume makes them again). */
