@@ -16,6 +16,7 @@
  * any other host boots from the disk instead.
  */
 import { randomBytes } from "node:crypto";
+import { HOLDER_SOCKET } from "../../holder/client";
 import { HOLDER_UNIT } from "../../holder/install";
 import type { SshEndpoint } from "../../ssh/connect";
 import type { SshExecPool } from "../../ssh/exec";
@@ -67,8 +68,37 @@ export function afterRestoreScript(options: { epochMs: number; restartHolder: bo
     "# RNDRESEEDCRNG (_IO('R', 7)): the next random bytes come from the new pool",
     "fcntl.ioctl(fd, 0x5207)",
     "PY",
-    ...(options.restartHolder ? [`systemctl restart ${HOLDER_UNIT}.service`] : []),
+    ...(options.restartHolder ? [`systemctl restart ${HOLDER_UNIT}.service`, ...holderListening()] : []),
   ].join("\n");
+}
+
+/** Longest the fix-up waits for a restarted holder to accept on its socket, s. */
+const HOLDER_LISTEN_WAIT_S = 20;
+
+/**
+ * Waits until the restarted holder accepts on its socket (the unit is Type=simple: `systemctl
+ * restart` returns once it is forked, seconds before a Python start under TCG listens), so the
+ * machine is handed back with its holder answering and a terminal reconnecting at once gets it,
+ * not a direct shell.
+ */
+function holderListening(): string[] {
+  return [
+    "python3 - <<'PY'",
+    "import socket, time",
+    `deadline = time.monotonic() + ${HOLDER_LISTEN_WAIT_S}`,
+    "while True:",
+    "    s = socket.socket(socket.AF_UNIX)",
+    "    try:",
+    `        s.connect(${JSON.stringify(HOLDER_SOCKET)})`,
+    "        break",
+    "    except OSError:",
+    "        if time.monotonic() > deadline:",
+    "            raise",
+    "        time.sleep(0.05)",
+    "    finally:",
+    "        s.close()",
+    "PY",
+  ];
 }
 
 /** Runs the fix-up in a restored guest; throws with its output when it fails. */
