@@ -8,7 +8,7 @@ COPY prisma.config.ts ./
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npx next build
+RUN npm run build
 
 FROM node:20-bookworm-slim
 WORKDIR /app
@@ -17,4 +17,4 @@ COPY --from=build /app /app
 RUN mkdir -p /var/lib/labdeck && chown node:node /var/lib/labdeck
 USER node
 EXPOSE 3000
-CMD ["node", "--import", "tsx", "server.ts"]
+CMD ["node", "dist/server.mjs"]

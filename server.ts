@@ -33,6 +33,14 @@ let embedded: EmbeddedDatabase | null = null;
 
 async function main(): Promise<void> {
   const env = parseEnv();
+  // Next.js prepares (seconds: its config, the build's manifests) while the database starts and
+  // the services are made; it needs neither.
+  const dev = env.NODE_ENV !== "production";
+  const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
+  const prepared = app.prepare().then(
+    () => null,
+    (error: unknown) => error,
+  );
   let databaseUrl = env.DATABASE_URL;
   if (!databaseUrl) {
     embedded = await startEmbeddedPostgres(env.LABDECK_DATA_DIR, env.LABDECK_PG_PORT);
@@ -56,9 +64,8 @@ async function main(): Promise<void> {
   setServices(platform.services);
   await platform.startBackground();
 
-  const dev = env.NODE_ENV !== "production";
-  const app = next({ dev, dir: process.cwd(), hostname: env.HOST, port: env.PORT });
-  await app.prepare();
+  const prepareError = await prepared;
+  if (prepareError) throw prepareError;
   const { services } = platform;
   observeProcess({
     sessionsByState: async () =>

@@ -28,7 +28,12 @@ echo "==> next build"
 source scripts/lib/build-stamp.sh
 want=$(build_inputs_hash)
 # The stamp lets scripts/up.sh reuse this build (scripts/lib/build-stamp.sh).
-if npx next build >"$reports/next-build.log" 2>&1; then printf '%s\n' "$want" >"$BUILD_STAMP"; else cat "$reports/next-build.log"; status=1; fi
+if npx next build >"$reports/next-build.log" 2>&1 && node scripts/build-server.mjs >>"$reports/next-build.log" 2>&1; then
+  printf '%s\n' "$want" >"$BUILD_STAMP"
+else
+  cat "$reports/next-build.log"
+  status=1
+fi
 # A quiet build is part of the suite: a warning Next prints (e.g. a server module traced into a
 # route) fails it, so the next one is fixed when it appears rather than buried in 60 lines.
 # One notice is about the machine, not the code: on a CI runner (CI=true) with no .next/cache, Next

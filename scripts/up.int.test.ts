@@ -125,7 +125,7 @@ async function stop(up: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   await exitOf(up, 60);
 }
 
-/** The node server.ts process scripts/up.sh started (a descendant, in a session of its own). */
+/** The node process of the server bundle scripts/up.sh started (a descendant, in a session of its own). */
 function serverPid(up: ChildProcess): number {
   const parents = new Map<number, number>();
   const servers: number[] = [];
@@ -134,7 +134,7 @@ function serverPid(up: ChildProcess): number {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (path.basename(argv[0]!) === "node" && argv.includes("server.ts")) servers.push(Number(entry));
+      if (path.basename(argv[0]!) === "node" && argv.includes("dist/server.mjs")) servers.push(Number(entry));
     } catch {
       // gone meanwhile
     }
@@ -144,7 +144,7 @@ function serverPid(up: ChildProcess): number {
     return false;
   };
   const found = servers.find(descends);
-  if (found === undefined) throw new Error("no server.ts process under scripts/up.sh");
+  if (found === undefined) throw new Error("no dist/server.mjs process under scripts/up.sh");
   return found;
 }
 
@@ -230,7 +230,7 @@ describe(`README: ${command}`, () => {
       const owner = serverPid(afterCrash.up);
       expect(secondErr).toMatch(
         new RegExp(
-          `^Labdeck could not start: another Labdeck process \\(pid ${owner}: [^\\n]*server\\.ts\\) is running the embedded database in ${env.LABDECK_DATA_DIR}; stop it first [^\\n]* or set LABDECK_DATA_DIR to another directory\\n$`,
+          `^Labdeck could not start: another Labdeck process \\(pid ${owner}: [^\\n]*dist/server\\.mjs\\) is running the embedded database in ${env.LABDECK_DATA_DIR}; stop it first [^\\n]* or set LABDECK_DATA_DIR to another directory\\n$`,
         ),
       );
       expect((await fetch(`http://127.0.0.1:${env.PORT}/login`)).status).toBe(200);

@@ -22,11 +22,12 @@ bash scripts/install-deps.sh
 # a hash of the content of every file the build reads (scripts/lib/build-stamp.sh).
 source scripts/lib/build-stamp.sh
 want=$(build_inputs_hash)
-if [[ -f .next/BUILD_ID && $(cat "$BUILD_STAMP" 2>/dev/null) == "$want" ]]; then
+if [[ -f .next/BUILD_ID && -f dist/server.mjs && $(cat "$BUILD_STAMP" 2>/dev/null) == "$want" ]]; then
   echo "==> next build: up to date (no source changed since the last build)"
 else
   echo "==> next build"
   npx next build >/dev/null
+  node scripts/build-server.mjs >/dev/null
   printf '%s\n' "$want" >"$BUILD_STAMP"
 fi
 
@@ -76,7 +77,7 @@ mkfifo -m 600 "$fifo"
   done
 } <"$fifo" &
 reader=$!
-NODE_ENV=production setsid node --import tsx server.ts >"$fifo" &
+NODE_ENV=production setsid node dist/server.mjs >"$fifo" &
 server=$!
 trap 'kill -INT "$server" 2>/dev/null' INT
 trap 'kill -TERM "$server" 2>/dev/null' TERM HUP

@@ -1,5 +1,5 @@
 /**
- * The server for VM-backed e2e: server.ts in production mode (run `next build` first) on its own
+ * The server for VM-backed e2e: the server bundle in production mode (run `npm run build` first) on its own
  * port, with QEMU machines (TCG unless LABDECK_QEMU_ACCEL says otherwise), sets prepared for the
  * walked lab (one per test), embedded PostgreSQL and a throw-away data directory whose `images`
  * is the cached test image (server/machines/qemu/test-image.ts). Ready only once the pool holds
@@ -38,6 +38,8 @@ const STOP_TIMEOUT_MS = 60_000;
 const KILL_GRACE_MS = 3_000;
 /** argv[0] of the processes a VM run must not leave behind. */
 const QEMU_OR_SWITCH = /(^|\/)(qemu-system-[a-z0-9_]+|vde_switch)$/;
+/** The production server (npm run build makes it): restarts are measured on what runs in production. */
+const SERVER_BUNDLE = "dist/server.mjs";
 /** Sets prepared for the walked lab before the tests start (one per test that opens it). */
 const PREPARED_SETS = 2;
 /** Server output lines kept for an error message when start-up fails. */
@@ -100,7 +102,7 @@ export async function startVmServer(options: { port: number }): Promise<VmServer
   await fs.mkdir(path.dirname(SERVER_LOG), { recursive: true });
   const logFile = createWriteStream(SERVER_LOG);
   const spawnServer = () =>
-    spawn(process.execPath, ["--import", "tsx", "server.ts"], {
+    spawn(process.execPath, [SERVER_BUNDLE], {
       env: serverEnv(options.port, dataDir),
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,4 +1,4 @@
-# The hash of everything `next build` reads, kept in .next/labdeck-build-stamp after a build so a
+# The hash of everything `npm run build` reads (next build and the server bundle), kept in .next/labdeck-build-stamp after a build so a
 # start with nothing changed skips the build (scripts/up.sh). Content is hashed, not mtimes or
 # the index: unstaged edits and untracked files count. Files come from git in a checkout
 # (tracked and untracked, not ignored), else from find; test files do not count.
@@ -6,7 +6,7 @@
 BUILD_STAMP=.next/labdeck-build-stamp
 
 build_inputs() {
-  local paths=(app components server messages i18n proxy.ts next.config.ts postcss.config.mjs
+  local paths=(app components server server.ts scripts/build-server.mjs messages i18n proxy.ts next.config.ts postcss.config.mjs
     tsconfig.json package.json package-lock.json prisma/schema.prisma)
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard -- "${paths[@]}" ':(exclude)*.test.ts'
