@@ -20,6 +20,9 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   reporter: [["list"]],
+  // The machines stream's VM run and the main stream's netns run go side by side: each cleans
+  // its output folder at start, so they must not share one (traces vanished mid-run when they did).
+  outputDir: vmOnly ? "test-results/vm" : "test-results/netns",
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,
     trace: "retain-on-failure",

@@ -27,6 +27,7 @@ import { processArgv } from "./qemu/processes";
 import { qemuProvider, type QemuProvider } from "./qemu/provider";
 import { readTemplate, templatesDir } from "./qemu/templates";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "./qemu/test-image";
+import type { MachineProvider } from "./provider";
 import { WarmPool } from "./warm-pool";
 
 /** Three VMs booting at once under TCG on a shared 2-core host: 65-73 s measured quiet, 280 s at load 10. */
@@ -119,6 +120,17 @@ function labPool(provider: QemuProvider): WarmPool {
   });
 }
 
+/** Whatever `pool` is now: the stack keeps one provider for its life, the tests restart the pool. */
+function currentPool(): MachineProvider {
+  return new Proxy({} as MachineProvider, {
+    get: (_target, key) => {
+      const value: unknown = Reflect.get(pool, key);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(pool) : value;
+    },
+    has: (_target, key) => Reflect.has(pool, key),
+  });
+}
+
 /**
  * What the next platform process does at start (compose/machines.ts): a new provider on the data
  * directory adopts the sets of live sessions and the spares, and a new pool offers the spares.
@@ -138,7 +150,8 @@ describe("warm pool over the QEMU provider (real VMs)", () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "ldp-")); // short: unix socket paths < 108 bytes
     qemu = qemuProvider({ dataDir, image, log, bootTimeoutMs: BOOT_TIMEOUT_MS });
     pool = labPool(qemu);
-    stack = await startStack({ provider: () => pool, idleMs: IDLE_MS });
+    // The stack asks for its provider once; a restart below replaces the pool behind it.
+    stack = await startStack({ provider: () => currentPool(), idleMs: IDLE_MS });
     const started = Date.now();
     pool.start();
     for (const deadline = Date.now() + FILL_TIMEOUT_MS; pool.status().labs?.[0]?.ready !== 1;) {
