@@ -16,6 +16,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedd
 import { migrateDeploy } from "./server/db/migrate";
 import { trackResponses } from "./server/http/drain";
 import { createAppServer } from "./server/http/guard";
+import { zonedConsoleTime } from "./server/i18n/time-zone";
 import { log } from "./server/log";
 import { opsHandler } from "./server/ops/http";
 import { observeProcess } from "./server/ops/metrics";
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
   const url = publicUrl(env, port);
   platform.listening(port);
   log.info({ url, machines: platform.machines.kind, database: embedded ? "embedded" : "external" }, "Labdeck is listening");
-  if (firstAdmin) printFirstAdmin(firstAdmin, url);
+  if (firstAdmin) printFirstAdmin(firstAdmin, url, env.LABDECK_TIME_ZONE);
   // One plain line for people and scripts (e2e and bench read it to find the port).
   process.stdout.write(`LABDECK_READY ${url}\n`);
   stopOnSignals({ env, server, adminServer, platform, disconnect: () => db.$disconnect() });
@@ -144,9 +145,10 @@ async function listenAdmin(adminServer: http.Server | null, env: Env): Promise<v
   log.info({ host: env.LABDECK_METRICS_HOST, port: env.LABDECK_METRICS_PORT }, "metrics listener");
 }
 
-function printFirstAdmin(firstAdmin: { email: string; token: string; expiresAt: Date }, url: string): void {
+/** The first admin's one-time link; its expiry in the platform zone, as the UI shows times. */
+function printFirstAdmin(firstAdmin: { email: string; token: string; expiresAt: Date }, url: string, timeZone: string): void {
   process.stdout.write(
-    `\n  First admin account: open this one-time link to set its password (valid until ${firstAdmin.expiresAt.toISOString()};\n` +
+    `\n  First admin account: open this one-time link to set its password (valid until ${zonedConsoleTime(firstAdmin.expiresAt, timeZone)};\n` +
       `  a restart before it is used prints a new one):\n` +
       `    email:    ${firstAdmin.email}\n    link:     ${url}/invite/${firstAdmin.token}\n\n`,
   );

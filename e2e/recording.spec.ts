@@ -42,6 +42,8 @@ test("an instructor opens a learner's replay from the dashboard and jumps to a s
   await dashboard.row(learnerEmail).getByTestId("replay").click();
   const replay = new ReplayPage(instructor);
   await expect(replay.view()).toBeVisible();
+  // One <main> per document: the layout's (the page does not nest another).
+  await expect(instructor.locator("main")).toHaveCount(1);
   // The recorder writes each terminal's output within a second or so of reading it.
   await expect(async () => {
     await replay.open("node01");

@@ -176,6 +176,8 @@ describe(`README: ${command}`, () => {
     async () => {
       const first = await start(FIRST_START_LIMIT_S);
       expect(first.output()).toMatch(/First admin account[\s\S]*link: +http\S+\/invite\/[A-Za-z0-9_-]{43}\n/);
+      // Its expiry in the platform zone (Asia/Tokyo by default), as the UI shows times; not UTC ISO.
+      expect(first.output()).toMatch(/First admin account.*valid until \d{4}-\d{2}-\d{2} \d{2}:\d{2} JST;/);
       expect(first.output()).not.toMatch(/password: /);
       // The admin opens the one-time link and sets a password (as a person would, through the API
       // the link's page calls); from then on no start prints a link again.

@@ -5,11 +5,13 @@
  * failure with a button to start again (never by itself). Gone once the session is ready; the
  * terminals then show their own connection state.
  */
-import { useTranslations } from "next-intl";
+import { useLocale, useTranslations } from "next-intl";
+import { formatDuration } from "@/server/i18n/duration";
 import { retryStart, useStartState } from "@/components/terminal/session-tokens";
 
 export function StartProgress({ slug }: { slug: string }) {
   const t = useTranslations("labStart");
+  const locale = useLocale();
   const state = useStartState(slug);
   if (!state || state.phase === "ready") return null;
   const view = state.phase === "starting" ? state.view : undefined;
@@ -66,7 +68,7 @@ export function StartProgress({ slug }: { slug: string }) {
               <p className="mt-2 font-mono text-xs text-slate-300">{t("detail", { detail: view.detail })}</p>
             )}
             {view?.source && stage !== "queued" && <p className="mt-2 text-xs text-slate-400">{t(`source.${view.source}`)}</p>}
-            {view && <p className="mt-2 text-xs text-slate-500">{t("elapsed", { seconds: view.elapsedSeconds })}</p>}
+            {view && <p className="mt-2 text-xs text-slate-500">{t("elapsed", { time: formatDuration(view.elapsedSeconds, locale) })}</p>}
             <p className="mt-3 text-xs text-slate-400">{t("readLesson")}</p>
           </>
         )}

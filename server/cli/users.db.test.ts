@@ -58,6 +58,8 @@ describe("labdeck users invite", () => {
       const ok = await labdeck(env, "users", "invite", "--email", "New-Admin@Example.test", "--role", "admin");
       expect(ok.code, ok.err).toBe(0);
       expect(ok.out).toMatch(/^https:\/\/labs\.example\.test\/invite\//m);
+      // The expiry in the platform zone (Asia/Tokyo unless set), as the UI shows times; not UTC ISO.
+      expect(ok.out).toMatch(/valid until \d{4}-\d{2}-\d{2} \d{2}:\d{2} JST:\n/);
       const invitation = await findOpenInvitation(db, tokenOf(ok.out));
       expect(invitation).toMatchObject({ email: "new-admin@example.test", role: "admin" });
 

@@ -12,6 +12,7 @@ import { loadSecret } from "../secret";
 import { ROLES } from "../auth/auth";
 import { createInvitation } from "../auth/invitations";
 import { Email } from "../auth/users";
+import { zonedConsoleTime } from "../i18n/time-zone";
 
 const Options = z.object({
   email: Email,
@@ -44,7 +45,7 @@ export async function runUsersCli(argv: string[]): Promise<number> {
     const secret = await loadSecret(env.LABDECK_DATA_DIR, env.LABDECK_SECRET);
     const { invitation, token } = await createInvitation(db, options.data, null, { secret });
     process.stdout.write(
-      `invitation for ${invitation.email} (${invitation.role}), valid until ${invitation.expiresAt.toISOString()}:\n` +
+      `invitation for ${invitation.email} (${invitation.role}), valid until ${zonedConsoleTime(invitation.expiresAt, env.LABDECK_TIME_ZONE)}:\n` +
         `${publicUrl(env)}/invite/${token}\n`,
     );
     return 0;

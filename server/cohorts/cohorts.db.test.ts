@@ -82,7 +82,9 @@ describe("cohort CRUD", () => {
 
   it("edits a cohort; members: instructors must be instructors, learners learners", async () => {
     const c = await createCohort(db, labs, { name: "Edit me" }, null);
-    const e = await updateCohort(db, labs, c.id, { name: "Edited", labs: [LAB], sessionMinutes: 60 }, null);
+    const e = await updateCohort(db, labs, c.id, { name: "Edited", labs: [LAB], sessionMinutes: 60 }, null, {
+      platformSessionMinutes: 240,
+    });
     expect(e).toMatchObject({ name: "Edited", labs: [LAB], sessionMinutes: 60, idleMinutes: null });
     const teacher = await user("teacher1@x.test", "instructor");
     const learner = await user("learner1@x.test");

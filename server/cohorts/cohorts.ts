@@ -126,16 +126,71 @@ export async function createCohort(db: Db, labs: LabLookup, input: CohortInput, 
   });
 }
 
-export async function updateCohort(db: Db, labs: LabLookup, id: string, input: CohortInput, actorId: string | null): Promise<CohortView> {
+/** What a cohort edit needs besides the input: the platform's time limit, and who hears of moved deadlines. */
+export interface UpdateCohortOptions {
+  /** The time limit of a session whose cohort sets none, minutes (LABDECK_SESSION_MINUTES). */
+  platformSessionMinutes: number;
+  bus?: Pick<EventBus, "publishSessionChange">;
+}
+
+/**
+ * Edits a cohort. Its limits reach its running sessions too: the idle time is read from the cohort
+ * at every sweep (lab-sessions.ts sweepSessions), and a new time limit moves the deadline of its
+ * ready and suspended sessions in the same transaction (moveDeadlines).
+ */
+export async function updateCohort(
+  db: Db,
+  labs: LabLookup,
+  id: string,
+  input: CohortInput,
+  actorId: string | null,
+  options: UpdateCohortOptions,
+): Promise<CohortView> {
   const data = CohortInput.parse(input);
   const cohort = await getCohortOrThrow(db, id);
   if (cohort.endedAt) throw new CohortRuleError("cohortEnded", 409, "the cohort has ended");
   await checkLabs(labs, data.labs);
-  return db.$transaction(async (tx) => {
+  const { updated, moved } = await db.$transaction(async (tx) => {
+    // Locked: a concurrent edit moves deadlines from this one's limit, not from the same old one.
+    const [before] = await tx.$queryRaw<{ sessionMinutes: number | null }[]>`
+      SELECT "sessionMinutes" FROM "Cohort" WHERE "id" = ${id} FOR UPDATE`;
     const updated = await tx.cohort.update({ where: { id }, data, select: COHORT_VIEW });
+    const moved = await moveDeadlines(tx, id, before?.sessionMinutes ?? null, updated.sessionMinutes, options.platformSessionMinutes);
     await recordAudit(tx, { actorId, action: "cohort.update", targetType: "cohort", targetId: id });
-    return updated;
+    return { updated, moved };
   });
+  await Promise.all(moved.map((sessionId) => options.bus?.publishSessionChange(sessionId)));
+  return updated;
+}
+
+/**
+ * A cohort's time limit changed from `from` to `to` minutes (null: the platform's): the deadline
+ * of each of its ready and suspended sessions moves by the difference, so time an instructor
+ * added stays added; a session made ahead of class without a limit gets one, counted from when it
+ * became ready or class starts. A deadline moved into the past ends the session at the next
+ * sweep. A session still starting takes the cohort's limit when it becomes ready. Returns the
+ * sessions whose deadline moved.
+ */
+async function moveDeadlines(
+  tx: Pick<Db, "$queryRaw">,
+  cohortId: string,
+  from: number | null,
+  to: number | null,
+  platformMinutes: number,
+): Promise<string[]> {
+  if (from === to) return [];
+  const shift = (to ?? platformMinutes) - (from ?? platformMinutes);
+  const rows = await tx.$queryRaw<{ id: string }[]>`
+    UPDATE "LabSession" s
+    SET "expiresAt" = CASE
+      WHEN s."expiresAt" IS NOT NULL THEN s."expiresAt" + make_interval(mins => ${shift}::int)
+      ELSE GREATEST(s."readyAt", c."startsAt") + make_interval(mins => ${to}::int)
+    END
+    FROM "Cohort" c
+    WHERE c."id" = s."cohortId" AND s."cohortId" = ${cohortId} AND s."state" IN ('ready', 'suspended')
+      AND (s."expiresAt" IS NOT NULL OR (${to}::int IS NOT NULL AND s."readyAt" IS NOT NULL))
+    RETURNING s."id"`;
+  return rows.map((r) => r.id);
 }
 
 export async function getCohortOrThrow(db: Db, id: string): Promise<CohortView> {
@@ -394,9 +449,9 @@ export async function extendSession(
 }
 
 /**
- * The limits a learner's new session of `labSlug` gets from their cohort: the newest live cohort
- * (not ended) they learn in that has the lab. Null when none applies (platform defaults).
- * For the session start (main's startOrResumeSession takes `limitMinutes`).
+ * The cohort a learner's new session of `labSlug` runs under, with its limits: the newest live
+ * cohort (not ended) they learn in that has the lab. Null when none applies (platform defaults).
+ * The session keeps the cohort's id and reads its limits from the cohort (startOrResumeSession).
  */
 export async function cohortLimitsFor(
   db: Db,

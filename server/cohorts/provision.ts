@@ -224,21 +224,15 @@ export class Provisioner {
           machines: lab.manifest.machines,
           image: lab.manifest.image,
           internet: lab.manifest.network.internet,
-          idleMinutes: cohort.idleMinutes,
+          // The cohort's limits as they are (no time limit when it sets none).
+          cohortId: cohort.id,
+          // Made ahead of class: the clocks start when class does, so the machines are neither
+          // suspended as idle nor expired before the learners arrive.
+          clockStartsAt: cohort.startsAt,
           labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null },
         },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
       );
-      // Made ahead of class: the clocks start when class does, so the machines are neither
-      // suspended as idle nor expired before the learners arrive.
-      const classStarts = cohort.startsAt && cohort.startsAt.getTime() > Date.now() ? cohort.startsAt : new Date();
-      await db.labSession.updateMany({
-        where: { id: session.id, expiresAt: null },
-        data: {
-          lastActivityAt: classStarts,
-          expiresAt: cohort.sessionMinutes ? new Date(classStarts.getTime() + cohort.sessionMinutes * 60_000) : null,
-        },
-      });
       this.deps.bus?.publishSessionChange(session.id);
       await settleItem(db, jobId, item.id, { state: "done" });
     } catch (error) {

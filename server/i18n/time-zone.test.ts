@@ -1,7 +1,14 @@
 /** The platform zone's conversions of datetime-local values, in a zone without DST and in one around both transitions. */
 import { createFormatter } from "next-intl";
 import { describe, expect, it } from "vitest";
-import { canonicalTimeZone, DATE_TIME_FORMATS, timeZoneAbbreviation, utcToZonedInput, zonedInputToUtc } from "./time-zone";
+import {
+  canonicalTimeZone,
+  DATE_TIME_FORMATS,
+  timeZoneAbbreviation,
+  utcToZonedInput,
+  zonedConsoleTime,
+  zonedInputToUtc,
+} from "./time-zone";
 
 describe("zonedInputToUtc / utcToZonedInput", () => {
   it("reads JST wall time as UTC+9 all year (no DST)", () => {
@@ -98,5 +105,15 @@ describe("the UI formats dates only through the named formats", () => {
       }
     }
     expect(offenders).toEqual([]);
+  });
+});
+
+describe("zonedConsoleTime", () => {
+  it("writes an instant in the platform zone with the zone's short name, not in UTC", () => {
+    expect(zonedConsoleTime(new Date("2026-12-05T13:10:42Z"), "Asia/Tokyo")).toBe("2026-12-05 22:10 JST");
+    // Past midnight there: the date is Tokyo's, not UTC's.
+    expect(zonedConsoleTime(new Date("2026-12-05T15:30:00Z"), "Asia/Tokyo")).toBe("2026-12-06 00:30 JST");
+    expect(zonedConsoleTime(new Date("2026-07-01T12:00:00Z"), "America/New_York")).toBe("2026-07-01 08:00 EDT");
+    expect(zonedConsoleTime(new Date("2026-12-05T13:10:00Z"), "UTC")).toBe("2026-12-05 13:10 UTC");
   });
 });

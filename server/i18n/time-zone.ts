@@ -105,3 +105,14 @@ export function utcToZonedInput(date: Date | string, timeZone: string): string {
   const pad = (n: number) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
+
+/**
+ * An instant as plain text for a console line in the platform zone, as the UI shows times:
+ * "2026-12-05 22:10 JST". The zone's short name is its named one where a locale has it (ja says
+ * "JST", en "EST"), else the offset ("GMT+1").
+ */
+export function zonedConsoleTime(date: Date, timeZone: string): string {
+  const names = ["ja", "en"].map((locale) => timeZoneAbbreviation(timeZone, locale, date));
+  const name = names.find((n) => !/^GMT[+-]/.test(n)) ?? names[0]!;
+  return `${utcToZonedInput(date, timeZone).replace("T", " ")} ${name}`;
+}

@@ -199,6 +199,18 @@ describe("listLabs", () => {
     expect(errors.map((e) => e.message)).toEqual([]);
     expect(labs.map((l) => l.slug)).toEqual(expect.arrayContaining(["hello-terminal", "preinstall-checks"]));
   });
+
+  it("learners' texts (lesson, steps, hints) do not mention the authors' tools", async () => {
+    const { labs } = await listLabs(path.resolve("labs"));
+    const texts = labs.flatMap((l) => [
+      { where: `${l.slug}: lesson`, text: l.lessonMarkdown },
+      ...l.steps.flatMap((s) => [
+        { where: `${l.slug}/${s.id}: step`, text: s.textMarkdown },
+        { where: `${l.slug}/${s.id}: hint`, text: s.hintMarkdown ?? "" },
+      ]),
+    ]);
+    expect(texts.filter((t) => /\blabs (test|validate)\b|labdeck labs/.test(t.text)).map((t) => t.where)).toEqual([]);
+  });
 });
 
 describe("lab steps", () => {

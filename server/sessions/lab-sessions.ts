@@ -41,10 +41,15 @@ export interface StartRequest {
   image?: string;
   /** lab.yaml `network.internet`: the provider gives outbound access or refuses. */
   internet?: boolean;
-  /** Time limit from ready, minutes (none: no limit). */
+  /**
+   * The cohort the session runs under (cohorts.ts `cohortLimitsFor`): its idle time is read from
+   * the cohort as it is at each sweep, its time limit as it is when the session becomes ready.
+   */
+  cohortId?: string | null;
+  /** Time limit from ready, minutes, unless the cohort sets one (none: no limit). */
   limitMinutes?: number;
-  /** Idle time before suspension, minutes (its cohort's); none: the platform's. */
-  idleMinutes?: number | null;
+  /** When the session's clocks (idle time, time limit) start if that is after it is ready: machines made ahead of class. */
+  clockStartsAt?: Date | null;
   /**
    * The lab version a new session pins (server/labs/versions.ts `currentLabVersion`) and its
    * first step; none: pinned to the current lab on first use (server/sessions/lab-versions.ts).
@@ -95,7 +100,7 @@ export async function startOrResumeSession(
         learnerId: request.learnerId,
         labSlug: request.labSlug,
         provider: provider.name,
-        idleMinutes: request.idleMinutes ?? null,
+        cohortId: request.cohortId ?? null,
         labVersion: request.labVersion?.hash ?? null,
         currentStepId: request.labVersion?.firstStepId ?? null,
         leaseUntil: new Date(Date.now() + LEASE_MS),
@@ -190,11 +195,13 @@ async function provideMachines(
     provider.sessionSettled?.(id, machines);
   }
   const now = new Date();
-  const expiresAt = request.limitMinutes ? new Date(now.getTime() + request.limitMinutes * 60_000) : null;
+  const clock = request.clockStartsAt && request.clockStartsAt > now ? request.clockStartsAt : now;
+  const limitMinutes = await sessionLimitMinutes(db, id, request.limitMinutes);
+  const expiresAt = limitMinutes ? new Date(clock.getTime() + limitMinutes * 60_000) : null;
   if (
     !(await advance(db, id, ["starting"], "ready", {
       currentStepSince: now,
-      lastActivityAt: now,
+      lastActivityAt: clock,
       expiresAt,
       readyAt: now,
       startStage: null,
@@ -205,6 +212,15 @@ async function provideMachines(
     throw new Error("the lab session was ended while it was starting");
   }
   return db.labSession.findUniqueOrThrow({ where: { id }, include: { machines: { select: { name: true } } } });
+}
+
+/**
+ * A session's time limit in minutes as it becomes ready: its cohort's as the cohort is now (a
+ * change made while the session was starting counts), else `fallback`.
+ */
+async function sessionLimitMinutes(db: Db, id: string, fallback: number | undefined): Promise<number | undefined> {
+  const session = await db.labSession.findUnique({ where: { id }, select: { cohort: { select: { sessionMinutes: true } } } });
+  return session?.cohort?.sessionMinutes ?? fallback;
 }
 
 /**
@@ -375,8 +391,9 @@ export interface SweepReport {
 }
 
 /**
- * Ends sessions whose time is up and suspends ready ones idle longer than their own idle time
- * (`LabSession.idleMinutes`, from their cohort) or else `idleMs` (0: never). Each
+ * Ends sessions whose time is up and suspends ready ones idle longer than their idle time: their
+ * cohort's as the cohort is now (an admin's change reaches running sessions), the session's own
+ * (`LabSession.idleMinutes`) when it has no cohort, else `idleMs` (0: never). Each
  * session's outcome is reported to `onOver` (to close its terminals). One session's failure does
  * not stop the others.
  */
@@ -407,13 +424,14 @@ export async function sweepSessions(
     }
   }
   if (provider.suspend) {
-    // Each session's own idle time (its cohort's) or the platform's; 0 never suspends.
+    // The cohort's idle time, else the session's own, else the platform's; 0 never suspends.
     const ready = await db.labSession.findMany({
       where: { state: "ready" },
-      select: { id: true, lastActivityAt: true, idleMinutes: true },
+      select: { id: true, lastActivityAt: true, idleMinutes: true, cohort: { select: { idleMinutes: true } } },
     });
     const idle = ready.filter((s) => {
-      const idleMs = s.idleMinutes != null ? s.idleMinutes * 60_000 : options.idleMs;
+      const minutes = s.cohort ? s.cohort.idleMinutes : s.idleMinutes;
+      const idleMs = minutes != null ? minutes * 60_000 : options.idleMs;
       return idleMs > 0 && now.getTime() - s.lastActivityAt.getTime() > idleMs;
     });
     for (const { id } of idle) {

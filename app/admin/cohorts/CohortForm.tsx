@@ -48,6 +48,11 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
       <DateField name="endsAt" label={t("endsAt")} zoneNote={zoneNote} defaultValue={toInput(initial?.endsAt ?? null)} />
       <MinutesField name="sessionMinutes" label={t("sessionMinutes")} defaultValue={initial?.sessionMinutes ?? null} />
       <MinutesField name="idleMinutes" label={t("idleMinutes")} defaultValue={initial?.idleMinutes ?? null} />
+      {initial?.id && (
+        <p className="text-xs text-slate-600 sm:col-span-2" data-testid="limits-note">
+          {t("limitsApplyToRunning")}
+        </p>
+      )}
       <fieldset className="text-sm sm:col-span-2">
         <legend>{t("labs")}</legend>
         <div className="mt-1 flex flex-wrap gap-3">

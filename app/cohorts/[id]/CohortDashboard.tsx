@@ -6,14 +6,15 @@
  * says which session changed and the page re-fetches the dashboard (debounced); time on step
  * ticks locally every second.
  */
-import { useFormatter, useTranslations } from "next-intl";
+import { useFormatter, useLocale, useTranslations } from "next-intl";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { Fragment, useCallback, useEffect, useRef, useState } from "react";
 import { callApi } from "@/components/cohorts/api";
 import { revokedReason } from "@/components/lab/useProgress";
 import type { Dashboard, DashboardLearner, TimelineEntry } from "@/server/cohorts/dashboard";
-import { Funnel, Heatmap, formatDuration } from "./charts";
+import { formatDuration } from "@/server/i18n/duration";
+import { Funnel, Heatmap } from "./charts";
 
 /** Several changes in a burst (a class passing a step together) cause one re-fetch, after this many ms. */
 const REFETCH_DEBOUNCE_MS = 300;
@@ -275,6 +276,7 @@ function LearnerRow(props: {
 }) {
   const { learner: l, steps, now, cohortId } = props;
   const t = useTranslations("dashboard");
+  const locale = useLocale();
   const onStep = l.currentSince && l.state !== "ended" ? Math.max(0, Math.round((now - Date.parse(l.currentSince)) / 1000)) : null;
   return (
     <tr
@@ -296,7 +298,7 @@ function LearnerRow(props: {
                 : l.awaitingReboot
                   ? t("awaitingReboot")
                   : onStep !== null
-                    ? t("onStep", { time: formatDuration(onStep) })
+                    ? t("onStep", { time: formatDuration(onStep, locale) })
                     : ""}
         </div>
         {l.outdated && l.sessionId && <OutdatedVersion sessionId={l.sessionId} isAdmin={props.isAdmin} onMoved={props.onMoved} />}
@@ -315,7 +317,7 @@ function LearnerRow(props: {
               title={`${s.title}: ${t(`legend.${state}`)}`}
               className={`inline-block h-6 min-w-8 rounded px-1 text-[10px] leading-6 ${state === "done" ? "bg-emerald-500 text-white" : state === "proving" ? "bg-emerald-100 text-emerald-900 ring-1 ring-emerald-500 ring-inset" : state === "current" ? "bg-amber-400 text-amber-950" : "bg-slate-200"}`}
             >
-              {state === "proving" ? "↻" : state === "current" && onStep !== null ? formatDuration(onStep) : ""}
+              {state === "proving" ? "↻" : state === "current" && onStep !== null ? formatDuration(onStep, locale) : ""}
             </span>
           </td>
         );

@@ -2,16 +2,9 @@
  * The dashboard's two pictures as plain SVG/Tailwind (no chart library): the funnel (learners
  * past each step) and the time-on-step heatmap (learners × steps, darker = longer).
  */
+import { useLocale } from "next-intl";
 import type { Dashboard, DashboardLearner } from "@/server/cohorts/dashboard";
-
-/** "1:05:09", "12:03" or "0:42" for a number of seconds. */
-export function formatDuration(seconds: number): string {
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return h > 0 ? `${h}:${pad(m)}:${pad(s)}` : `${m}:${pad(s)}`;
-}
+import { formatDuration } from "@/server/i18n/duration";
 
 /** Height of one funnel bar and the gap under it, in SVG units (px). */
 const BAR = 18;
@@ -49,6 +42,7 @@ export function Funnel({ steps, counts, total }: { steps: Dashboard["steps"]; co
 }
 
 export function Heatmap({ steps, learners, now }: { steps: Dashboard["steps"]; learners: DashboardLearner[]; now: number }) {
+  const locale = useLocale();
   // The current step's time grows live; done steps' times are fixed.
   const seconds = (l: DashboardLearner, i: number): number | null => {
     if (steps[i]?.id === l.currentStepId && l.currentSince && l.state !== "ended")
@@ -83,7 +77,7 @@ export function Heatmap({ steps, learners, now }: { steps: Dashboard["steps"]; l
                       backgroundColor: v === null ? "#f1f5f9" : `rgba(234, 88, 12, ${alpha.toFixed(2)})`,
                       color: alpha > 0.55 ? "white" : "#431407",
                     }}
-                    title={v === null ? "" : formatDuration(v)}
+                    title={v === null ? "" : formatDuration(v, locale)}
                     data-seconds={v ?? ""}
                   >
                     {v === null ? "" : Math.round(v / 60)}

@@ -32,8 +32,9 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
     ),
   ]);
   const t = await getTranslations("recording");
+  // Inside the layout's <main> (a page has no <main> of its own: one per document).
   return (
-    <main className="flex min-h-0 flex-1 flex-col">
+    <div className="flex min-h-0 flex-1 flex-col">
       <div className="flex h-10 shrink-0 items-center gap-3 border-b border-slate-200 bg-white px-4">
         <Link href="/" className="text-xs text-slate-500 hover:text-sky-700">
           ← {t("back")}
@@ -47,6 +48,6 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
       ) : (
         <RecordingPlayer sessionId={sessionId} recordings={recordings} />
       )}
-    </main>
+    </div>
   );
 }

@@ -1,4 +1,4 @@
-/** One cohort: GET (admins, its instructors) with members and pending invitations; PUT edits it (admins). */
+/** One cohort: GET (admins, its instructors) with members and pending invitations; PUT edits it (admins; its limits reach its running sessions). */
 import { requireRole } from "@/server/auth/guard";
 import { requireCohortView } from "@/server/cohorts/access";
 import { cohortRoute } from "@/server/compose/route";
@@ -19,5 +19,9 @@ export const GET = cohortRoute<Ctx>(async (request, context, services) => {
 export const PUT = cohortRoute<Ctx>(async (request, context, services) => {
   const admin = await requireRole(services.auth, request.headers, "admin");
   const { id } = await context.params;
-  return Response.json({ cohort: await updateCohort(services.db, services.labs, id, (await jsonBody(request)) as never, admin.id) });
+  const cohort = await updateCohort(services.db, services.labs, id, (await jsonBody(request)) as never, admin.id, {
+    platformSessionMinutes: services.env.LABDECK_SESSION_MINUTES,
+    bus: services.bus,
+  });
+  return Response.json({ cohort });
 });

@@ -32,7 +32,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   const version = await currentLabVersion(services.db, services.labs, slug).catch(() => null);
   if (!version) return apiError(request, 404, "noSuchLab");
   const { lab } = version;
-  // A cohort's time limit and idle time for its labs, else the platform's.
+  // The learner's cohort for this lab (its time limit and idle time), if any.
   const limits = await cohortLimitsFor(services.db, user.id, lab.slug);
   // Learners start the labs of their live cohorts and labs open to all; staff start any.
   if (user.role === "learner" && !limits && !lab.manifest.openToAll) return apiError(request, 403, "labNotAllowed");
@@ -46,8 +46,15 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   const start = startOrResumeSession(
     services.db,
     services.provider,
-    { learnerId: user.id, labSlug: lab.slug, machines: lab.manifest.machines, image: lab.manifest.image, internet: lab.manifest.network.internet, limitMinutes: limits?.sessionMinutes ?? services.env.LABDECK_SESSION_MINUTES,
-      idleMinutes: limits?.idleMinutes,
+    {
+      learnerId: user.id,
+      labSlug: lab.slug,
+      machines: lab.manifest.machines,
+      image: lab.manifest.image,
+      internet: lab.manifest.network.internet,
+      // The cohort's limits apply as the cohort is now (an admin may change them); the platform's where it sets none.
+      cohortId: limits?.cohortId,
+      limitMinutes: services.env.LABDECK_SESSION_MINUTES,
       labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
     },
     (sessionId, onScript) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine), undefined, onScript),
