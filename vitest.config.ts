@@ -44,8 +44,9 @@ export default defineConfig({
       // Pure code and embedded databases on free ports: files run side by side.
       lane("unit", null, true),
       lane("db", "db", true),
-      // Network namespaces, sshd hosts and server processes share subnets and /tmp/labdeck-test.lock: one file at a time.
-      lane("integration", "int", false),
+      // Network namespaces, sshd hosts and server processes: each file has subnets of its own (a
+      // subnet in use is refused, netns-hosts.ts), so files run side by side (scripts/test.sh: two).
+      lane("integration", "int", true),
       ...(vmAsked ? [lane("vm", "vm", false)] : []),
     ],
   },

@@ -27,7 +27,7 @@ import { startTestStack } from "../server/testing/stack";
 import { TerminalTestClient } from "../server/testing/terminal-client";
 import { benchFlags } from "./lib/flags";
 
-const SUBNET = 72; // third octet of the hosts' 10.213.S.0/24 (unused elsewhere)
+const SUBNET = 115; // third octet of the hosts' 10.213.S.0/24 (unused elsewhere)
 const LAB_DIR = path.resolve("labs/preinstall-checks");
 const STEPS = ["record-before", "swap-off", "kernel-modules", "sysctl", "port-10250", "memory-facts", "who-fixes"];
 const LINE_TIMEOUT_MS = 20_000; // longest wait for one line's prompt, ms

@@ -22,7 +22,7 @@ import { readmeCommands } from "./readme";
 
 const root = path.resolve(import.meta.dirname, "..");
 /** Third octet of the hosts' 10.213.S.0/24; other suites use others. */
-const SUBNET = 66;
+const SUBNET = 112;
 /** Longest wait for a restart with nothing changed, s: a safety bound (the goal, 30 s, is printed beside the figure). */
 const RESTART_LIMIT_S = 5 * 60;
 /** A first start may install npm packages and build (a few minutes on 2 cores). */

@@ -14,7 +14,7 @@ import { configureMachineKeys, openPrivateKey, sealPlaintextMachineKeys, sealPri
 let stack: TestStack;
 
 /** Unused by every other test (grep `subnet:` in server/ and e2e/). */
-const SUBNET = 64;
+const SUBNET = 110;
 
 beforeAll(async () => {
   stack = await startTestStack({ subnet: SUBNET });

@@ -105,7 +105,7 @@ async function enter(
 }
 
 beforeAll(async () => {
-  stack = await startTestStack({ subnet: 66, terminalAuth: "sign-in" });
+  stack = await startTestStack({ subnet: 111, terminalAuth: "sign-in" });
   const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
   server = http.createServer((req, res) => {
     if (!proxy.handleRequest(req, res)) res.writeHead(404).end("labdeck");

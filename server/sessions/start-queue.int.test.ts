@@ -19,7 +19,7 @@ import { startTestStack, type TestStack } from "../testing/stack";
 import { endSession, machineEndpoint, providerRefsInUse, startOrResumeSession, type StartRequest } from "./lab-sessions";
 import { startView, type StartView } from "./start-progress";
 
-const SUBNET = 101;
+const SUBNET = 114;
 const LAB = "hello-terminal";
 let stack: TestStack;
 let exclusive: MachineProvider;

@@ -30,7 +30,7 @@ async function connected(token: string, offset = 0): Promise<TerminalTestClient>
 }
 
 beforeAll(async () => {
-  stack = await startTestStack({ subnet: 67 });
+  stack = await startTestStack({ subnet: 113 });
   sessionId = await stack.startSession(LEARNER);
 }, 120_000);
 
