@@ -51,7 +51,17 @@ const TRANSIENT_STATUS = new Set([429, 502, 504]);
 export type StartState =
   { phase: "starting"; view?: StartView } | { phase: "ready"; sessionId: string } | { phase: "failed"; message: string; status: number };
 
+/**
+ * A terminal's connect fetches tokens again when they are older than this, ms: the server's live
+ * 10 minutes (server/terminal/token.ts), so a reconnect (a restart, a network change) presents
+ * one still valid instead of being refused once and asking again.
+ */
+export const TOKEN_REFRESH_MS = 8 * 60_000;
+/** A refused token asks for new ones, unless they were fetched this recently (the other terminals of the page were refused too), ms. */
+const FRESH_ENOUGH_MS = 5_000;
+
 const inFlight = new Map<string, Promise<SessionTokens>>();
+const fetchedAt = new Map<string, number>();
 const states = new Map<string, StartState>();
 const listeners = new Set<() => void>();
 
@@ -69,9 +79,10 @@ export async function rememberTabToken(slug: string, tab: TabToken): Promise<voi
 /** Tokens for a lab's session; `fresh` asks again (a token was refused). A failed start stays failed until retryStart. */
 export function sessionTokens(slug: string, fresh = false): Promise<SessionTokens> {
   let entry = inFlight.get(slug);
-  if (!entry || (fresh && states.get(slug)?.phase !== "failed")) {
+  if (!entry || (fresh && tokensAgeMs(slug) > FRESH_ENOUGH_MS && states.get(slug)?.phase !== "failed")) {
     entry = fetchTokens(slug);
     inFlight.set(slug, entry);
+    fetchedAt.set(slug, Date.now());
     entry.catch((error: unknown) => {
       const final = error instanceof SessionError && !TRANSIENT_STATUS.has(error.status);
       if (final) publish(slug, { phase: "failed", message: error.message, status: error.status });
@@ -79,6 +90,12 @@ export function sessionTokens(slug: string, fresh = false): Promise<SessionToken
     });
   }
   return entry;
+}
+
+/** How long ago the lab's tokens were asked for, ms (Infinity: never). */
+export function tokensAgeMs(slug: string): number {
+  const at = fetchedAt.get(slug);
+  return at === undefined ? Infinity : Date.now() - at;
 }
 
 /** The learner asked for a new start after a failed one. */

@@ -6,7 +6,7 @@
 import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState, type RefObject } from "react";
 import { TerminalConnection, type ConnectionMessages, type ConnectionStatus, type TerminalScreen } from "./connection";
-import { sessionErrorText, sessionTokens } from "./session-tokens";
+import { TOKEN_REFRESH_MS, sessionErrorText, sessionTokens, tokensAgeMs } from "./session-tokens";
 import { scaleToFit, type XtermView } from "./useXterm";
 
 /** A started connection and the xterm it writes to. */
@@ -85,8 +85,9 @@ async function terminalToken(args: {
   const { slug, name, fresh, source, tRef } = args;
   const tokens = source
     ? await source(fresh)
-    : (
-        await sessionTokens(slug, fresh).catch((error: unknown) => {
+    : // Old tokens are renewed before they are presented: a restart must not cost a refusal.
+      (
+        await sessionTokens(slug, fresh || tokensAgeMs(slug) > TOKEN_REFRESH_MS).catch((error: unknown) => {
           throw new Error(sessionErrorText(error, tRef.current));
         })
       ).tokens;
