@@ -6,7 +6,9 @@ import reactHooks from "eslint-plugin-react-hooks";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".next/", ".labdeck/", "server/db/generated/", "next-env.d.ts", ".test-reports/", "test-results/"] },
+  {
+    ignores: ["node_modules/", ".next/", "dist/", ".labdeck/", "server/db/generated/", "next-env.d.ts", ".test-reports/", "test-results/"],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
