@@ -252,6 +252,7 @@ function wireEvents(deps: {
   bus.onAccessChange((userId) => void gateway.recheckUser(userId));
   // A machine put back to a saved state (a reset): connections into it from before are dead
   // without knowing it; terminals re-attach and checks open a fresh SSH connection.
+  bus.onMachineResetting(({ sessionId, machine }) => void terminals.holdMachine(sessionId, machine));
   bus.onMachineRestored(({ sessionId, machine }) => {
     void terminals.reconnectMachine(sessionId, machine);
     void machineEndpoint(db, sessionId, machine).then(

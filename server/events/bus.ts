@@ -43,7 +43,9 @@ const AccessNotice = z.object({ k: z.literal("access"), u: z.string().min(1).max
  * into it from before are dead without knowing it, so every process re-attaches its terminals now.
  */
 const RestoredNotice = z.object({ k: z.literal("restored"), s: z.string().min(1).max(200), m: z.string().min(1).max(64) });
-const Notice = z.discriminatedUnion("k", [SessionNotice, AccessNotice, RestoredNotice]);
+/** `resetting`: machine `m` of session `s` is being reset: terminals into it wait for `restored` instead of retrying. */
+const ResettingNotice = z.object({ k: z.literal("resetting"), s: z.string().min(1).max(200), m: z.string().min(1).max(64) });
+const Notice = z.discriminatedUnion("k", [SessionNotice, AccessNotice, RestoredNotice, ResettingNotice]);
 type Notice = z.infer<typeof Notice>;
 
 /**
@@ -140,6 +142,16 @@ export class EventBus<P extends EventPayloads = EventPayloads> {
   /** A machine of a session was restored to a saved state (snapshots.ts): its terminals re-attach. */
   publishMachineRestored(sessionId: string, machine: string): Promise<void> {
     return this.publish({ k: "restored", s: sessionId, m: machine });
+  }
+
+  /** A machine of a session is being reset (a `restored` notice follows, also when the reset fails). */
+  publishMachineResetting(sessionId: string, machine: string): Promise<void> {
+    return this.publish({ k: "resetting", s: sessionId, m: machine });
+  }
+
+  /** Calls `listener` for every machine a reset began on (any process's). */
+  onMachineResetting(listener: (machine: { sessionId: string; machine: string }) => void): () => void {
+    return this.subscribe("resetting", listener);
   }
 
   /** Calls `listener` for every restored machine (any process's reset). */
@@ -247,6 +259,7 @@ export class EventBus<P extends EventPayloads = EventPayloads> {
   private deliver(notice: Notice): void {
     if (notice.k === "access") return void this.emitter.emit("access", notice.u);
     if (notice.k === "restored") return void this.emitter.emit("restored", { sessionId: notice.s, machine: notice.m });
+    if (notice.k === "resetting") return void this.emitter.emit("resetting", { sessionId: notice.s, machine: notice.m });
     if (notice.k === "tabs") {
       this.emitter.emit("tabs-change", notice.s);
       return this.load("tabs", notice.s);

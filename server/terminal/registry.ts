@@ -109,10 +109,22 @@ export class TerminalRegistry {
 
   /** Re-attaches a machine's terminals of this process (its first shell and extra tabs) at once (the machine was restored to a saved state). */
   async reconnectMachine(sessionId: string, machine: string): Promise<void> {
+    for (const terminal of await this.ofMachine(sessionId, machine)) terminal.reconnectNow();
+  }
+
+  /** A machine's reset began: its terminals wait for it (Terminal.hold) and reconnect once after. */
+  async holdMachine(sessionId: string, machine: string): Promise<void> {
+    for (const terminal of await this.ofMachine(sessionId, machine)) terminal.hold();
+  }
+
+  private async ofMachine(sessionId: string, machine: string): Promise<Terminal[]> {
+    const found: Terminal[] = [];
     for (const [key, entry] of this.terminals) {
       if (key !== `${sessionId}/${machine}` && !key.startsWith(`${sessionId}/${machine}#`)) continue;
-      (await entry.catch(() => null))?.reconnectNow();
+      const terminal = await entry.catch(() => null);
+      if (terminal) found.push(terminal);
     }
+    return found;
   }
 
   /** Closes every terminal of a lab session (suspended or ended); viewers are told why. */

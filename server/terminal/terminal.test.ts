@@ -238,6 +238,25 @@ describe("Terminal (in-memory PTY)", () => {
     terminal.close();
   });
 
+  it("while its machine is reset, tries nothing through the drops; once the reset ends it connects once", async () => {
+    const pty = new InMemoryPty();
+    const terminal = new Terminal(pty);
+    const viewer = new RecordingViewer();
+    terminal.attach(viewer, 0);
+    await tick();
+    expect(pty.opens).toBe(1);
+    terminal.hold();
+    // The machine drops the old connection during the reset: no retry while held.
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(pty.opens).toBe(1);
+    expect(viewer.states.at(-1)).toBe("connecting");
+    terminal.reconnectNow();
+    await tick();
+    expect(pty.opens).toBe(2);
+    expect(viewer.states.at(-1)).toBe("connected");
+    terminal.close();
+  });
+
   it("says a machine is stopped when its provider reports it powered off, without flicker, until it answers", async () => {
     const pty = new InMemoryPty();
     let off = true;

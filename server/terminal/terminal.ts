@@ -30,6 +30,8 @@ export const PENDING_INPUT_BYTES = 64 * 1024;
 /** Reconnect backoff after the machine fails to answer: first and longest wait, in ms. */
 export const RECONNECT_MIN_MS = 500;
 export const RECONNECT_MAX_MS = 10_000;
+/** Longest a terminal waits for its machine's reset to end before it tries again on its own, ms. */
+export const HOLD_MAX_MS = 5 * 60_000;
 
 /** One watcher of a terminal; the transport adapter implements it. */
 export interface Viewer {
@@ -92,6 +94,8 @@ export class Terminal {
   private paused = true;
   private closed = false;
   private connecting = false;
+  /** Its machine is being reset (hold): no connect until reconnectNow or HOLD_MAX_MS. */
+  private held: NodeJS.Timeout | null = null;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   /** Whether a shell has ever been connected (a later connect is a re-attach). */
@@ -200,6 +204,8 @@ export class Terminal {
    */
   reconnectNow(): void {
     if (this.closed) return;
+    if (this.held) clearTimeout(this.held);
+    this.held = null;
     const channel = this.channel;
     this.channel = null;
     channel?.close();
@@ -207,6 +213,24 @@ export class Terminal {
     this.retryTimer = null;
     this.attempt = 0;
     void this.connect();
+  }
+
+  /**
+   * The machine is being reset: the shell from before is about to go, so the terminal lets go of
+   * it and tries nothing until the reset ends (reconnectNow): it connects once, to the machine as
+   * the reset left it, instead of once for every state the machine passes through.
+   */
+  hold(): void {
+    if (this.closed) return;
+    const channel = this.channel;
+    this.channel = null;
+    channel?.close();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.held) clearTimeout(this.held);
+    this.held = setTimeout(() => this.reconnectNow(), HOLD_MAX_MS);
+    this.held.unref?.();
+    this.setState("connecting", "reconnecting");
   }
 
   /**
@@ -218,6 +242,8 @@ export class Terminal {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    if (this.held) clearTimeout(this.held);
+    this.held = null;
     // An ended lab session's shell is hung up; a suspended one's stays in the holder (the machine's
     // state is saved with it and the resume continues it).
     this.channel?.close(reason !== undefined && reason !== "suspended");
@@ -229,7 +255,7 @@ export class Terminal {
   }
 
   private async connect(): Promise<void> {
-    if (this.closed || this.connecting) return;
+    if (this.closed || this.connecting || this.held) return;
     this.connecting = true;
     this.retryTimer = null;
     // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.

@@ -4,18 +4,12 @@
  */
 import type { RecoveryReport } from "../provider";
 import { egressIntact, egressNamespace, egressNamespaceSets, ensureEgressTable, namespacePids, tearDownEgress } from "./egress";
-import { endpointOf, type MachineSet } from "./machine-set";
+import type { MachineSet } from "./machine-set";
 import { isAlive, killProcessesUnder, terminate } from "./processes";
 import { KILL_GRACE_MS, type QemuRuntime } from "./runtime";
 import { SetId, listSetDirs, readState, setDir, setsDir, writeState, type SetState } from "./state";
 import { isSwitchAlive, stopSwitch } from "./switch";
-import { adoptVm, waitForSsh } from "./vm";
-
-/**
- * How long an adopted VM gets to answer SSH after a platform restart, in ms. Only logged: a VM
- * that is mid-reboot or whose sshd a learner broke is still the learner's and stays adopted.
- */
-const ADOPT_SSH_TIMEOUT_MS = 30_000;
+import { adoptVm } from "./vm";
 
 export interface RecoveryOptions {
   /** Whether a set (by id) belongs to a live session; false: it is removed (unless a spare). */
@@ -138,25 +132,12 @@ async function adopt(runtime: QemuRuntime, dir: string, state: SetState, keepDis
     await ensureEgressTable(log);
   }
   runtime.sets.set(state.sessionId, set);
-  // Whether each VM answers SSH is for the log only: the set is adopted either way (a VM mid-boot
-  // or with a broken sshd is still the learner's), so start-up does not wait for the answers.
-  void Promise.all(
-    [...set.vms.values()].map((vm) =>
-      waitForSsh(
-        vm,
-        endpointOf(
-          state,
-          state.vms.find((r) => r.name === vm.name)!,
-        ),
-        ADOPT_SSH_TIMEOUT_MS,
-        "up",
-      ).then(
-        () => `${vm.name}: ssh ok`,
-        (error: Error) => `${vm.name}: ${error.message.split("\n")[0]}`,
-      ),
-    ),
-  ).then((answers) =>
-    log.info({ sessionId: state.sessionId, machines: answers, stopped: state.vms.length - set.vms.size }, "qemu provider: adopted session"),
+  // No SSH probe here: right after a restart every open page's terminals log in to these VMs at
+  // once, and under TCG each extra SSH handshake in a one-vCPU guest delays theirs. A VM that is
+  // mid-reboot or whose sshd a learner broke is still the learner's and stays adopted anyway.
+  log.info(
+    { sessionId: state.sessionId, running: set.vms.size, stopped: state.vms.length - set.vms.size },
+    "qemu provider: adopted session",
   );
   return true;
 }

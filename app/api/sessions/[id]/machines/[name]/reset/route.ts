@@ -21,11 +21,17 @@ export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(
   if (!services.provider.reset) return apiError(request, 501, "machineActionUnsupported");
   // The setup of the session's own lab version.
   const { lab } = await sessionLabById(services.db, services.labs, session.id);
-  const done = await resetMachine(services.db, services.provider, id, name, () =>
-    runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
-  );
+  // Every process's terminals into the machine wait for the reset instead of retrying through it,
+  // and connect once after; terminals and check connections from before are dead after it.
+  await services.bus.publishMachineResetting(id, name);
+  let done: boolean;
+  try {
+    done = await resetMachine(services.db, services.provider, id, name, () =>
+      runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, id, machine), [name]),
+    );
+  } finally {
+    await services.bus.publishMachineRestored(id, name);
+  }
   if (!done) return apiError(request, 404, "noSuchMachine");
-  // Every process's terminals and check connections into the machine are from before the reset.
-  await services.bus.publishMachineRestored(id, name);
   return Response.json({ ok: true });
 });
