@@ -17,6 +17,8 @@ class InMemoryPty implements PtyConnector {
   opens = 0;
   froms: (number | undefined)[] = [];
   inputs: (InputSeq | undefined)[] = [];
+  /** Notices the terminal reported back (what a recording connector records). */
+  reported: TerminalNotice[] = [];
   open(_size: unknown, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
     this.opens++;
     this.froms.push(from);
@@ -34,6 +36,9 @@ class InMemoryPty implements PtyConnector {
   }
   emit(text: string, offset?: number) {
     this.handlers!.onData(Buffer.from(text), offset);
+  }
+  noticed(notice: TerminalNotice): void {
+    this.reported.push(notice);
   }
 }
 
@@ -235,6 +240,24 @@ describe("Terminal (in-memory PTY)", () => {
     expect(viewer.states.at(-1)).toBe("connected");
     expect(viewer.notices).toContain("reconnected");
     expect(viewer.text()).toBe(""); // notices are not part of the byte stream
+    terminal.close();
+  });
+
+  it("shows every notice to read-only viewers as to the writer, and reports it to the connector (which records it)", async () => {
+    const pty = new InMemoryPty();
+    const terminal = new Terminal(pty);
+    const writer = new RecordingViewer("write");
+    const watcher = new RecordingViewer("read");
+    terminal.attach(writer, 0);
+    terminal.attach(watcher, 0);
+    await tick();
+    pty.handlers!.onNotice!("rebooted"); // the connector's own (a new boot)
+    pty.handlers!.onClose(new Error("connection lost"));
+    await new Promise((r) => setTimeout(r, 700));
+    pty.handlers!.onClose(); // the shell exited
+    expect(writer.notices).toEqual(["rebooted", "reconnected", "shellRestarted"]);
+    expect(watcher.notices).toEqual(writer.notices);
+    expect(pty.reported).toEqual(writer.notices);
     terminal.close();
   });
 

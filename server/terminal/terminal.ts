@@ -11,8 +11,9 @@
  * past earlier log epochs), so a browser's offset means the same in every server process: a new process starts reading the
  * holder's log at the first viewer's offset and the browser resumes with no byte lost or repeated.
  * Lines the gateway itself shows (reconnected, shell ended, no holder) are notices outside the
- * byte stream. Browser input carries the browser's writer id and sequence numbers, which the
- * holder applies once (INPUT_AS), whichever process relays them.
+ * byte stream; the connector's recording keeps them at their place in it. Browser input carries
+ * the browser's writer id and sequence numbers, which the holder applies once (INPUT_AS),
+ * whichever process relays them.
  */
 import { metrics } from "../ops/metrics";
 import type { MachineState, SessionOverReason, StatusReason, TerminalNotice } from "./protocol";
@@ -340,6 +341,8 @@ export class Terminal {
 
   private notice(notice: TerminalNotice): void {
     for (const viewer of this.viewers.keys()) viewer.sendNotice(notice);
+    // A replay shows the line too, where the recording has it.
+    this.connector.noticed?.(notice);
   }
 
   private inputAcked(writer: string, seq: number): void {
