@@ -59,12 +59,16 @@ class RecordingViewer implements Viewer {
   }
   sendNotice(notice: TerminalNotice) {
     this.notices.push(notice);
+    this.shown.push(`[${notice}]`);
   }
+  /** Output and notices in the order the viewer was sent them. */
+  shown: string[] = [];
   sendAck(seq: number) {
     this.acks.push(seq);
   }
   sendOutput(offset: number, chunk: Uint8Array) {
     this.out.push({ offset, text: Buffer.from(chunk).toString() });
+    this.shown.push(Buffer.from(chunk).toString());
     return this.accept;
   }
   sendReset(offset: number) {
@@ -258,6 +262,41 @@ describe("Terminal (in-memory PTY)", () => {
     expect(writer.notices).toEqual(["rebooted", "reconnected", "shellRestarted"]);
     expect(watcher.notices).toEqual(writer.notices);
     expect(pty.reported).toEqual(writer.notices);
+    terminal.close();
+  });
+
+  it("shows a viewer that comes later the notices at their place in the output it is replayed, once, and none before its offset", async () => {
+    const pty = new InMemoryPty();
+    const terminal = new Terminal(pty);
+    const learner = new RecordingViewer("write");
+    terminal.attach(learner, 0);
+    await tick();
+    pty.emit("$ reboot\r\n$ ");
+    pty.handlers!.onNotice!("rebooted");
+    pty.emit("$ ");
+    pty.handlers!.onNotice!("holderBack"); // after the last byte so far
+    expect(learner.shown.join("")).toBe("$ reboot\r\n$ [rebooted]$ [holderBack]");
+
+    const watcher = new RecordingViewer("read"); // opens the watch view now
+    terminal.attach(watcher, 0);
+    expect(watcher.shown.join("")).toBe(learner.shown.join(""));
+    const resumed = new RecordingViewer("write"); // a page that had the output up to the reboot line
+    terminal.attach(resumed, 12);
+    expect(resumed.shown.join("")).toBe("[rebooted]$ [holderBack]");
+    const past = new RecordingViewer("write"); // one that had output past it
+    terminal.attach(past, 13);
+    expect(past.shown.join("")).toBe(" [holderBack]");
+
+    // A viewer that was shown a notice while it was behind is not shown it again when it catches up.
+    const slow = new RecordingViewer("read");
+    terminal.attach(slow, 14);
+    slow.accept = false;
+    pty.emit("x");
+    pty.handlers!.onNotice!("shellRestarted");
+    pty.emit("y"); // held back: slow is blocked
+    slow.accept = true;
+    terminal.drained(slow);
+    expect(slow.shown.join("")).toBe("[holderBack]x[shellRestarted]y");
     terminal.close();
   });
 
