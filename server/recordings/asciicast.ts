@@ -74,20 +74,25 @@ export async function castLines(
     select: { id: true, startedAt: true },
   });
   if (!recording) return null;
-  const page = (after: number) =>
+  // Rows in the order they were written: a row of resizes only has no bytes, so the row after it
+  // has the same offset; paged by offset alone, that row was skipped when it began a page.
+  const page = (after: { offset: number; id: bigint } | null) =>
     db.recordingChunk.findMany({
-      where: { recordingId: recording.id, offset: { gt: after } },
-      orderBy: { offset: "asc" },
+      where: {
+        recordingId: recording.id,
+        ...(after && { OR: [{ offset: { gt: after.offset } }, { offset: after.offset, id: { gt: after.id } }] }),
+      },
+      orderBy: [{ offset: "asc" }, { id: "asc" }],
       take: CAST_PAGE_ROWS,
-      select: { offset: true, events: true, data: true },
+      select: { id: true, offset: true, events: true, data: true },
     });
-  const first = await page(-1);
+  const first = await page(null);
   async function* rows(): AsyncGenerator<Chunk> {
     let rowsOf = first;
     while (rowsOf.length) {
       for (const row of rowsOf) yield { events: row.events as ChunkEvent[], data: Buffer.from(row.data) };
       if (rowsOf.length < CAST_PAGE_ROWS) return;
-      rowsOf = await page(rowsOf.at(-1)!.offset);
+      rowsOf = await page(rowsOf.at(-1)!);
     }
   }
   const chunks = first.map((row) => ({ events: row.events as ChunkEvent[] }));

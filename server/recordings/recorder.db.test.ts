@@ -113,6 +113,28 @@ it("a notice two processes showed before the same byte is recorded once; one sho
   );
 });
 
+it("streams a row that has the offset of a resize-only row before it when that one ends a page", async () => {
+  const id = await session();
+  const recording = await db.terminalRecording.create({
+    data: { sessionId: id, machine: "node01", bootId: "b", holderEnd: 0n }, // started now: the retention test leaves it
+  });
+  // Rows as the recorder writes them: output, then a resize no output followed within a flush
+  // (no bytes: the same offset as the next row), ending the first page.
+  const data = Array.from({ length: CAST_PAGE_ROWS - 1 }, (_, i) => ({
+    offset: i,
+    events: [[i, "o", 1]],
+    data: new Uint8Array([0x61 + i]),
+  }));
+  await db.recordingChunk.createMany({
+    data: [
+      ...data.map((r) => ({ recordingId: recording.id, ...r })),
+      { recordingId: recording.id, offset: CAST_PAGE_ROWS - 1, events: [[100, "r", "90x20"]], data: new Uint8Array() },
+      { recordingId: recording.id, offset: CAST_PAGE_ROWS - 1, events: [[101, "o", 1]], data: new Uint8Array([0x5a]) },
+    ],
+  });
+  expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("abcdefghijklmnoZ");
+});
+
 it("replays a notice key it does not know as nothing (a newer process wrote it)", () => {
   const cast = buildCast(
     new Date(0),
