@@ -1,7 +1,8 @@
 "use client";
 /**
  * Replays a lab session's terminal recordings (asciicast v2 from GET /api/sessions/:id/recordings/:machine)
- * in asciinema-player, one machine at a time, with the step markers as a list to jump to. The
+ * in asciinema-player, one machine at a time, with the step markers as a list to jump to (the
+ * player also shows the notices' markers, reboots and reconnects, on its timeline). The
  * player is loaded in the browser only (it touches the DOM at import) and runs its terminal
  * emulator as WebAssembly, which the replay page's CSP allows ('wasm-unsafe-eval'; no JS eval).
  */
@@ -59,6 +60,7 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
     };
   }, [sessionId, machine]);
 
+  /** `index`: the marker's number among all of the file's markers (markersOf), as the player counts them. */
   const jump = async (index: number) => {
     const p = player.current;
     if (!p) return;
@@ -97,7 +99,7 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
             <li key={`${i}-${m.time}`}>
               <button
                 type="button"
-                onClick={() => void jump(i)}
+                onClick={() => void jump(m.index)}
                 data-testid="replay-marker"
                 data-time={m.time}
                 className="w-full rounded px-2 py-1 text-left text-xs hover:bg-sky-50"

@@ -15,8 +15,8 @@ describe("markersOf", () => {
       ]),
     );
     expect(markers).toEqual([
-      { time: 1.2, label: "step one" },
-      { time: 3.1, label: "step two" },
+      { time: 1.2, label: "step one", index: 0 },
+      { time: 3.1, label: "step two", index: 1 },
     ]);
   });
 
@@ -39,7 +39,24 @@ describe("markersOf", () => {
 
   it("skips lines that are not events", () => {
     expect(markersOf(`${JSON.stringify({ version: 2 })}\nnot json\n[1, "m", "ok"]\n["x", "m", "bad time"]\n`)).toEqual([
-      { time: 1, label: "ok" },
+      { time: 1, label: "ok", index: 0 },
+    ]);
+  });
+
+  it("leaves the notices' markers (a reboot, a reconnect) out of the list and numbers the steps as the player numbers all markers", () => {
+    const markers = markersOf(
+      cast([
+        [0.5, "o", "$ reboot\r\n$ "],
+        [1.0, "o", "\r\n[node01 が再起動されました。新しいシェルです]\r\n"],
+        [1.0, "m", "rebooted"],
+        [1.5, "m", "✓ step one"],
+        [2.0, "m", "reconnected"],
+        [2.5, "m", "Check step two: fail"],
+      ]),
+    );
+    expect(markers).toEqual([
+      { time: 1.5, label: "✓ step one", index: 1 },
+      { time: 2.5, label: "Check step two: fail", index: 3 },
     ]);
   });
 });

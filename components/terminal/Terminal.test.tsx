@@ -204,6 +204,35 @@ describe("Terminal", () => {
     send(gateway, { type: "size", cols: 100, rows: 30 });
     await waitFor(() => expect(screen.getByTestId("terminal-node01").dataset.writerSize).toBe("100x30"));
     expect(handle("node01").size()).toEqual({ cols: 100, rows: 30 });
+
+    // The lines the learner is shown that are not output (a reboot) show here too, on lines of their own.
+    const before = new TextEncoder().encode("root@node01:~# reboot\r\nroot@node01:~# ");
+    const after = new TextEncoder().encode("root@node01:~# ");
+    gateway.ws.send(encodeOutput(0, before));
+    send(gateway, { type: "notice", notice: "rebooted", text: "(the platform's words)" });
+    gateway.ws.send(encodeOutput(before.byteLength, after));
+    await waitFor(() => expect(handle("node01").bytesReceived()).toBe(before.byteLength + after.byteLength));
+    await waitFor(() =>
+      expect(handle("node01").text().split("\n").slice(0, 4)).toEqual([
+        "root@node01:~# reboot",
+        "root@node01:~# ",
+        "[node01 was rebooted. This is a new shell]",
+        "root@node01:~# ",
+      ]),
+    );
+  });
+
+  it("shows why it is not connected over the terminal, not above it: the grid, and so the shell's size, stays as it was while it reconnects", async () => {
+    mount();
+    const gateway = await hello();
+    send(gateway, { type: "ready", machine: "node01", mode: "write", offset: 0 });
+    send(gateway, { type: "status", state: "connected" });
+    await waitFor(() => expect(screen.queryByRole("status")).toBeNull());
+    gateway.ws.close(4000, "dropped");
+    const banner = await screen.findByRole("status");
+    // jsdom lays nothing out: what keeps the pane's size is that the banner is out of the flow.
+    expect(banner.className.split(" ")).toEqual(expect.arrayContaining(["absolute", "top-0"]));
+    expect(banner.parentElement!.className.split(" ")).toContain("relative");
   });
 
   it("closes its socket and leaves the page's registry when it unmounts", async () => {

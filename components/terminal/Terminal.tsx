@@ -64,7 +64,13 @@ export function Terminal(props: {
   );
 }
 
-/** Why the terminal is not connected, with what the learner can do about it (power on, reload). */
+/**
+ * Why the terminal is not connected, with what the learner can do about it (power on, reload).
+ * It lies over the top of the terminal rather than above it: taking a line's height from the pane
+ * while reconnecting resized the grid, and the PTY with it (the hello carries the grid's size), and
+ * back once connected, and each resize made the shell redraw its prompt: bytes in the shell's
+ * output, and in its recording, that the learner did not cause.
+ */
 function StatusBanner({
   slug,
   machine,
@@ -80,7 +86,7 @@ function StatusBanner({
   return (
     <div
       role="status"
-      className={`px-3 py-1 text-xs ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
+      className={`absolute inset-x-0 top-0 z-10 px-3 py-1 text-xs shadow ${status === "connecting" || status === "reconnecting" ? "bg-amber-100 text-amber-900" : "bg-red-100 text-red-900"}`}
     >
       {machine}: {message ?? t(`status.${status}`)}
       {status === "stopped" && <StartMachineButton slug={slug} machine={machine} />}

@@ -1,11 +1,18 @@
 /**
  * A terminal recording as asciicast v2 (https://docs.asciinema.org/manual/asciicast/v2/): a
  * header line, then one JSON array per line, `[seconds, "o", text]` for output,
- * `[seconds, "r", "COLSxROWS"]` for a resize and `[seconds, "m", label]` for a marker. Markers
- * are not stored with the output: they come from the session's progress rows (every step
+ * `[seconds, "r", "COLSxROWS"]` for a resize and `[seconds, "m", label]` for a marker. Step
+ * markers are not stored with the output: they come from the session's progress rows (every step
  * unlock, every Check the learner pressed), placed by wall-clock time on the recording's clock.
+ * A notice the viewers were shown (rebooted, reconnected, …) is stored at its place in the output
+ * and replayed as the same line, in the platform's language, followed by a marker labelled with
+ * the notice's key (TerminalNotice), which the replay page leaves out of its list of steps.
  */
 import type { Db } from "../db/client";
+import { terminalNoticeText } from "../i18n/locale";
+import { DEFAULT_LOCALE } from "../i18n/locales";
+import { TerminalNotice } from "../terminal/protocol";
+import { terminalMachine } from "../terminal/tab-names";
 import type { ChunkEvent } from "./recorder";
 
 /** Terminal size in the header when the recording saw no resize. */
@@ -67,24 +74,29 @@ export async function castLines(
     select: { id: true, startedAt: true },
   });
   if (!recording) return null;
-  const page = (after: number) =>
+  // Rows in the order they were written: a row of resizes only has no bytes, so the row after it
+  // has the same offset; paged by offset alone, that row was skipped when it began a page.
+  const page = (after: { offset: number; id: bigint } | null) =>
     db.recordingChunk.findMany({
-      where: { recordingId: recording.id, offset: { gt: after } },
-      orderBy: { offset: "asc" },
+      where: {
+        recordingId: recording.id,
+        ...(after && { OR: [{ offset: { gt: after.offset } }, { offset: after.offset, id: { gt: after.id } }] }),
+      },
+      orderBy: [{ offset: "asc" }, { id: "asc" }],
       take: CAST_PAGE_ROWS,
-      select: { offset: true, events: true, data: true },
+      select: { id: true, offset: true, events: true, data: true },
     });
-  const first = await page(-1);
+  const first = await page(null);
   async function* rows(): AsyncGenerator<Chunk> {
     let rowsOf = first;
     while (rowsOf.length) {
       for (const row of rowsOf) yield { events: row.events as ChunkEvent[], data: Buffer.from(row.data) };
       if (rowsOf.length < CAST_PAGE_ROWS) return;
-      rowsOf = await page(rowsOf.at(-1)!.offset);
+      rowsOf = await page(rowsOf.at(-1)!);
     }
   }
   const chunks = first.map((row) => ({ events: row.events as ChunkEvent[] }));
-  return castStream(recording.startedAt, firstSize(chunks), rows(), markers, title);
+  return castStream(recording.startedAt, firstSize(chunks), rows(), markers, title, machine);
 }
 
 /** Builds the cast of one recording in memory (tests, benches); null when the terminal has none. */
@@ -105,10 +117,11 @@ export async function loadCast(
 
 /**
  * Output bytes are decoded as one UTF-8 stream over every chunk, so a character split between
- * two reads (or two rows) arrives whole in the later event.
+ * two reads (or two rows) arrives whole in the later event. `machine`: the terminal's name, which
+ * notices name.
  */
-export function buildCast(startedAt: Date, chunks: Chunk[], markers: RecordingMarker[], title?: string): Cast {
-  const writer = new CastWriter(startedAt, firstSize(chunks), markers, title);
+export function buildCast(startedAt: Date, chunks: Chunk[], markers: RecordingMarker[], title?: string, machine = ""): Cast {
+  const writer = new CastWriter(startedAt, firstSize(chunks), markers, title, machine);
   const events = [...chunks.flatMap((chunk) => writer.push(chunk)), ...writer.end()];
   return { header: writer.header, events };
 }
@@ -124,9 +137,10 @@ async function* castStream(
   size: string | null,
   chunks: AsyncIterable<Chunk>,
   markers: RecordingMarker[],
-  title?: string,
+  title: string | undefined,
+  machine: string,
 ): AsyncGenerator<string> {
-  const writer = new CastWriter(startedAt, size, markers, title);
+  const writer = new CastWriter(startedAt, size, markers, title, machine);
   yield JSON.stringify(writer.header) + "\n";
   for await (const chunk of chunks) {
     const events = writer.push(chunk);
@@ -139,7 +153,8 @@ async function* castStream(
 /**
  * Turns recording rows, in offset order, into cast events as they come: output in byte order with
  * times that never go back (two processes' clocks may differ a little), resizes when the size
- * changes, and each marker before the first output after its time.
+ * changes, notices as their line and a marker, and each step marker before the first output after
+ * its time.
  */
 class CastWriter {
   readonly header: Cast["header"];
@@ -155,7 +170,8 @@ class CastWriter {
     startedAt: Date,
     private readonly headerSize: string | null,
     markers: RecordingMarker[],
-    title?: string,
+    title: string | undefined,
+    private readonly machine: string,
   ) {
     this.t0 = startedAt.getTime();
     const [cols, rows] = (headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`).split("x").map(Number);
@@ -181,11 +197,27 @@ class CastWriter {
         if (e[2] !== was) this.emit(out, [time, "r", e[2]]);
         continue;
       }
+      if (e[1] === "n") {
+        this.notice(out, time, e[2]);
+        continue;
+      }
       const text = this.decoder.decode(chunk.data.subarray(at, at + e[2]), { stream: true });
       at += e[2];
       if (text) this.emit(out, [time, "o", text]);
     }
     return out;
+  }
+
+  /**
+   * The line the viewers were shown, framed by line breaks as on their screens (so the prompts
+   * before and after it do not run together), then a marker named by the notice's key. A key this
+   * version does not know (a newer process wrote it) is left out.
+   */
+  private notice(out: CastEvent[], time: number, key: string): void {
+    const notice = TerminalNotice.safeParse(key);
+    if (!notice.success) return;
+    this.emit(out, [time, "o", terminalNoticeText(DEFAULT_LOCALE, notice.data, terminalMachine(this.machine))]);
+    this.emit(out, [time, "m", notice.data]);
   }
 
   /** What is left: a character the last row cut short, and markers after the last output. */

@@ -65,6 +65,97 @@ it("a reboot (new boot id, offsets from 0) continues the recording", async () =>
   expect(castOutput(castText((await loadCast(db, id, "node02", []))!))).toBe("before reboot\r\nafter reboot\r\n");
 });
 
+it("records a notice the viewers were shown as the same line, framed by line breaks, and a marker named by its key, before the output after it", async () => {
+  const id = await session();
+  const r = new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 });
+  const tap = r.tap(id, "controlplane#2");
+  tap.output("boot-1", 0, Buffer.from("root@cp:~# reboot\r\nroot@cp:~# "));
+  tap.notice("rebooted"); // shown while no output came: it waits for the next byte
+  tap.notice("reconnected");
+  await r.flushAll();
+  tap.output("boot-2", 0, Buffer.from("root@cp:~# "));
+  await r.flushAll();
+  const cast = (await loadCast(db, id, "controlplane#2", []))!;
+  expect(castOutput(castText(cast))).toBe(
+    "root@cp:~# reboot\r\nroot@cp:~# \r\n[controlplane が再起動されました。新しいシェルです]\r\n\r\n[controlplane に再接続しました]\r\nroot@cp:~# ",
+  );
+  expect(cast.events.map((e) => e[1])).toEqual(["o", "o", "m", "o", "m", "o"]);
+  expect(cast.events.filter((e) => e[1] === "m").map((e) => e[2])).toEqual(["rebooted", "reconnected"]);
+  const row = await db.terminalRecording.findUniqueOrThrow({ where: { sessionId_machine: { sessionId: id, machine: "controlplane#2" } } });
+  expect(row.bytes).toBe(Buffer.byteLength("root@cp:~# reboot\r\nroot@cp:~# root@cp:~# ")); // a notice is no output byte
+});
+
+it("a notice two processes showed before the same byte is recorded once; one shown during a catch-up comes after the caught-up bytes", async () => {
+  const id = await session();
+  const [a, b] = [0, 1].map(() => new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 }));
+  const [ta, tb] = [a!.tap(id, "node01"), b!.tap(id, "node01")];
+  ta.output("boot-1", 0, Buffer.from("old "));
+  await a!.flushAll();
+  for (const tap of [ta, tb]) tap.notice("rebooted");
+  tb.output("boot-2", 0, Buffer.from("new "));
+  await b!.flushAll();
+  ta.output("boot-2", 0, Buffer.from("new more "));
+  await a!.flushAll();
+  // Process B comes back to the log after a gap: the catch-up reads what no process read, and
+  // the notice it showed on attaching goes after those bytes, before the live output.
+  let release!: () => void;
+  const reading = new Promise<void>((resolve) => (release = resolve));
+  tb.catchUp("boot-2", async (from, sink) => {
+    await reading;
+    sink(from, Buffer.from("away "));
+  });
+  tb.notice("reconnected");
+  tb.output("boot-2", 14, Buffer.from("live"));
+  release();
+  await expect.poll(async () => (await b!.flushAll(), castOutput(castText((await loadCast(db, id, "node01", []))!)))).toContain("live");
+  expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe(
+    "old \r\n[node01 が再起動されました。新しいシェルです]\r\nnew more away \r\n[node01 に再接続しました]\r\nlive",
+  );
+});
+
+it("streams a row that has the offset of a resize-only row before it when that one ends a page", async () => {
+  const id = await session();
+  const recording = await db.terminalRecording.create({
+    data: { sessionId: id, machine: "node01", bootId: "b", holderEnd: 0n }, // started now: the retention test leaves it
+  });
+  // Rows as the recorder writes them: output, then a resize no output followed within a flush
+  // (no bytes: the same offset as the next row), ending the first page.
+  const data = Array.from({ length: CAST_PAGE_ROWS - 1 }, (_, i) => ({
+    offset: i,
+    events: [[i, "o", 1]],
+    data: new Uint8Array([0x61 + i]),
+  }));
+  await db.recordingChunk.createMany({
+    data: [
+      ...data.map((r) => ({ recordingId: recording.id, ...r })),
+      { recordingId: recording.id, offset: CAST_PAGE_ROWS - 1, events: [[100, "r", "90x20"]], data: new Uint8Array() },
+      { recordingId: recording.id, offset: CAST_PAGE_ROWS - 1, events: [[101, "o", 1]], data: new Uint8Array([0x5a]) },
+    ],
+  });
+  expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("abcdefghijklmnoZ");
+});
+
+it("replays a notice key it does not know as nothing (a newer process wrote it)", () => {
+  const cast = buildCast(
+    new Date(0),
+    [
+      {
+        events: [
+          [1000, "o", 2],
+          [1500, "n", "somethingNew" as never],
+          [2000, "o", 2],
+        ],
+        data: Buffer.from("abcd"),
+      },
+    ],
+    [],
+  );
+  expect(cast.events).toEqual([
+    [1, "o", "ab"],
+    [2, "o", "cd"],
+  ]);
+});
+
 it("stops at the per-session limit over all machines and marks the recording truncated", async () => {
   const id = await session();
   const r = new TerminalRecorder(db, { maxSessionBytes: 100_000, retentionDays: 30 });

@@ -17,7 +17,8 @@
  * live output is held back meanwhile, so the recording stays in log order.
  */
 import type { Db } from "../db/client";
-import type { RecordingTap } from "../terminal/recording-tap";
+import type { TerminalNotice } from "../terminal/protocol";
+import type { LogReader, RecordingTap } from "../terminal/recording-tap";
 
 /** How long output is buffered in the process before it is written, ms. */
 export const FLUSH_INTERVAL_MS = 1_000;
@@ -32,8 +33,15 @@ export const CATCH_UP_HOLD_BYTES = 8 * 1024 * 1024;
 /** Conditional writes retried when another process moved the recording on meanwhile. */
 const CAS_ATTEMPTS = 5;
 
-/** [epochMs, "o", byteCount] | [epochMs, "r", "COLSxROWS"] */
-export type ChunkEvent = [number, "o", number] | [number, "r", string];
+/** Lines shown to viewers that wait for the next output byte, per terminal; beyond, the oldest go (a terminal left on the direct shell). */
+export const WAITING_NOTICES = 16;
+
+/**
+ * [epochMs, "o", byteCount] | [epochMs, "r", "COLSxROWS"] | [epochMs, "n", notice]: a notice
+ * (protocol.ts TerminalNotice, a line viewers were shown) stands, like a resize, before the byte
+ * that follows it and has no bytes of its own.
+ */
+export type ChunkEvent = [number, "o", number] | [number, "r", string] | [number, "n", TerminalNotice];
 
 interface Pending {
   bootId: string;
@@ -53,12 +61,19 @@ export interface RecorderOptions {
   now?: () => number;
 }
 
+/** Live output, or a notice, held while a catch-up runs. */
+type Held = { bootId: string; offset: number; data: Buffer; at: number } | { notice: TerminalNotice; at: number };
+
 interface TerminalState {
+  sessionId: string;
+  machine: string;
   pending: Pending | null;
   timer: NodeJS.Timeout | null;
   /** Live output held while a catch-up runs (null: none runs). */
-  held: { bootId: string; offset: number; data: Buffer; at: number }[] | null;
+  held: Held[] | null;
   heldBytes: number;
+  /** Notices waiting for the next output byte, which they are written with. */
+  notices: ChunkEvent[];
   /** Flushes of one terminal run one after the other. */
   chain: Promise<void>;
 }
@@ -77,88 +92,114 @@ export class TerminalRecorder {
 
   /** The tap for one terminal (lab session × machine). */
   tap(sessionId: string, machine: string): RecordingTap {
-    const key = `${sessionId}\u0000${machine}`;
-    const state = (): TerminalState => {
-      let s = this.terminals.get(key);
-      if (!s) this.terminals.set(key, (s = { pending: null, timer: null, held: null, heldBytes: 0, chain: Promise.resolve() }));
-      return s;
-    };
-    const schedule = (s: TerminalState, bytes: number) => {
-      if (bytes >= FLUSH_BYTES) return void this.flushKey(sessionId, machine, s);
-      s.timer ??= setTimeout(() => this.flushKey(sessionId, machine, s), FLUSH_INTERVAL_MS);
-    };
-    const add = (s: TerminalState, bootId: string, offset: number, data: Buffer, at: number) => {
-      const p = s.pending;
-      // A new boot or a jump in offsets (a re-attach after a gap): write what we have first.
-      if (p && p.bytes > 0 && (p.bootId !== bootId || p.start + p.bytes !== offset)) this.flushKey(sessionId, machine, s);
-      const q = (s.pending ??= { bootId, start: offset, data: [], bytes: 0, events: [] });
-      if (q.bytes === 0) {
-        q.bootId = bootId;
-        q.start = offset;
-      }
-      q.data.push(data);
-      q.bytes += data.byteLength;
-      q.events.push([at, "o", data.byteLength]);
-      schedule(s, q.bytes);
-    };
-    const release = (s: TerminalState) => {
-      const held = s.held ?? [];
-      s.held = null;
-      s.heldBytes = 0;
-      for (const h of held) add(s, h.bootId, h.offset, h.data, h.at);
-    };
+    const state = () => this.state(sessionId, machine);
     return {
       output: (bootId, offset, data) => {
-        if (data.byteLength === 0) return;
-        const s = state();
-        if (s.held) {
-          s.held.push({ bootId, offset, data: Buffer.from(data), at: this.now() });
-          s.heldBytes += data.byteLength;
-          if (s.heldBytes > CATCH_UP_HOLD_BYTES) {
-            this.options.log?.warn({ sessionId, machine, held: s.heldBytes }, "recording catch-up given up: live output outgrew the hold");
-            release(s);
-          }
-          return;
-        }
-        add(s, bootId, offset, Buffer.from(data), this.now());
+        if (data.byteLength > 0) this.output(state(), bootId, offset, data);
       },
-      catchUp: (bootId, read) => {
+      notice: (notice) => {
         const s = state();
-        if (s.held) return; // one at a time: the running one reads up to the log's end
-        s.held = [];
-        const holding = s.held;
-        const at = this.now(); // the caught-up bytes show at the moment they were found
-        void (async () => {
-          try {
-            await this.flushKey(sessionId, machine, s); // what this process has is in the row first
-            const row = await this.db.terminalRecording.findUnique({ where: { sessionId_machine: { sessionId, machine } } });
-            if (!row || row.truncated || row.bootId !== bootId) return; // nothing of this epoch yet: nothing to catch up
-            await read(Number(row.holderEnd), (offset, data) => {
-              if (s.held === holding) add(s, bootId, offset, Buffer.from(data), at);
-            });
-          } catch (error) {
-            this.options.log?.warn({ err: (error as Error).message, sessionId, machine }, "recording catch-up failed; the gap stays");
-          } finally {
-            if (s.held === holding) release(s);
-          }
-        })();
+        if (s.held) s.held.push({ notice, at: this.now() });
+        else this.waitForByte(s, [this.now(), "n", notice]);
       },
+      catchUp: (bootId, read) => this.catchUp(state(), bootId, read),
       resize: (cols, rows) => {
         const s = state();
         const q = (s.pending ??= { bootId: "", start: -1, data: [], bytes: 0, events: [] });
         q.events.push([this.now(), "r", `${cols}x${rows}`]);
-        schedule(s, q.bytes);
+        this.schedule(s, q.bytes);
       },
     };
+  }
+
+  private state(sessionId: string, machine: string): TerminalState {
+    const key = `${sessionId}\u0000${machine}`;
+    let s = this.terminals.get(key);
+    if (!s) {
+      s = { sessionId, machine, pending: null, timer: null, held: null, heldBytes: 0, notices: [], chain: Promise.resolve() };
+      this.terminals.set(key, s);
+    }
+    return s;
+  }
+
+  private schedule(s: TerminalState, bytes: number): void {
+    if (bytes >= FLUSH_BYTES) return void this.flushKey(s);
+    s.timer ??= setTimeout(() => this.flushKey(s), FLUSH_INTERVAL_MS);
+  }
+
+  private waitForByte(s: TerminalState, notice: ChunkEvent): void {
+    s.notices.push(notice);
+    if (s.notices.length > WAITING_NOTICES) s.notices.shift();
+  }
+
+  private output(s: TerminalState, bootId: string, offset: number, data: Buffer): void {
+    if (!s.held) return this.add(s, bootId, offset, Buffer.from(data), this.now());
+    s.held.push({ bootId, offset, data: Buffer.from(data), at: this.now() });
+    s.heldBytes += data.byteLength;
+    if (s.heldBytes > CATCH_UP_HOLD_BYTES) {
+      this.options.log?.warn(
+        { sessionId: s.sessionId, machine: s.machine, held: s.heldBytes },
+        "recording catch-up given up: live output outgrew the hold",
+      );
+      this.release(s);
+    }
+  }
+
+  private add(s: TerminalState, bootId: string, offset: number, data: Buffer, at: number): void {
+    const p = s.pending;
+    // A new boot or a jump in offsets (a re-attach after a gap): write what we have first.
+    if (p && p.bytes > 0 && (p.bootId !== bootId || p.start + p.bytes !== offset)) this.flushKey(s);
+    const q = (s.pending ??= { bootId, start: offset, data: [], bytes: 0, events: [] });
+    if (q.bytes === 0) {
+      q.bootId = bootId;
+      q.start = offset;
+    }
+    // The lines shown since the last byte go right before this one, in the same piece.
+    q.events.push(...s.notices);
+    s.notices = [];
+    q.data.push(data);
+    q.bytes += data.byteLength;
+    q.events.push([at, "o", data.byteLength]);
+    this.schedule(s, q.bytes);
+  }
+
+  /** Ends a hold: what was held goes on, in the order it came. */
+  private release(s: TerminalState): void {
+    const held = s.held ?? [];
+    s.held = null;
+    s.heldBytes = 0;
+    for (const h of held) {
+      if ("notice" in h) this.waitForByte(s, [h.at, "n", h.notice]);
+      else this.add(s, h.bootId, h.offset, h.data, h.at);
+    }
+  }
+
+  private catchUp(s: TerminalState, bootId: string, read: LogReader): void {
+    if (s.held) return; // one at a time: the running one reads up to the log's end
+    s.held = [];
+    const holding = s.held;
+    const at = this.now(); // the caught-up bytes show at the moment they were found
+    const { sessionId, machine } = s;
+    void (async () => {
+      try {
+        await this.flushKey(s); // what this process has is in the row first
+        const row = await this.db.terminalRecording.findUnique({ where: { sessionId_machine: { sessionId, machine } } });
+        if (!row || row.truncated || row.bootId !== bootId) return; // nothing of this epoch yet: nothing to catch up
+        await read(Number(row.holderEnd), (offset, data) => {
+          if (s.held === holding) this.add(s, bootId, offset, Buffer.from(data), at);
+        });
+      } catch (error) {
+        this.options.log?.warn({ err: (error as Error).message, sessionId, machine }, "recording catch-up failed; the gap stays");
+      } finally {
+        if (s.held === holding) this.release(s);
+      }
+    })();
   }
 
   /** Writes every buffered byte (at shutdown, and in tests before reading). */
   async flushAll(): Promise<void> {
     const flushes: Promise<void>[] = [];
-    for (const [key, s] of this.terminals) {
-      const [sessionId, machine] = key.split("\u0000");
-      flushes.push(this.flushKey(sessionId!, machine!, s));
-    }
+    for (const s of this.terminals.values()) flushes.push(this.flushKey(s));
     await Promise.all(flushes);
   }
 
@@ -178,19 +219,21 @@ export class TerminalRecorder {
     await this.flushAll();
   }
 
-  private flushKey(sessionId: string, machine: string, s: TerminalState): Promise<void> {
+  private flushKey(s: TerminalState): Promise<void> {
     if (s.timer) clearTimeout(s.timer);
     s.timer = null;
     const pending = s.pending;
     s.pending = null;
     if (!pending) return s.chain;
+    const { sessionId, machine } = s;
     const key = `${sessionId}\u0000${machine}`;
     const link: Promise<void> = s.chain
       .then(() => this.write(sessionId, machine, pending))
       .catch((error: Error) => this.options.log?.warn({ err: error.message, sessionId, machine }, "recording write failed"))
       .finally(() => {
-        // Last write done and nothing buffered: forget the terminal (the map holds only terminals with output in flight).
-        if (s.chain === link && !s.pending && !s.timer && !s.held && this.terminals.get(key) === s) this.terminals.delete(key);
+        // Last write done and nothing buffered or waiting: forget the terminal (the map holds only terminals with output in flight).
+        const idle = !s.pending && !s.timer && !s.held && s.notices.length === 0;
+        if (s.chain === link && idle && this.terminals.get(key) === s) this.terminals.delete(key);
       });
     s.chain = link;
     return link;
@@ -233,7 +276,8 @@ export class TerminalRecorder {
         }
         const skip = Number(holderEnd - BigInt(piece.start));
         if (skip >= bytes.length) {
-          // Every byte is already recorded by another process; keep only resizes, if any.
+          // Every byte is already recorded by another process; keep only resizes, if any (a notice
+          // went with the byte after it, which that process wrote with the lines it showed there).
           events = events.filter((e) => e[1] === "r");
           bytes = Buffer.alloc(0);
         } else if (skip > 0) {
@@ -294,14 +338,14 @@ export class TerminalRecorder {
 
 /**
  * The events that cover bytes [from, to) of a buffer the events split, with the first and last
- * "o" cut to fit; a resize goes with the output that follows it (`trailing`: also one after
- * the last byte).
+ * "o" cut to fit; a resize or a notice goes with the output that follows it (`trailing`: also one
+ * after the last byte).
  */
 export function splitEvents(events: ChunkEvent[], from: number, to: number, trailing: boolean): ChunkEvent[] {
   const out: ChunkEvent[] = [];
   let at = 0;
   for (const e of events) {
-    if (e[1] === "r") {
+    if (e[1] !== "o") {
       if (at >= from && (at < to || (trailing && at === to))) out.push(e);
       continue;
     }

@@ -10,6 +10,8 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import headlessPkg from "@xterm/headless";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
@@ -41,9 +43,9 @@ function endpoint(h: NetnsHost): SshEndpoint {
   return { name: h.name, host: h.host, port: h.port, user: h.user, privateKey: h.privateKey, hostKey: h.hostKey };
 }
 
-/** A write viewer that keeps everything it is sent. */
+/** A viewer (the learner's, or a read-only watcher's) that keeps everything it is sent. */
 class TextViewer implements Viewer {
-  readonly mode = "write" as const;
+  constructor(readonly mode: "write" | "read" = "write") {}
   chunks: Buffer[] = [];
   /** Output offsets as sent: [offset, length]. */
   spans: [number, number][] = [];
@@ -159,6 +161,37 @@ async function startHolder(host: NetnsHost): Promise<void> {
   host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
 }
 
+/**
+ * What a reboot does to the holder: it dies with its shells, and one starts under a new boot id
+ * (a file bound over /proc/sys/kernel/random/boot_id in the host's own, private, mount namespace).
+ */
+async function rebootHolder(host: NetnsHost): Promise<void> {
+  await killHolder(host);
+  const bootIdFile = path.join(dir, `boot_id-${randomUUID()}`);
+  await fs.writeFile(bootIdFile, `${randomUUID()}\n`);
+  await promisify(execFile)("nsenter", [
+    "-t",
+    String(host.pid),
+    "-m",
+    "--",
+    "mount",
+    "--bind",
+    bootIdFile,
+    "/proc/sys/kernel/random/boot_id",
+  ]);
+  await startHolder(host);
+}
+
+/** The lines a terminal shows after `text` (xterm's headless emulator, 200 columns): what a screen or a replay shows. */
+async function screenLines(text: string): Promise<string[]> {
+  const term = new headlessPkg.Terminal({ cols: 200, rows: 50, scrollback: 5_000, allowProposedApi: true });
+  await new Promise<void>((resolve) => term.write(text, resolve));
+  const buffer = term.buffer.active;
+  const lines = Array.from({ length: buffer.length }, (_, i) => (buffer.getLine(i)?.translateToString(true) ?? "").trimEnd());
+  term.dispose();
+  return lines;
+}
+
 /** Types `command` every 500 ms until `needle` shows: a fresh shell comes up some time after a holder restart. */
 async function typeUntilShown(t: { terminal: Terminal; viewer: TextViewer }, command: string, needle: string): Promise<void> {
   await expect
@@ -248,6 +281,51 @@ describe("holder connector", () => {
     expect(recorded).toContain("before-42");
     expect(recorded).toContain("after-unset-42");
   }, 60_000);
+
+  it("a reboot: the learner and a watcher are shown the reboot line, and the recording replays it with the new shell's prompt on a line of its own", async () => {
+    const host = set.hosts[0]!;
+    const labSession = await db.labSession.create({ data: { labSlug: "reboot", learnerId: "reboot-learner", provider: "static" } });
+    const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
+    const { terminal, viewer } = open(host, "lab-session-reboot", recorder.tap(labSession.id, "node01"));
+    const watcher = new TextViewer("read");
+    terminal.attach(watcher, 0);
+    // Typed once the shell has prompted (input typed before that is echoed ahead of its prompt).
+    await expect.poll(() => /[#$] $/.test(viewer.text()), { timeout: 20_000 }).toBe(true);
+    terminal.input(viewer, "echo before-$((6*7))\r");
+    await viewer.waitForText("before-42\r\n");
+    await new Promise((r) => setTimeout(r, 300)); // the prompt after it
+    const commandLine = (await screenLines(viewer.text())).find((line) => line.includes("echo before-"))!;
+    const prompt = commandLine.slice(0, commandLine.indexOf("echo before-")).trim();
+    expect(prompt.length).toBeGreaterThan(0);
+    // The old shell's last prompt is on the screen when the machine goes down (as after `reboot`).
+    expect((await screenLines(viewer.text())).filter((l) => l.trim() !== "").at(-1)).toBe(prompt);
+
+    await rebootHolder(host);
+    const shown = terminalNoticeText("ja", "rebooted", "machine");
+    await viewer.waitForText(shown, 30_000);
+    await watcher.waitForText(shown);
+    // The fresh shell's prompt, then a command.
+    await expect.poll(() => /[#$] $/.test(viewer.text().slice(viewer.text().indexOf(shown))), { timeout: 20_000 }).toBe(true);
+    terminal.input(viewer, "echo after-$((6*7))\r");
+    await viewer.waitForText("after-42\r\n");
+    await new Promise((r) => setTimeout(r, 300));
+    terminal.close("learner");
+    await recorder.flushAll();
+
+    const cast = (await loadCast(db, labSession.id, "node01", []))!;
+    const recorded = castOutput(castText(cast));
+    const line = terminalNoticeText("ja", "rebooted", "node01");
+    expect(recorded).toContain(line);
+    expect(recorded.split(line).length - 1).toBe(1);
+    expect(cast.events.filter((e) => e[1] === "m").map((e) => e[2])).toContain("rebooted");
+    // Replayed: the old prompt, the reboot line, and the new shell's prompt on a line of its own.
+    const lines = (await screenLines(recorded)).filter((l) => l.trim() !== "");
+    const at = lines.findIndex((l) => l.includes("[node01 が再起動されました。新しいシェルです]"));
+    expect(lines[at - 1]).toBe(prompt);
+    const next = lines.slice(at + 1).find((l) => !l.startsWith("[node01 ")); // after the notice lines (a reconnect's too)
+    expect(next?.startsWith(`${prompt} echo after-`)).toBe(true);
+    for (const l of lines) expect(l.split(prompt).length - 1, l).toBeLessThanOrEqual(1);
+  }, 90_000);
 
   it("a deploy after the holder restarted: the next process resumes the viewer in the new shell at its offset (epochs shared in PostgreSQL), no snapshot, no gap", async () => {
     const host = set.hosts[0]!;

@@ -11,6 +11,7 @@ import { sshConnector } from "./ssh-pty";
 import { HolderGoneError, HolderTerminal, connectHolder, type HolderHello, type HolderLink } from "../holder/client";
 import type { Client } from "ssh2";
 import type { RecordingTap } from "./recording-tap";
+import type { TerminalNotice } from "./protocol";
 import { newEpochStartOffset, type EpochStore } from "./epochs";
 import { log } from "../log";
 
@@ -106,6 +107,10 @@ export class HolderConnector implements PtyConnector {
     // The recording first catches up on what no process read (live output waits for it).
     this.options.recording?.catchUp(this.epoch, (logOffset, sink) => readLog(client, this.terminalId, logOffset, sink));
     return this.attach(client, link, size, handlers, rebooted);
+  }
+
+  noticed(notice: TerminalNotice): void {
+    this.options.recording?.notice(notice);
   }
 
   /** The current log epoch's name: "<bootId>/<instance>". */

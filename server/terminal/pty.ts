@@ -44,4 +44,6 @@ export interface PtyConnector {
   readonly machine: string;
   /** @param offset offset of the output the first viewer needs next (a resume), when this process has none yet. */
   open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel>;
+  /** The terminal showed its viewers `notice` (its own or one from onNotice): a connector that records the output records it too. */
+  noticed?(notice: TerminalNotice): void;
 }

@@ -28,3 +28,8 @@ export function holderTabName(number: number): string {
 export function terminalName(machine: string, number: number): string {
   return number === 1 ? machine : `${machine}#${number}`;
 }
+
+/** The machine a terminal's name (terminalName) belongs to: `node01` for `node01` and `node01#2`. */
+export function terminalMachine(name: string): string {
+  return name.replace(/#\d+$/, "");
+}

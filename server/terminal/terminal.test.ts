@@ -17,6 +17,8 @@ class InMemoryPty implements PtyConnector {
   opens = 0;
   froms: (number | undefined)[] = [];
   inputs: (InputSeq | undefined)[] = [];
+  /** Notices the terminal reported back (what a recording connector records). */
+  reported: TerminalNotice[] = [];
   open(_size: unknown, handlers: PtyHandlers, from?: number): Promise<PtyChannel> {
     this.opens++;
     this.froms.push(from);
@@ -34,6 +36,9 @@ class InMemoryPty implements PtyConnector {
   }
   emit(text: string, offset?: number) {
     this.handlers!.onData(Buffer.from(text), offset);
+  }
+  noticed(notice: TerminalNotice): void {
+    this.reported.push(notice);
   }
 }
 
@@ -54,12 +59,16 @@ class RecordingViewer implements Viewer {
   }
   sendNotice(notice: TerminalNotice) {
     this.notices.push(notice);
+    this.shown.push(`[${notice}]`);
   }
+  /** Output and notices in the order the viewer was sent them. */
+  shown: string[] = [];
   sendAck(seq: number) {
     this.acks.push(seq);
   }
   sendOutput(offset: number, chunk: Uint8Array) {
     this.out.push({ offset, text: Buffer.from(chunk).toString() });
+    this.shown.push(Buffer.from(chunk).toString());
     return this.accept;
   }
   sendReset(offset: number) {
@@ -254,6 +263,59 @@ describe("Terminal (in-memory PTY)", () => {
     await tick();
     expect(pty.opens).toBe(2);
     expect(viewer.states.at(-1)).toBe("connected");
+    terminal.close();
+  });
+
+  it("shows every notice to read-only viewers as to the writer, and reports it to the connector (which records it)", async () => {
+    const pty = new InMemoryPty();
+    const terminal = new Terminal(pty);
+    const writer = new RecordingViewer("write");
+    const watcher = new RecordingViewer("read");
+    terminal.attach(writer, 0);
+    terminal.attach(watcher, 0);
+    await tick();
+    pty.handlers!.onNotice!("rebooted"); // the connector's own (a new boot)
+    pty.handlers!.onClose(new Error("connection lost"));
+    await new Promise((r) => setTimeout(r, 700));
+    pty.handlers!.onClose(); // the shell exited
+    expect(writer.notices).toEqual(["rebooted", "reconnected", "shellRestarted"]);
+    expect(watcher.notices).toEqual(writer.notices);
+    expect(pty.reported).toEqual(writer.notices);
+    terminal.close();
+  });
+
+  it("shows a viewer that comes later the notices at their place in the output it is replayed, once, and none before its offset", async () => {
+    const pty = new InMemoryPty();
+    const terminal = new Terminal(pty);
+    const learner = new RecordingViewer("write");
+    terminal.attach(learner, 0);
+    await tick();
+    pty.emit("$ reboot\r\n$ ");
+    pty.handlers!.onNotice!("rebooted");
+    pty.emit("$ ");
+    pty.handlers!.onNotice!("holderBack"); // after the last byte so far
+    expect(learner.shown.join("")).toBe("$ reboot\r\n$ [rebooted]$ [holderBack]");
+
+    const watcher = new RecordingViewer("read"); // opens the watch view now
+    terminal.attach(watcher, 0);
+    expect(watcher.shown.join("")).toBe(learner.shown.join(""));
+    const resumed = new RecordingViewer("write"); // a page that had the output up to the reboot line
+    terminal.attach(resumed, 12);
+    expect(resumed.shown.join("")).toBe("[rebooted]$ [holderBack]");
+    const past = new RecordingViewer("write"); // one that had output past it
+    terminal.attach(past, 13);
+    expect(past.shown.join("")).toBe(" [holderBack]");
+
+    // A viewer that was shown a notice while it was behind is not shown it again when it catches up.
+    const slow = new RecordingViewer("read");
+    terminal.attach(slow, 14);
+    slow.accept = false;
+    pty.emit("x");
+    pty.handlers!.onNotice!("shellRestarted");
+    pty.emit("y"); // held back: slow is blocked
+    slow.accept = true;
+    terminal.drained(slow);
+    expect(slow.shown.join("")).toBe("[holderBack]x[shellRestarted]y");
     terminal.close();
   });
 

@@ -11,8 +11,9 @@
  * past earlier log epochs), so a browser's offset means the same in every server process: a new process starts reading the
  * holder's log at the first viewer's offset and the browser resumes with no byte lost or repeated.
  * Lines the gateway itself shows (reconnected, shell ended, no holder) are notices outside the
- * byte stream. Browser input carries the browser's writer id and sequence numbers, which the
- * holder applies once (INPUT_AS), whichever process relays them.
+ * byte stream; the connector's recording keeps them at their place in it. Browser input carries
+ * the browser's writer id and sequence numbers, which the holder applies once (INPUT_AS),
+ * whichever process relays them.
  */
 import { metrics } from "../ops/metrics";
 import type { MachineState, SessionOverReason, StatusReason, TerminalNotice } from "./protocol";
@@ -26,6 +27,13 @@ export const REPLAY_BUFFER_BYTES = 256 * 1024;
 
 /** Input typed before the shell is ready is queued up to this many bytes; beyond, it is dropped. */
 export const PENDING_INPUT_BYTES = 64 * 1024;
+
+/**
+ * Notices a terminal keeps with their place in the output (the offset of the byte after them), so
+ * a viewer replayed that output later (a watcher opening the watch view, a reloaded page) is
+ * shown them there too; the oldest go first.
+ */
+export const SHOWN_NOTICES = 32;
 
 /** Reconnect backoff after the machine fails to answer: first and longest wait, in ms. */
 export const RECONNECT_MIN_MS = 500;
@@ -61,6 +69,15 @@ interface ViewerState {
   blocked: boolean;
   /** True while a snapshot is being made for it; output waits. */
   snapshotting: boolean;
+  /** Id of the last notice it was shown, or has output past (ShownNotice). */
+  noticed: number;
+}
+
+/** A notice as shown: `offset` is that of the output byte that came after it. */
+interface ShownNotice {
+  id: number;
+  offset: number;
+  notice: TerminalNotice;
 }
 
 export interface TerminalOptions {
@@ -100,6 +117,9 @@ export class Terminal {
   private retryTimer: NodeJS.Timeout | null = null;
   /** Whether a shell has ever been connected (a later connect is a re-attach). */
   private everConnected = false;
+  /** The last SHOWN_NOTICES notices, oldest first; ids count up. */
+  private shown: ShownNotice[] = [];
+  private lastNoticeId = 0;
 
   constructor(
     private readonly connector: PtyConnector,
@@ -136,7 +156,8 @@ export class Terminal {
       this.buffer.rebase(offset);
       this.resumeOffset = offset;
     }
-    const state: ViewerState = { offset, blocked: false, snapshotting: false };
+    // Notices before its offset came with output it has (or was shown already).
+    const state: ViewerState = { offset, blocked: false, snapshotting: false, noticed: this.noticedBefore(offset) };
     this.viewers.set(viewer, state);
     viewer.sendStatus(this.state, this.reason);
     if (viewer.mode === "write" && size) this.resize(viewer, size);
@@ -365,7 +386,31 @@ export class Terminal {
   }
 
   private notice(notice: TerminalNotice): void {
-    for (const viewer of this.viewers.keys()) viewer.sendNotice(notice);
+    const shown = { id: ++this.lastNoticeId, offset: this.buffer.endOffset, notice };
+    this.shown.push(shown);
+    if (this.shown.length > SHOWN_NOTICES) this.shown.shift();
+    for (const [viewer, state] of this.viewers) {
+      viewer.sendNotice(notice);
+      state.noticed = shown.id;
+    }
+    // A replay shows the line too, where the recording has it.
+    this.connector.noticed?.(notice);
+  }
+
+  /** Shows a viewer the notices it has not been shown that came before the output at `offset`. */
+  private showNotices(viewer: Viewer, state: ViewerState, offset: number): void {
+    for (const shown of this.shown) {
+      if (shown.id <= state.noticed || shown.offset > offset) continue;
+      viewer.sendNotice(shown.notice);
+      state.noticed = shown.id;
+    }
+  }
+
+  /** The id of the last notice shown before output at `offset` (0: none). */
+  private noticedBefore(offset: number): number {
+    let id = 0;
+    for (const shown of this.shown) if (shown.offset < offset) id = shown.id;
+    return id;
   }
 
   private inputAcked(writer: string, seq: number): void {
@@ -385,12 +430,14 @@ export class Terminal {
     }
     for (const chunk of chunks) {
       const offset = state.offset;
+      this.showNotices(viewer, state, offset);
       state.offset += chunk.byteLength;
       if (!viewer.sendOutput(offset, chunk)) {
         state.blocked = true;
         return;
       }
     }
+    this.showNotices(viewer, state, state.offset);
   }
 
   private snapshot(viewer: Viewer, state: ViewerState): void {
@@ -408,6 +455,7 @@ export class Terminal {
         state.snapshotting = false;
         if (this.viewers.get(viewer) !== state) return;
         state.offset = snap.offset;
+        state.noticed = Math.max(state.noticed, this.noticedBefore(snap.offset)); // the screen shows no notice
         viewer.sendSnapshot(snap.offset, snap.data);
         if (!state.blocked) this.flush(viewer, state);
       },
