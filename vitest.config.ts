@@ -46,7 +46,7 @@ export default defineConfig({
       lane("db", "db", true),
       // Network namespaces, sshd hosts and server processes: each file has subnets of its own (a
       // subnet in use is refused, netns-hosts.ts), so files run side by side (scripts/test.sh: two).
-      lane("integration", "int", true),
+      lane("integration", "int", false),
       ...(vmAsked ? [lane("vm", "vm", false)] : []),
     ],
   },
