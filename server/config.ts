@@ -177,6 +177,8 @@ export const Env = z.object({
   LABDECK_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   /** How often the grader checks each live session's current step, ms. */
   LABDECK_GRADER_INTERVAL_MS: z.coerce.number().int().min(200).max(600_000).default(2_000),
+  /** Longest wait between polls of a step that keeps failing while the learner types nothing, ms (Enter checks at once); 0: every interval. */
+  LABDECK_GRADER_QUIET_MAX_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   /** Checks running at once per process (each is one SSH exec). */
   LABDECK_GRADER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
   /** Check history (CheckRun rows) whose newest run is older than this many days is pruned hourly; 0 keeps it forever. */

@@ -38,6 +38,9 @@ import { TerminalRegistry } from "../terminal/registry";
 import type { Machines } from "./machines";
 import type { PlatformPayloads, Services } from "./services";
 
+/** The grader's first claim waits this long after a start, ms: the open pages' terminals log in to the machines first. */
+const GRADER_START_DELAY_MS = 3_000;
+
 /** What the platform is tuned by: from the environment in production (settingsFromEnv), chosen by tests. */
 export interface PlatformSettings {
   grader: GraderOptions;
@@ -52,6 +55,8 @@ export function settingsFromEnv(env: Env): PlatformSettings {
       intervalMs: env.LABDECK_GRADER_INTERVAL_MS,
       concurrency: env.LABDECK_GRADER_CONCURRENCY,
       retentionDays: env.LABDECK_CHECK_RETENTION_DAYS,
+      quietMaxMs: env.LABDECK_GRADER_QUIET_MAX_MS,
+      startDelayMs: GRADER_START_DELAY_MS,
     },
     idleMs: env.LABDECK_IDLE_MINUTES * 60_000,
     recorder: { maxSessionBytes: env.LABDECK_RECORDING_MAX_BYTES, retentionDays: env.LABDECK_RECORDING_RETENTION_DAYS },

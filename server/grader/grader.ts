@@ -40,9 +40,43 @@ export interface GraderOptions {
   maxBackoffMs?: number;
   /** Check history older than this many days is pruned (history.ts); 0: kept forever. */
   retentionDays?: number;
+  /**
+   * Longest wait between polls of a session whose check keeps failing while nobody types, in ms
+   * (doubling from intervalMs); 0 or at most intervalMs: every poll after an interval. The
+   * learner's Enter (nudge) checks at once and starts again from intervalMs.
+   */
+  quietMaxMs?: number;
+  /** The first claim waits this long after start, ms: after a restart the terminals' SSH logins go first. */
+  startDelayMs?: number;
 }
 
-const DEFAULTS: Required<GraderOptions> = { intervalMs: 2_000, jitter: 0.2, concurrency: 16, maxBackoffMs: 60_000, retentionDays: 30 };
+const DEFAULTS: Required<GraderOptions> = {
+  intervalMs: 2_000,
+  jitter: 0.2,
+  concurrency: 16,
+  maxBackoffMs: 60_000,
+  retentionDays: 30,
+  quietMaxMs: 0,
+  startDelayMs: 0,
+};
+
+/**
+ * The time to a session's next poll, ms: an interval; doubled per poll in a row whose machine did
+ * not answer (up to maxBackoffMs) or, up to quietMaxMs, per failed poll in a row nobody nudged
+ * (each check is seconds of a one-vCPU guest that also runs the learner's shell); stretched by
+ * up to ±jitter so sessions spread out.
+ */
+export function pollDelayMs(
+  options: Pick<Required<GraderOptions>, "intervalMs" | "jitter" | "maxBackoffMs" | "quietMaxMs">,
+  runs: { unreachable: number; quiet: number },
+  random: () => number = Math.random,
+): number {
+  const { intervalMs, jitter, maxBackoffMs, quietMaxMs } = options;
+  let base = intervalMs;
+  if (runs.unreachable > 0) base = Math.min(maxBackoffMs, intervalMs * 2 ** runs.unreachable);
+  else if (runs.quiet > 1 && quietMaxMs > intervalMs) base = Math.min(quietMaxMs, intervalMs * 2 ** (runs.quiet - 1));
+  return base * (1 - jitter + random() * 2 * jitter);
+}
 
 /** How often old check history is pruned, ms (retention is counted in days; every process prunes, the DELETEs are idempotent). */
 const PRUNE_INTERVAL_MS = 60 * 60_000;
@@ -100,6 +134,10 @@ export class Grader {
   private readonly nudges = new Map<string, { timer?: NodeJS.Timeout; retries: number }>();
   /** Consecutive unreachable runs per session on this process, for backoff. */
   private readonly unreachable = new Map<string, { runs: number; at: number }>();
+  /** Failed polls in a row of sessions nobody nudged since, with the last one's time (pollDelayMs). */
+  private readonly quiet = new Map<string, { runs: number; at: number }>();
+  /** The first claim's timer while startDelayMs runs. */
+  private startTimer: NodeJS.Timeout | null = null;
   /** Checks of this process now running (claimed, not yet released). */
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -115,7 +153,9 @@ export class Grader {
     // Claims every fraction of the interval (at most TICK_MAX_MS) so due polls start close to
     // their time; a finished check claims at once when a batch of slots is free.
     this.timer = setInterval(() => this.claim(), Math.min(TICK_MAX_MS, Math.max(50, this.options.intervalMs / 8)));
-    this.claim();
+    if (this.options.startDelayMs > 0)
+      this.startTimer = setTimeout(() => ((this.startTimer = null), this.claim()), this.options.startDelayMs);
+    else this.claim();
     const readLag = () =>
       void oldestDueLagMs(this.deps.db).then(
         (ms) => (this.lag = { ms, at: Date.now() }),
@@ -139,7 +179,8 @@ export class Grader {
   /** Stops starting checks; those already running go on, their leases renewed (see drain). */
   stop(): void {
     for (const t of [this.timer, this.lagTimer, this.pruneTimer]) if (t) clearInterval(t);
-    this.timer = this.lagTimer = this.pruneTimer = null;
+    if (this.startTimer) clearTimeout(this.startTimer);
+    this.timer = this.lagTimer = this.pruneTimer = this.startTimer = null;
     for (const nudge of this.nudges.values()) clearTimeout(nudge.timer);
     this.nudges.clear();
     this.lag = { ms: 0, at: 0 };
@@ -178,6 +219,7 @@ export class Grader {
    */
   nudge(sessionId: string): void {
     if (!this.timer) return;
+    this.quiet.delete(sessionId);
     // A check already running here may have started before the command finished: its next poll
     // comes NUDGE_DELAY_MS after it instead.
     const running = this.checks.get(sessionId);
@@ -272,7 +314,7 @@ export class Grader {
    * most overdue first. Runs every tick and when checks finish; one claim at a time.
    */
   private claim(): void {
-    if (!this.timer || this.claiming) return;
+    if (!this.timer || this.startTimer || this.claiming) return;
     const free = this.options.concurrency - this.running;
     if (free <= 0) {
       this.backlog = true;
@@ -347,24 +389,14 @@ export class Grader {
     return false;
   }
 
-  private delay(unreachableRuns: number): number {
-    const { intervalMs, jitter, maxBackoffMs } = this.options;
-    const base = unreachableRuns === 0 ? intervalMs : Math.min(maxBackoffMs, intervalMs * 2 ** unreachableRuns);
-    return base * (1 - jitter + Math.random() * 2 * jitter);
-  }
-
-  /** The time to a session's next poll after a check with `outcome`, ms (backoff for a machine that did not answer). */
+  /** The time to a session's next poll after a check with `outcome`, ms (pollDelayMs). */
   private nextInMs(sessionId: string, outcome: ScriptResult["outcome"] | null, rerun: boolean, waitsForReboot = false): number {
-    const now = Date.now();
-    if (this.unreachable.size > 1_000)
-      for (const [id, u] of this.unreachable) if (now - u.at > BACKOFF_FORGET_MS) this.unreachable.delete(id);
-    let runs = 0;
-    if (outcome === "unreachable") {
-      runs = (this.unreachable.get(sessionId)?.runs ?? 0) + 1;
-      this.unreachable.set(sessionId, { runs, at: now });
-    } else this.unreachable.delete(sessionId);
+    const unreachable = count(this.unreachable, sessionId, outcome === "unreachable");
+    // A poll the learner's Enter asked for again, or one waiting for a reboot, is not quiet.
+    const quiet = count(this.quiet, sessionId, outcome === "fail" && !rerun && !waitsForReboot);
     if (rerun) return NUDGE_DELAY_MS;
-    return waitsForReboot ? Math.min(this.delay(runs), Math.max(this.options.intervalMs, REBOOT_POLL_MAX_MS)) : this.delay(runs);
+    const ms = pollDelayMs(this.options, { unreachable, quiet });
+    return waitsForReboot ? Math.min(ms, Math.max(this.options.intervalMs, REBOOT_POLL_MAX_MS)) : ms;
   }
 
   /**
@@ -546,4 +578,17 @@ function endpointOf(session: ClaimedSession, name: string, db: Db): SshEndpoint 
     privateKey: openPrivateKey(machine.privateKey),
     hostKey: machine.hostKey,
   };
+}
+
+/** Counts a session's runs in a row in `runs` (forgotten when `now` is false); returns the count. */
+function count(runs: Map<string, { runs: number; at: number }>, sessionId: string, now: boolean): number {
+  const at = Date.now();
+  if (runs.size > 1_000) for (const [id, r] of runs) if (at - r.at > BACKOFF_FORGET_MS) runs.delete(id);
+  if (!now) {
+    runs.delete(sessionId);
+    return 0;
+  }
+  const n = (runs.get(sessionId)?.runs ?? 0) + 1;
+  runs.set(sessionId, { runs: n, at });
+  return n;
 }

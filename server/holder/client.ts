@@ -359,19 +359,18 @@ const interactive = new WeakSet<Client>();
  * sshd turns Nagle's algorithm off (TCP_NODELAY) on a connection only when a session channel
  * runs a command; a connection that only forwards a stream keeps it on, and a holder's ACK frame
  * followed by the echo then waits for the client's delayed ACK: ~40 ms per keystroke, measured.
- * One `exec true` per connection makes sshd set it (OpenSSH ssh_packet_set_interactive).
+ * One `exec true` per connection makes sshd set it (OpenSSH ssh_packet_set_interactive). It is not
+ * awaited: in a one-vCPU guest under TCG the session costs 2-3 s, which a terminal's link waited
+ * for after every restart; the first keystrokes may wait for a delayed ACK until it is done.
  */
-async function markInteractive(client: Client): Promise<void> {
+function markInteractive(client: Client): void {
   if (interactive.has(client)) return;
-  await new Promise<void>((resolve) => {
-    client.exec("true", (error, channel) => {
-      if (error) return resolve(); // only latency is at stake
-      channel.on("close", () => resolve());
-      channel.resume();
-      channel.stderr.resume();
-    });
-  });
   interactive.add(client);
+  client.exec("true", (error, channel) => {
+    if (error) return; // only latency is at stake
+    channel.resume();
+    channel.stderr.resume();
+  });
 }
 
 /** Opens a link over an SSH connection: streamlocal first, `labdeck-holder --attach` over exec when refused. */
@@ -380,7 +379,7 @@ export async function connectHolder(
   options: { socketPath?: string; holderPath?: string; timeoutMs?: number } = {},
 ): Promise<HolderLink> {
   const socketPath = options.socketPath ?? HOLDER_SOCKET;
-  await markInteractive(client);
+  markInteractive(client);
   const stream = await new Promise<Duplex>((resolve, reject) => {
     client.openssh_forwardOutStreamLocal(socketPath, (error, channel) => {
       if (!error) return resolve(channel);
