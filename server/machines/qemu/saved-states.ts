@@ -67,8 +67,7 @@ export async function restoreLabStart(runtime: QemuRuntime, set: MachineSet, rec
   }
   await waitRunning(vm);
   const endpoint = endpointOf(set.state, record);
-  await waitForSsh(vm, endpoint, runtime.bootTimeoutMs, "up");
-  await afterRestore(runtime.exec, endpoint, true);
+  await afterRestore(runtime.exec, endpoint, true, { vm, readyWithinMs: runtime.bootTimeoutMs });
 }
 
 /**
@@ -143,8 +142,9 @@ export async function resume(
         const endpoint = endpointOf(set.state, record);
         const loaded = restored.has(record.name);
         if (loaded) await waitRunning(set.vms.get(record.name)!);
-        await waitForSsh(set.vms.get(record.name)!, endpoint, runtime.bootTimeoutMs, loaded ? "up" : undefined);
-        if (loaded) await afterRestore(runtime.exec, endpoint, false);
+        if (loaded)
+          await afterRestore(runtime.exec, endpoint, false, { vm: set.vms.get(record.name)!, readyWithinMs: runtime.bootTimeoutMs });
+        else await waitForSsh(set.vms.get(record.name)!, endpoint, runtime.bootTimeoutMs);
       }),
     );
     runtime.log.info({ sessionId: id, restored: [...restored], ms: Date.now() - started }, "qemu provider: session resumed");

@@ -21,7 +21,7 @@ import { HOLDER_UNIT } from "../../holder/install";
 import type { SshEndpoint } from "../../ssh/connect";
 import type { SshExecPool } from "../../ssh/exec";
 import { requireTools, run } from "./command";
-import type { Accel } from "./vm";
+import type { Accel, VmProcess } from "./vm";
 
 /** The state after the lab's setup: what a reset returns to. */
 export const LAB_START = "lab-start";
@@ -29,6 +29,8 @@ export const LAB_START = "lab-start";
 export const SUSPENDED = "suspended";
 /** Longest the fix-up after a restore may run in the guest, s (a TCG guest that just woke up is slow). */
 const AFTER_RESTORE_TIMEOUT_S = 60;
+/** A restored guest whose SSH does not answer yet is tried again this often, ms. */
+const RESTORE_RETRY_MS = 500;
 /** Host randomness mixed into a restored guest's pool, bytes. */
 const RESEED_BYTES = 64;
 
@@ -101,15 +103,30 @@ function holderListening(): string[] {
   ];
 }
 
-/** Runs the fix-up in a restored guest; throws with its output when it fails. */
-export async function afterRestore(exec: SshExecPool, endpoint: SshEndpoint, restartHolder: boolean): Promise<void> {
-  // Never a pooled connection from before: the restored guest knows nothing of it.
-  exec.close(endpoint);
-  const result = await exec.run(endpoint, afterRestoreScript({ epochMs: Date.now(), restartHolder }), AFTER_RESTORE_TIMEOUT_S);
-  exec.close(endpoint);
-  if (result.outcome !== "pass") {
-    throw new Error(
-      `${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`,
-    );
+/**
+ * Runs the fix-up in a restored guest; throws with its output when it fails. Its own login is the
+ * proof that SSH answers: a guest not answering yet (its network coming back after the load) is
+ * tried again every RESTORE_RETRY_MS while its QEMU runs, until `readyWithinMs` is over, instead of a separate SSH
+ * probe first (one handshake less: 2-4 s of a one-vCPU guest under TCG).
+ */
+export async function afterRestore(
+  exec: SshExecPool,
+  endpoint: SshEndpoint,
+  restartHolder: boolean,
+  wait?: { vm: Pick<VmProcess, "hasExited">; readyWithinMs: number },
+): Promise<void> {
+  const deadline = Date.now() + (wait?.readyWithinMs ?? 0);
+  for (;;) {
+    // Never a pooled connection from before: the restored guest knows nothing of it.
+    exec.close(endpoint);
+    const result = await exec.run(endpoint, afterRestoreScript({ epochMs: Date.now(), restartHolder }), AFTER_RESTORE_TIMEOUT_S);
+    exec.close(endpoint);
+    if (result.outcome === "pass") return;
+    if (result.outcome !== "unreachable" || Date.now() + RESTORE_RETRY_MS > deadline || wait?.vm.hasExited()) {
+      throw new Error(
+        `${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, RESTORE_RETRY_MS));
   }
 }
