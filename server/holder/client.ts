@@ -15,7 +15,7 @@
  * JSON bodies are UTF-8 objects; tagged bodies are u8 idlen | id | u64 (an offset or a seq) | bytes; a u64
  * beyond 2^53-1 has no exact number here and its frame is refused. Golden examples of every frame,
  * decoded, and of frames each side refuses, shared with the holder's tests: protocol-frames.json.
- *   client → holder: 0x01 OPEN json {id, from, tail?, cols, rows, mode, writer?} (from -1: the end, or the last
+ *   client → holder: 0x01 OPEN json {id, from, tail?, cols?, rows?, mode, writer?} (from -1: the end, or the last
  *                    `tail` bytes; input seqs count per writer) · 0x02 INPUT tagged seq+bytes ·
  *                    0x03 RESIZE json {id, cols, rows} · 0x04 DETACH json {id} · 0x05 KILL json {id} ·
  *                    0x06 INPUT_AS u8 idlen | id | u8 wlen | writer | u64 seq | bytes (input numbered by
@@ -203,7 +203,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
   }
 
   /** Reads terminal `id` from `offset` (-1: the end, or `tail` bytes before it); a writer's shell starts if none runs. */
-  open(id: string, offset: number, size: TerminalSize, mode: TerminalMode, options: { tail?: number; writer?: string } = {}): void {
+  open(
+    id: string,
+    offset: number,
+    size: TerminalSize | undefined,
+    mode: TerminalMode,
+    options: { tail?: number; writer?: string } = {},
+  ): void {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
     this.send(
       jsonFrame(FRAME_TYPE.OPEN, {
@@ -211,8 +217,7 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
         from: offset,
         tail: options.tail ?? 0,
         writer: options.writer ?? "",
-        cols: size.cols,
-        rows: size.rows,
+        ...(size && { cols: size.cols, rows: size.rows }),
         mode,
       }),
     );
@@ -442,7 +447,8 @@ export class HolderTerminal {
   /** writeAs input not yet acknowledged, per writer, oldest first (resent on every attach). */
   private named = new Map<string, UnackedNamedInput[]>();
   private namedBytes = 0;
-  private size: TerminalSize;
+  /** The writer's size; undefined: the OPEN leaves the shell's size as it is (a new one starts at 80x24). */
+  private size: TerminalSize | undefined;
   private detachers: (() => void)[] = [];
 
   constructor(
@@ -458,7 +464,7 @@ export class HolderTerminal {
   ) {
     if (!TERMINAL_ID.test(id)) throw new Error(`terminal id must match ${TERMINAL_ID}`);
     this.next = options.from ?? -1;
-    this.size = options.size ?? { cols: 80, rows: 24 };
+    this.size = options.size;
   }
 
   get mode(): TerminalMode {

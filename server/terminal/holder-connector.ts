@@ -99,7 +99,7 @@ export class HolderConnector implements PtyConnector {
     );
   }
 
-  async open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
+  async open(size: PtySize | undefined, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
     const reached = await this.reachHolder();
     if (!("link" in reached)) return this.openFallback(size, handlers, reached.why);
     const { client, link } = reached;
@@ -152,7 +152,7 @@ export class HolderConnector implements PtyConnector {
    * asks every `holderProbeMs` whether the holder answers again; once it does, the terminal is
    * told so and its direct shell ends, and the terminal opens again, on the holder.
    */
-  private async openFallback(size: PtySize, handlers: PtyHandlers, why: string): Promise<PtyChannel> {
+  private async openFallback(size: PtySize | undefined, handlers: PtyHandlers, why: string): Promise<PtyChannel> {
     log.warn({ machine: this.machine, terminal: this.terminalId, why }, "terminal holder unreachable; a direct shell instead");
     const channel = await this.fallback.open(size, handlers);
     handlers.onNotice?.("fallback");
@@ -272,7 +272,13 @@ export class HolderConnector implements PtyConnector {
    * Attaches the holder terminal over `link` and returns the channel that hands `handlers` its
    * output, until the shell exits or the connection ends.
    */
-  private async attach(client: Client, link: HolderLink, size: PtySize, handlers: PtyHandlers, rebooted: boolean): Promise<PtyChannel> {
+  private async attach(
+    client: Client,
+    link: HolderLink,
+    size: PtySize | undefined,
+    handlers: PtyHandlers,
+    rebooted: boolean,
+  ): Promise<PtyChannel> {
     const name = this.endpoint.name;
     let done = false;
     let returned = false; // onClose only for a channel the terminal has been given
@@ -297,8 +303,11 @@ export class HolderConnector implements PtyConnector {
       this.term.next = -1;
       void this.term.attach(link).catch(() => undefined);
     };
-    this.term.resize(size);
-    this.options.recording?.resize(size.cols, size.rows);
+    // No writer's size yet: the OPEN leaves the shell's size as it is.
+    if (size) {
+      this.term.resize(size);
+      this.options.recording?.resize(size.cols, size.rows);
+    }
     try {
       await this.term.attach(link);
     } catch (error) {

@@ -5,6 +5,9 @@
  */
 import type { TerminalNotice } from "./protocol";
 
+/** A new shell's size until its writer says otherwise. */
+export const DEFAULT_PTY_SIZE: PtySize = { cols: 80, rows: 24 };
+
 export interface PtySize {
   cols: number;
   rows: number;
@@ -42,8 +45,12 @@ export interface PtyHandlers {
 /** Opens shells on one machine. */
 export interface PtyConnector {
   readonly machine: string;
-  /** @param offset offset of the output the first viewer needs next (a resume), when this process has none yet. */
-  open(size: PtySize, handlers: PtyHandlers, offset?: number): Promise<PtyChannel>;
+  /**
+   * @param size the writer's size; undefined while no writer gave one (only read-only viewers or a
+   *   prewarm): a shell that runs keeps its size, a new one starts at DEFAULT_PTY_SIZE.
+   * @param offset offset of the output the first viewer needs next (a resume), when this process has none yet.
+   */
+  open(size: PtySize | undefined, handlers: PtyHandlers, offset?: number): Promise<PtyChannel>;
   /** The terminal showed its viewers `notice` (its own or one from onNotice): a connector that records the output records it too. */
   noticed?(notice: TerminalNotice): void;
 }

@@ -4,7 +4,7 @@
  */
 import type { ClientChannel } from "ssh2";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
-import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
+import { DEFAULT_PTY_SIZE, type PtyChannel, type PtyConnector, type PtyHandlers, type PtySize } from "./pty";
 
 /** Terminal type announced to the remote PTY; xterm.js implements it. */
 const TERM = "xterm-256color";
@@ -24,9 +24,10 @@ export function sshConnector(endpoint: SshEndpoint): PtyConnector {
   const typed = new Map<string, number>();
   return {
     machine: endpoint.name,
-    async open(size: PtySize, handlers: PtyHandlers): Promise<PtyChannel> {
+    async open(size: PtySize | undefined, handlers: PtyHandlers): Promise<PtyChannel> {
       const client = await connectSsh(endpoint);
-      const pty = { term: TERM, cols: size.cols, rows: size.rows };
+      const { cols, rows } = size ?? DEFAULT_PTY_SIZE;
+      const pty = { term: TERM, cols, rows };
       const stream = await new Promise<ClientChannel>((resolve, reject) => {
         // The locale (UTF-8 for Japanese) is the machine's own setting, not sent from here:
         // sshd drops client environment unless AcceptEnv allows it.

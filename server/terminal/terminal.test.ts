@@ -104,9 +104,23 @@ describe("Terminal (in-memory PTY)", () => {
     expect(viewer.states.at(-1)).toBe("connected");
   });
 
+  it("leaves the shell's size alone while only a read-only viewer watches (a watcher first in a process after a restart)", async () => {
+    const opened: (PtySize | undefined)[] = [];
+    const pty = new InMemoryPty();
+    const sized: PtyConnector = { machine: "node01", open: (size, handlers, from) => (opened.push(size), pty.open(size, handlers, from)) };
+    const terminal = new Terminal(sized);
+    terminal.attach(new RecordingViewer("read"), 0);
+    await tick();
+    expect(opened).toEqual([undefined]);
+    expect(pty.resizes).toEqual([]);
+    // The learner's page then gives its size.
+    terminal.attach(new RecordingViewer(), 0, { cols: 120, rows: 33 });
+    expect(pty.resizes).toEqual(["120x33"]);
+  });
+
   it("gives the PTY the writer's size when the writer attached while the shell was being opened (prewarm), before its input", async () => {
     const pty = new InMemoryPty();
-    const opened: PtySize[] = [];
+    const opened: (PtySize | undefined)[] = [];
     let finish: () => void = () => {};
     const slow: PtyConnector = {
       machine: "node01",
@@ -122,7 +136,7 @@ describe("Terminal (in-memory PTY)", () => {
     terminal.input(viewer, "stty size\r");
     finish();
     await tick();
-    expect(opened.map((s) => `${s.cols}x${s.rows}`)).toEqual(["80x24"]);
+    expect(opened).toEqual([undefined]); // no writer's size yet: the shell keeps its own
     expect(pty.resizes).toEqual(["132x40"]);
     expect(pty.written).toEqual(["stty size\r"]);
     // An open that already had the right size is not resized again.

@@ -20,7 +20,7 @@ import type { MachineState, SessionOverReason, StatusReason, TerminalNotice } fr
 import { ReplayBuffer } from "./replay-buffer";
 import { Screen } from "./screen";
 import type { HostKeyMismatchError } from "../ssh/connect";
-import type { InputSeq, PtyChannel, PtyConnector, PtySize } from "./pty";
+import { DEFAULT_PTY_SIZE, type InputSeq, type PtyChannel, type PtyConnector, type PtySize } from "./pty";
 
 /** Replay buffer per terminal; about 2,000 lines of 120 columns with colour. */
 export const REPLAY_BUFFER_BYTES = 256 * 1024;
@@ -101,7 +101,12 @@ export class Terminal {
   private channel: PtyChannel | null = null;
   private state: MachineState = "connecting";
   private reason: StatusReason | undefined;
-  private size: PtySize = { cols: 80, rows: 24 };
+  private size: PtySize = DEFAULT_PTY_SIZE;
+  /**
+   * A writer gave the size: until then the shell keeps the size it has (a read-only viewer opening
+   * the terminal first in a process, after a restart, must not resize it: bash would redraw its prompt).
+   */
+  private sized = false;
   private pendingInput: { data: string; input?: InputSeq }[] = [];
   private screen: Screen | null = null;
   /** Where the first channel should start reading the holder's log (the first viewer's offset). */
@@ -212,6 +217,7 @@ export class Terminal {
     if (viewer.mode !== "write" || this.closed) return false;
     const changed = size.cols !== this.size.cols || size.rows !== this.size.rows;
     this.size = size;
+    this.sized = true;
     this.screen?.resize(size);
     this.channel?.resize(size);
     if (changed) for (const v of this.viewers.keys()) if (v.mode === "read") v.sendSize(size);
@@ -282,7 +288,7 @@ export class Terminal {
     // A powered-off machine stays "stopped" through the retries (no flicker) until it answers.
     if (this.state !== "stopped") this.setState("connecting", this.everConnected ? "reconnecting" : undefined);
     try {
-      const openedAt = this.size;
+      const openedAt = this.sized ? this.size : undefined;
       const channel = await this.connector.open(
         openedAt,
         {
@@ -303,7 +309,7 @@ export class Terminal {
       this.everConnected = true;
       // The writer resized while the shell was being opened (a page attaching to a prewarmed
       // terminal): the PTY gets the size it has now, before any input typed meanwhile.
-      if (this.size.cols !== openedAt.cols || this.size.rows !== openedAt.rows) channel.resize(this.size);
+      if (this.sized && (this.size.cols !== openedAt?.cols || this.size.rows !== openedAt.rows)) channel.resize(this.size);
       this.setState("connected");
       for (const { data, input } of this.pendingInput) channel.write(data, input);
       // Viewers that asked for more than the log turned out to hold get their snapshot now.
