@@ -15,7 +15,7 @@ import { createDbWithPool } from "./server/db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./server/db/embedded";
 import { migrateDeploy } from "./server/db/migrate";
 import { trackResponses } from "./server/http/drain";
-import { createAppServer } from "./server/http/guard";
+import { APP_HEADER_BYTES, createAppServer, headerBytes } from "./server/http/guard";
 import { zonedConsoleTime } from "./server/i18n/time-zone";
 import { log } from "./server/log";
 import { opsHandler } from "./server/ops/http";
@@ -91,6 +91,9 @@ async function main(): Promise<void> {
   const nextUpgrade = app.getUpgradeHandler();
   server.on("upgrade", (req, socket, head) => {
     if (platform.preview.handleUpgrade(req, socket, head)) return;
+    // Node reads heads up to MAX_HEADER_BYTES for previews' sake; Labdeck's own take APP_HEADER_BYTES.
+    if (headerBytes(req) > APP_HEADER_BYTES)
+      return void socket.end("HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n");
     if (platform.gateway.handle(req, socket, head)) return;
     // Next's dev server upgrades /_next/hmr itself; in production nothing else upgrades.
     if (dev) return void nextUpgrade(req, socket, head);

@@ -1,7 +1,7 @@
 /**
  * Rate limits (rate-limiter-flexible, counters in PostgreSQL through Prisma so every server
- * process shares them): sign-in attempts per account and per client address, manual checks and
- * session starts per user. The client address is the peer's, or — only when the peer is one of
+ * process shares them): manual checks, reboots and session starts per user (sign-in has limits of
+ * its own, server/auth/sign-in-limits.ts). The client address is the peer's, or — only when the peer is one of
  * LABDECK_TRUSTED_PROXIES — the last X-Forwarded-For entry that is not a trusted proxy. server.ts
  * writes it into CLIENT_ADDRESS_HEADER (replacing whatever the client sent) for routes and better-auth.
  */
@@ -27,10 +27,6 @@ export function clientAddress(req: IncomingMessage, trustedProxies: readonly str
 
 /** Limits: points per window. */
 export const LIMITS = {
-  /** Wrong or right, per account (email): a password guesser gets 10 tries per 15 minutes. */
-  signInAccount: { points: 10, duration: 15 * 60 },
-  /** Per client address: generous enough for a classroom behind one NAT. */
-  signInAddress: { points: 100, duration: 15 * 60 },
   /** Check button presses per user. */
   check: { points: 30, duration: 60 },
   /** "Reboot and verify" presses per user (each reboots a VM: seconds of a host's CPU under TCG). */

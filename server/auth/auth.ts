@@ -76,6 +76,9 @@ export function createAuth(options: AuthOptions) {
     // The client address server.ts computed (X-Forwarded-For only from LABDECK_TRUSTED_PROXIES),
     // never a header the client chose.
     advanced: { cookiePrefix: AUTH_COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] } },
+    // Sign-in has Labdeck's failure limits, shared by every process (sign-in-limits.ts). better-auth's
+    // own (production only: 3 a 10 s per address, per process) would hold back a class behind one NAT.
+    rateLimit: { customRules: { "/sign-in/email": false } },
     // better-auth's own paths that make accounts or change identity outside our invitation flow.
     disabledPaths: ["/sign-up/email", "/update-user", "/change-email", "/delete-user"],
   });

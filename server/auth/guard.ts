@@ -10,6 +10,7 @@
  * - admins: their own sessions, watch every session, and the admin pages/APIs.
  */
 import type { Db } from "../db/client";
+import type { LabSessionState } from "../db/generated/client";
 import type { Auth, Role } from "./auth";
 import { Denied } from "../denied";
 
@@ -94,8 +95,11 @@ export async function requireSession(
   user: CurrentUser,
   sessionId: string,
   need: "owner" | "watch",
-): Promise<{ id: string; labSlug: string; learnerId: string; access: "owner" | "watch" }> {
-  const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { id: true, labSlug: true, learnerId: true } });
+): Promise<{ id: string; labSlug: string; learnerId: string; state: LabSessionState; access: "owner" | "watch" }> {
+  const session = await db.labSession.findUnique({
+    where: { id: sessionId },
+    select: { id: true, labSlug: true, learnerId: true, state: true },
+  });
   const access = session ? await accessTo(db, user, session.learnerId) : null;
   if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId)))
     throw new Denied(403, "cohortEnded");

@@ -108,9 +108,22 @@ export class Provisioner {
    * with null when the job went to another process.
    */
   async startJob(cohortId: string, actorId: string | null): Promise<{ job: ProvisionJobView; done: Promise<ProvisionJobView | null> }> {
-    const job = await createProvisionJob(this.deps.db, cohortId, actorId, { holder: this.holder, leaseMs: this.leaseMs });
-    const done = job.state === "running" ? this.work(job.id) : Promise.resolve(job);
-    return { job, done };
+    const job = await createProvisionJob(this.deps.db, cohortId, actorId, this.lease());
+    return { job, done: this.run(job) };
+  }
+
+  /** The lease a job made for this process carries (createProvisionJob's `lease`). */
+  lease(): { holder: string; leaseMs: number } {
+    return { holder: this.holder, leaseMs: this.leaseMs };
+  }
+
+  /**
+   * Works on a job createProvisionJob made with this process's lease. The API route makes the job
+   * itself: a refusal (no such cohort, ended, already running) must be thrown by a class of the
+   * route's own module graph to be answered as one (see ARCHITECTURE.md, "Rooms").
+   */
+  run(job: ProvisionJobView): Promise<ProvisionJobView | null> {
+    return job.state === "running" ? this.work(job.id) : Promise.resolve(job);
   }
 
   /** Claims every running job whose lease ran out and works on it; the ids taken over. */

@@ -9,7 +9,15 @@ import http from "node:http";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAppServer, HEADERS_TIMEOUT_MS, JSON_BODY_LIMIT, UPLOAD_BODY_LIMIT } from "./guard";
+import {
+  APP_HEADER_BYTES,
+  createAppServer,
+  headerBytes,
+  HEADERS_TIMEOUT_MS,
+  JSON_BODY_LIMIT,
+  MAX_HEADER_BYTES,
+  UPLOAD_BODY_LIMIT,
+} from "./guard";
 
 let server: http.Server;
 let base: string;
@@ -235,5 +243,46 @@ describe("client address (X-Forwarded-For believed only from LABDECK_TRUSTED_PRO
     });
     expect(res.status).toBe(200);
     expect(seenAddresses.at(-1)).toBe("127.0.0.1");
+  });
+});
+
+describe("header sizes (Node reads up to MAX_HEADER_BYTES; Labdeck's own routes take APP_HEADER_BYTES)", () => {
+  it("12 × 3.8 KB cookies reach a preview host; Labdeck's routes answer 431 above 16 KiB themselves", async () => {
+    const previewed: number[] = [];
+    const app = createAppServer({
+      ops: () => false,
+      allowedOrigin: () => origin,
+      handle: (_req, res) => res.writeHead(200).end("app"),
+      preview: (req, res) => {
+        if (!String(req.headers.host).endsWith(".preview.localhost")) return false;
+        previewed.push(headerBytes(req));
+        res.writeHead(200).end("preview");
+        return true;
+      },
+    });
+    await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
+    const port = (app.address() as AddressInfo).port;
+    const get = (host: string, cookie: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port, path: "/", headers: { host, cookie } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    const tossed = Array.from({ length: 12 }, (_, i) => `t${i}=${"x".repeat(3800)}`).join("; ");
+    try {
+      expect(await get("80-node01-abcdefgh12.preview.localhost", tossed)).toBe(200);
+      expect(previewed[0]).toBeGreaterThan(12 * 3800);
+      expect(await get("127.0.0.1", tossed)).toBe(431);
+      expect(await get("127.0.0.1", "a=1")).toBe(200);
+      expect(await get("127.0.0.1", "x".repeat(APP_HEADER_BYTES - 200))).toBe(200);
+      // Past MAX_HEADER_BYTES even a preview is refused, by Node itself.
+      expect(await get("80-node01-abcdefgh12.preview.localhost", "x".repeat(MAX_HEADER_BYTES))).toBe(431);
+    } finally {
+      app.closeAllConnections();
+      await new Promise((resolve) => app.close(resolve));
+    }
   });
 });

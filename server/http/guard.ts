@@ -130,8 +130,25 @@ function drainAndClose(req: IncomingMessage, res: ServerResponse, status: number
   res.once("finish", () => req.socket.destroy());
 }
 
+/**
+ * Request header bytes Node reads before answering 431 itself: 1 MiB. A page on a learner's
+ * machine can set cookies for the whole preview domain (12 of 3.8 KB fill Node's 16 KiB default),
+ * which would stop every later preview in that browser before the proxy could drop them.
+ */
+export const MAX_HEADER_BYTES = 1024 * 1024;
+/** Request header bytes Labdeck's own pages, APIs and sockets take (Node's default): beyond, 431. */
+export const APP_HEADER_BYTES = 16 * 1024;
+
+/** The bytes of a request's head as received: request line and header lines. */
+export function headerBytes(req: IncomingMessage): number {
+  let bytes = (req.method ?? "").length + (req.url ?? "").length + 12;
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) bytes += req.rawHeaders[i]!.length + req.rawHeaders[i + 1]!.length + 4;
+  return bytes;
+}
+
 /** Options for http.createServer: half-open requests (slow headers, a body that never ends) are cut. */
 export const SERVER_OPTIONS = {
+  maxHeaderSize: MAX_HEADER_BYTES,
   headersTimeout: HEADERS_TIMEOUT_MS,
   requestTimeout: REQUEST_TIMEOUT_MS,
   keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
@@ -161,6 +178,7 @@ export function createAppServer(deps: {
   return http.createServer(SERVER_OPTIONS, (req, res) => {
     tagRequest(req, res, deps.log ?? processLog);
     if (deps.preview?.(req, res)) return;
+    if (headerBytes(req) > APP_HEADER_BYTES) return drainAndClose(req, res, 431, "headersTooLarge");
     if (deps.ops(req, res)) return;
     if (!guardNodeRequest(req, res, deps.allowedOrigin, deps.trustedProxies)) return;
     void deps.handle(req, res);

@@ -16,6 +16,7 @@ import { machineEndpoint } from "../sessions/lab-sessions";
 import { startLabWebServer } from "../testing/lab-web-server";
 import { startTestStack, type TestStack } from "../testing/stack";
 import { signInCookie } from "../testing/sign-in";
+import { createAppServer } from "../http/guard";
 import { previewAccess } from "./access";
 import { previewOrigin, type PreviewBase } from "./address";
 import { grantCookieName, signPreview } from "./grant";
@@ -107,8 +108,13 @@ async function enter(
 beforeAll(async () => {
   stack = await startTestStack({ subnet: 111, terminalAuth: "sign-in" });
   const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
-  server = http.createServer((req, res) => {
-    if (!proxy.handleRequest(req, res)) res.writeHead(404).end("labdeck");
+  // The app's server as server.ts builds it (its header limits, the preview first), with Next.js
+  // replaced by a 404 "labdeck".
+  server = createAppServer({
+    ops: () => false,
+    allowedOrigin: () => "http://127.0.0.1:3000",
+    handle: (_req, res) => res.writeHead(404).end("labdeck"),
+    preview: (req, res) => proxy.handleRequest(req, res),
   });
   server.on("upgrade", (req, socket, head) => {
     if (!proxy.handleUpgrade(req, socket, head)) socket.destroy();
@@ -255,6 +261,39 @@ describe("the preview origin × actors", () => {
     expect(headers["x-forwarded-proto"]).toBe("http");
     const set = await fetchPreview(`${origin}/set-cookie`, { headers: { cookie } });
     expect(set.headers["set-cookie"]).toEqual(["app=1; Path=/"]);
+  });
+
+  it("a grant shadowed by a forged parent-domain cookie still counts and the forged one is cleared; 12 × 3.8 KB tossed cookies do not stop the preview", async () => {
+    const { cookie, origin } = await enter("owner");
+    const name = grantCookieName("http");
+    const clear = `${name}=; Domain=${base.host}; Path=/; Max-Age=0`;
+    // As a browser sends them: the cookie a page set for Domain=preview.localhost, then the host-only grant.
+    const forged = `${name}=forged-by-a-lab-page`;
+    const page = await fetchPreview(`${origin}/headers`, { headers: { cookie: `${forged}; ${cookie}; app=7` } });
+    expect(page.status).toBe(200);
+    expect(page.headers["set-cookie"]).toEqual([clear]);
+    expect((JSON.parse(page.body.toString()) as Record<string, string>).cookie).toBe("app=7");
+    // With only the forged one: refused, and cleared so the next entry link works.
+    const refused = await fetchPreview(`${origin}/`, { headers: { cookie: forged } });
+    expect(refused.status).toBe(403);
+    expect(refused.headers["set-cookie"]).toEqual([clear]);
+    // A fresh entry link clears it too.
+    const entered = await fetchPreview((await entry("owner", sessionId, `machine=node01&port=${WEB_PORT}`)).headers.get("location")!, {
+      headers: { cookie: forged },
+    });
+    expect(entered.status).toBe(303);
+    expect(entered.headers["set-cookie"]).toContain(clear);
+    // 12 tossed cookies of 3.8 KB (46 KB, past Node's 16 KiB default): the page still comes; the
+    // machine is sent no cookies rather than more than 8 KiB of them.
+    const tossed = Array.from({ length: 12 }, (_, i) => `tossed${i}=${"x".repeat(3800)}`).join("; ");
+    const big = await fetchPreview(`${origin}/headers`, { headers: { cookie: `${tossed}; ${forged}; ${cookie}; app=7` } });
+    expect(big.status).toBe(200);
+    expect((JSON.parse(big.body.toString()) as Record<string, string>).cookie).toBeUndefined();
+    expect((await fetchPreview(`${origin}/`, { headers: { cookie: `${tossed}; ${cookie}` } })).body.toString()).toContain(
+      "hello from node01",
+    );
+    // Labdeck's own routes on the same server answer such a head with 431 themselves.
+    expect((await fetchPreview("http://127.0.0.1/", { headers: { cookie: tossed } })).status).toBe(431);
   });
 
   it("a POST body goes through; one over the limit is 413", async () => {

@@ -8,8 +8,10 @@
  *
  * Watchers (read-only) may GET and HEAD; other methods and WebSockets are the owner's.
  * The Host header goes to the machine unchanged (the preview host), so a page's absolute URLs,
- * redirects and Origin checks agree with what the browser sees. The grant cookie is taken out of
- * what the machine gets, and a machine's Set-Cookie for that name is dropped.
+ * redirects and Origin checks agree with what the browser sees. The machine gets only the page's
+ * own cookies (cookies.ts), and a machine's Set-Cookie for the grant's name is dropped. A grant
+ * cookie shadowed by one a page set for the parent preview domain still counts, and the parent
+ * one is cleared.
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
@@ -28,6 +30,7 @@ import {
   type PreviewClaims,
 } from "./grant";
 import { TunnelError, TunnelPool } from "./tunnels";
+import { chooseGrant, clearParentCookie, cookieValues, machineCookieHeader } from "./cookies";
 
 /** Request bodies relayed to a machine, bytes (an upload form, a manifest): beyond, 413. */
 export const PREVIEW_BODY_LIMIT = 32 * 1024 * 1024;
@@ -111,19 +114,22 @@ export class PreviewProxy {
     if (!target) return refuse(req, res, { status: 404, code: "previewNotFound" });
     const url = new URL(req.url ?? "/", "http://preview");
     if (url.pathname.startsWith(PREVIEW_RESERVED_PREFIX)) return this.reserved(base, target, url, req, res);
-    const claims = this.grantOf(base, target, req);
+    const { claims, shadowed } = this.grantOf(base, target, req);
+    // A cookie of the grant's name that is not this origin's grant: clear the parent-domain one.
+    const clear = shadowed ? [clearParentCookie(grantCookieName(base.scheme), base.host)] : [];
     const decided = claims ? await this.decide(claims) : null;
-    if (!claims || !decided) return refuse(req, res, { status: 403, code: "previewDenied" });
+    if (!claims || !decided) return refuse(req, res, { status: 403, code: "previewDenied" }, clear);
     const method = (req.method ?? "GET").toUpperCase();
-    if (decided === "watch" && method !== "GET" && method !== "HEAD") return refuse(req, res, { status: 403, code: "previewReadOnly" });
-    if (tooLarge(req.headers["content-length"])) return refuse(req, res, { status: 413, code: "bodyTooLarge" });
+    if (decided === "watch" && method !== "GET" && method !== "HEAD")
+      return refuse(req, res, { status: 403, code: "previewReadOnly" }, clear);
+    if (tooLarge(req.headers["content-length"])) return refuse(req, res, { status: 413, code: "bodyTooLarge" }, clear);
     const stream = await this.stream(target);
-    if ("status" in stream) return refuse(req, res, stream);
+    if ("status" in stream) return refuse(req, res, stream, clear);
 
     const upstream = http.request({
       method,
       path: req.url,
-      headers: forwardedHeaders(req.headers, grantCookieName(base.scheme), base.scheme),
+      headers: forwardedHeaders(req.headers, base.scheme),
       createConnection: () => stream.stream as never,
     });
     let answered = false;
@@ -138,7 +144,7 @@ export class PreviewProxy {
     upstream.on("response", (answer) => {
       answered = true;
       clearTimeout(headersTimer);
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer.headers, grantCookieName(base.scheme)));
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer.headers, grantCookieName(base.scheme), clear));
       answer.on("data", idle.touch);
       answer.pipe(res);
     });
@@ -182,13 +188,13 @@ export class PreviewProxy {
     // A WebSocket from another page (another preview of the same site included) is refused: the
     // grant cookie would ride along with it.
     if (req.headers.origin !== previewOrigin(base, target)) return refuseSocket(socket, 403);
-    const claims = this.grantOf(base, target, req);
+    const { claims } = this.grantOf(base, target, req);
     const decided = claims ? await this.decide(claims) : null;
     if (!decided || decided !== "owner") return refuseSocket(socket, 403);
     const opened = await this.stream(target);
     if ("status" in opened) return refuseSocket(socket, opened.status);
     const stream = opened.stream;
-    const headers = forwardedHeaders(req.headers, grantCookieName(base.scheme), base.scheme);
+    const headers = forwardedHeaders(req.headers, base.scheme);
     headers.connection = "Upgrade";
     headers.upgrade = req.headers.upgrade ?? "websocket";
     const upstream = http.request({ method: req.method, path: req.url, headers, createConnection: () => stream as never });
@@ -256,7 +262,9 @@ export class PreviewProxy {
     ].join("; ");
     res.writeHead(303, {
       location: next.success ? next.data : "/",
-      "set-cookie": cookie,
+      // A cookie of this name a page set for the parent preview domain would come first and shadow
+      // the grant in pages' scripts and other servers' eyes: it goes.
+      "set-cookie": [cookie, clearParentCookie(grantCookieName(base.scheme), base.host)],
       "cache-control": "no-store",
       // The code is in this URL: it is not passed on to the page's first request.
       "referrer-policy": "no-referrer",
@@ -265,9 +273,10 @@ export class PreviewProxy {
     res.end();
   }
 
-  private grantOf(base: PreviewBase, target: PreviewTarget, req: IncomingMessage): PreviewClaims | null {
-    const value = cookieValue(req.headers.cookie, grantCookieName(base.scheme));
-    return value ? verifyPreview(this.deps.secret, "grant", value, target) : null;
+  /** The grant for this origin among every cookie of the grant's name, and whether others came with it. */
+  private grantOf(base: PreviewBase, target: PreviewTarget, req: IncomingMessage): { claims: PreviewClaims | null; shadowed: boolean } {
+    const values = cookieValues(req.headers.cookie, grantCookieName(base.scheme));
+    return chooseGrant(values, (value) => verifyPreview(this.deps.secret, "grant", value, target));
   }
 
   /** The access the claims still have (database, cached per claims for ACCESS_CACHE_MS unless `fresh`). */
@@ -315,27 +324,15 @@ function tooLarge(contentLength: string | undefined): boolean {
   return !Number.isFinite(n) || n > PREVIEW_BODY_LIMIT;
 }
 
-/** One cookie's value from a Cookie header (the first of that name). */
-export function cookieValue(header: string | undefined, name: string): string | null {
-  for (const part of (header ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
-}
-
-/** What the machine gets: the browser's headers minus hop-by-hop ones and the grant cookie. */
-function forwardedHeaders(headers: IncomingHttpHeaders, grantCookie: string, scheme: string): OutgoingHttpHeaders {
+/** What the machine gets: the browser's headers minus hop-by-hop ones, with only the page's own cookies. */
+function forwardedHeaders(headers: IncomingHttpHeaders, scheme: string): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
     out[name] = value;
   }
-  const cookies = (headers.cookie ?? "")
-    .split(";")
-    .map((c) => c.trim())
-    .filter((c) => c && c.slice(0, c.indexOf("=")).trim() !== grantCookie);
-  if (cookies.length > 0) out.cookie = cookies.join("; ");
+  const cookie = machineCookieHeader(headers.cookie);
+  if (cookie) out.cookie = cookie;
   else delete out.cookie;
   out["x-forwarded-proto"] = scheme;
   out["x-forwarded-host"] = headers.host ?? "";
@@ -343,14 +340,14 @@ function forwardedHeaders(headers: IncomingHttpHeaders, grantCookie: string, sch
   return out;
 }
 
-/** What the browser gets: the machine's headers minus hop-by-hop ones and any cookie named like the grant. */
-function responseHeaders(headers: IncomingHttpHeaders, grantCookie: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
+/** What the browser gets: the machine's headers minus hop-by-hop ones and any cookie named like the grant; plus Labdeck's `setCookie`. */
+function responseHeaders(headers: IncomingHttpHeaders, grantCookie: string, setCookie: string[] = []): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = setCookie.length > 0 ? { "set-cookie": setCookie } : {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
     if (name === "set-cookie") {
       const kept = (value as string[]).filter((c) => c.slice(0, c.indexOf("=")).trim() !== grantCookie);
-      if (kept.length > 0) out[name] = kept;
+      if (kept.length + setCookie.length > 0) out[name] = [...kept, ...setCookie];
       continue;
     }
     out[name] = value;
@@ -388,7 +385,7 @@ function idleCutter(cut: () => void): { touch: () => void; stop: () => void } {
 }
 
 /** A small page in the browser's language; the code is in a header for scripts and tests. */
-function refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
+function refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal, setCookie: string[] = []): void {
   if (res.headersSent) return void res.destroy();
   const locale = localeFromHeaders(new Headers({ cookie: String(req.headers.cookie ?? "") }));
   const message = errorMessage(locale, refusal.code);
@@ -401,6 +398,7 @@ function refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal): vo
     "cache-control": "no-store",
     "x-labdeck-preview-error": refusal.code,
     "content-security-policy": "default-src 'none'",
+    ...(setCookie.length > 0 ? { "set-cookie": setCookie } : {}),
     ...(unread ? { connection: "close" } : {}),
   });
   if (unread) res.once("finish", () => req.socket.destroy());

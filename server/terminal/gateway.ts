@@ -258,6 +258,13 @@ class TerminalSocket {
   private unregisterLive: (() => void) | null = null;
   /** Messages that arrived while the terminal was being attached; applied in order after it. */
   private early: ClientMessage[] | null = null;
+  /**
+   * The last input seq this socket carried. A page sends its numbers in order on one socket (its
+   * resends after a reconnect too), so a gap means input was lost or reordered on the way; the
+   * holder applies each number once and would then treat the late lower one as a repeat and drop
+   * it without a word. The socket is closed instead (4400 with that reason, which the page shows).
+   */
+  private lastInputSeq: number | null = null;
   private readonly helloTimer: NodeJS.Timeout;
   private readonly pingTimer: NodeJS.Timeout;
 
@@ -312,6 +319,12 @@ class TerminalSocket {
       case "hello":
         return this.close(CloseCode.badMessage, "hello sent twice");
       case "input":
+        if (message.seq !== undefined) {
+          if (this.lastInputSeq !== null && message.seq !== this.lastInputSeq + 1) {
+            return this.close(CloseCode.badMessage, "input out of order");
+          }
+          this.lastInputSeq = message.seq;
+        }
         if (!viewer.terminal.input(viewer, message.data, message.seq)) return;
         metrics().terminalBytes.inc({ direction: "in" }, Buffer.byteLength(message.data));
         this.deps.onInput?.(this.sessionId!);

@@ -4,6 +4,7 @@
  * and the mode (write for the owner, read for a watcher), and expires. HMAC-SHA256 over the claims; the server secret never leaves the server.
  */
 import { z } from "zod";
+import type { LabSessionState } from "../db/generated/client";
 import { signClaims, verifyClaims } from "../signed";
 import { MAX_TAB_NUMBER, type TabView } from "./tab-names";
 
@@ -37,6 +38,15 @@ export function verifyTerminalToken(secret: Buffer, token: string, now = Date.no
   const claims = verifyClaims(secret, token, TerminalClaims);
   if (!claims || claims.exp <= now) return null;
   return claims;
+}
+
+/**
+ * The mode of the tokens a viewer gets: write for the owner of a session still in use, read for a
+ * watcher and for everyone once the session is ending or ended (its output can still be read;
+ * nothing typed there would reach a machine that is going away).
+ */
+export function tokenMode(access: "owner" | "watch", state: LabSessionState): "write" | "read" {
+  return access === "owner" && state !== "ending" && state !== "ended" ? "write" : "read";
 }
 
 /** One token per machine of a session, all with the same mode, for `sub`. */

@@ -1,10 +1,10 @@
 /**
  * better-auth's endpoints (/api/auth/sign-in/email, /sign-out, /get-session, ...); public sign-up
- * is disabled. Email sign-in is throttled per account and per client address (throttle.ts) before
- * better-auth sees it; a successful sign-in clears its account's count.
+ * is disabled. Email sign-in goes through the failure limits of server/auth/sign-in-limits.ts.
  */
 import { apiError, tooManyRequests } from "@/server/http/route";
-import { CLIENT_ADDRESS_HEADER, consume, forget } from "@/server/throttle";
+import { CLIENT_ADDRESS_HEADER } from "@/server/throttle";
+import { signInWithinLimits } from "@/server/auth/sign-in-limits";
 import { getServicesOrThrow } from "@/server/compose/services";
 
 export const dynamic = "force-dynamic";
@@ -21,9 +21,7 @@ export async function POST(request: Request): Promise<Response> {
   if (!body || typeof body.email !== "string") return apiError(request, 400, "badRequest");
   const account = body.email.trim().toLowerCase();
   const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
-  const wait = (await consume(services.db, "signInAddress", address)) ?? (await consume(services.db, "signInAccount", account));
-  if (wait) return tooManyRequests(request, wait);
-  const response = await services.auth.handler(request);
-  if (response.ok) await forget(services.db, "signInAccount", account);
-  return response;
+  const result = await signInWithinLimits(services.db, { account, address }, () => services.auth.handler(request));
+  if ("retryAfterSeconds" in result) return tooManyRequests(request, result.retryAfterSeconds);
+  return result.response;
 }

@@ -1,13 +1,13 @@
 /**
  * GET /api/sessions/:id/terminal-tokens — terminal tokens for a session the caller may open:
  * write tokens for its owner, read-only tokens for a watcher (an admin, or an instructor of the
- * learner's cohort); one per machine (its first shell) and one per open extra tab (`tabs`).
+ * learner's cohort) and for a session that is ending or ended (tokenMode); one per machine (its first shell) and one per open extra tab (`tabs`).
  * 404 for anyone else.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
 import { apiRoute } from "@/server/compose/route";
 import { openTabs } from "@/server/sessions/tabs";
-import { tabTokens, terminalTokens } from "@/server/terminal/token";
+import { tabTokens, terminalTokens, tokenMode } from "@/server/terminal/token";
 
 export const dynamic = "force-dynamic";
 
@@ -16,7 +16,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   const { id } = await context.params;
   const session = await requireSession(services.db, user, id, "watch");
   const machines = await services.db.machine.findMany({ where: { sessionId: id }, select: { name: true }, orderBy: { name: "asc" } });
-  const mode = session.access === "owner" ? "write" : "read";
+  const mode = tokenMode(session.access, session.state);
   return Response.json({
     sessionId: id,
     mode,
