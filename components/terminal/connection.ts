@@ -35,11 +35,12 @@ export interface TerminalScreen {
 /**
  * Reconnect backoff: first wait and cap, in ms; each wait gets up to 30 % jitter. The cap is what
  * a page waits, at worst, after a killed or restarted server listens again (plus up to 30 %): at
- * 2 s every page is back within the 5 s a restart may take (bench/restart.ts), for one refused
- * connect or proxy 502 per terminal every 2 s while the server is away.
+ * 1 s it is a small part of the 5 s in which a page should type again after a restart listens
+ * (the rest is the login into the machine), for one refused connect or proxy 502 per terminal
+ * each second while the server is away.
  */
 export const RECONNECT_MIN_MS = 300;
-export const RECONNECT_MAX_MS = 2_000;
+export const RECONNECT_MAX_MS = 1_000;
 
 /** The wait before reconnect attempt `attempt` (0 for the first after a drop), in ms. */
 export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {

@@ -29,6 +29,7 @@ import type { PreviewBase } from "../preview/address";
 import { PreviewProxy } from "../preview/proxy";
 import { TerminalRecorder } from "../recordings/recorder";
 import { machineEndpoint, machinePoweredOff } from "../sessions/lab-sessions";
+import { prewarmRecentSessions } from "../sessions/prewarm";
 import { SessionSweeper } from "../sessions/sweeper";
 import { openTabs, tabIsOpen, terminalEndpoint } from "../sessions/tabs";
 import { SshExecPool } from "../ssh/exec";
@@ -220,6 +221,10 @@ function lifecycle(parts: {
       if (backfill.pinned > 0 || backfill.failed.length > 0)
         log.info({ pinned: backfill.pinned, failed: backfill.failed }, "lab versions backfilled");
       grader.start();
+      // The open pages reconnect as soon as this process listens: their shells are logged in to first.
+      void prewarmRecentSessions(db, terminals, log).catch((error: Error) =>
+        log.warn({ err: error.message }, "prewarm after start failed"),
+      );
       sweeperRole.start();
       provisioner.start();
       recorder.startPruning();
