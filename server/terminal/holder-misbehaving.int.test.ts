@@ -23,8 +23,11 @@ const SUBNET = 68; // 10.213.68.0/24: hosts whose holder is a hostile stand-in
 const WINDOW_MS = 20_000;
 /** OPENs a terminal may send a hostile holder in WINDOW_MS (the connector's backoff and probe send about 5). */
 const MAX_OPENS = 10;
-/** This process's CPU over WINDOW_MS with one hostile holder, in % of a core (the GONE loop took ~50 %). */
-const MAX_CPU_PERCENT = 15;
+/**
+ * This process's CPU over WINDOW_MS with the GONE holder, in % of a core: the loop took 13-16 % here
+ * (49.6 % earlier; the Python stand-in is its brake), the connector now under 1 %.
+ */
+const MAX_CPU_PERCENT = 5;
 
 const MODES = {
   gone: "gone-loop",
@@ -232,8 +235,12 @@ describe("a misbehaving holder", () => {
         return { mode, h, ...(await watch(h, await startStandIn(h, mode))) };
       }),
     );
-    for (const { mode, h, opens, viewer, fallbackAfterMs } of results) {
-      console.log(`${mode}: ${opens} OPENs in ${WINDOW_MS / 1000} s, fallback after ${fallbackAfterMs ?? "never"} ms`);
+    for (const { mode, h, opens, viewer, fallbackAfterMs } of results)
+      console.log(
+        `${mode}: ${opens} OPENs in ${WINDOW_MS / 1000} s, fallback after ${fallbackAfterMs ?? "never"} ms, ` +
+          `${reasonLines(h, `holder-misbehaving: ${MODES[mode]}`)} reason lines, unsafe integers sent: ${JSON.stringify(viewer.unsafe.slice(0, 3))}`,
+      );
+    for (const { mode, h, opens, viewer } of results) {
       expect(opens, mode).toBeLessThanOrEqual(MAX_OPENS);
       expect(viewer.notices, mode).toContain("fallback");
       expect(reasonLines(h, `holder-misbehaving: ${MODES[mode]}`), mode).toBe(1);
