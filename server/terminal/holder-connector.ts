@@ -97,6 +97,8 @@ export class HolderConnector implements PtyConnector {
   private lastFailure = "";
   /** When the current link's last OPENED came (0: none on it yet), ms. */
   private openedAt = 0;
+  /** Output came after that OPENED (a reader that fell behind had some; a holder looping on OPENED and GONE has none). */
+  private readSinceOpened = false;
 
   constructor(
     private readonly endpoint: SshEndpoint,
@@ -109,6 +111,9 @@ export class HolderConnector implements PtyConnector {
       terminalId,
       {
         onOutput: (logOffset, data) => this.output(logOffset, data),
+        onOpened: () => {
+          [this.openedAt, this.readSinceOpened] = [Date.now(), false];
+        },
         onExit: () => this.onExit?.(),
         onGone: () => this.onGone?.(),
         onInputAck: (writer, seq) => this.active?.onInputAck?.(writer, seq),
@@ -166,6 +171,7 @@ export class HolderConnector implements PtyConnector {
     // took a restarted holder's output for bytes it already had and dropped it.
     if (this.bootId !== undefined) this.options.recording?.output(this.epoch, logOffset, data);
     this.endLogOffset = logOffset + data.byteLength;
+    this.readSinceOpened = true;
     this.active?.onData(data, this.startOffset + logOffset);
   }
 
@@ -321,10 +327,11 @@ export class HolderConnector implements PtyConnector {
     this.onBroken = finish;
     // This reader fell behind the log (every viewer stopped reading while output flooded): go on
     // from the last ATTACH_TAIL_BYTES; the terminal rebuilds its screen from them and sends
-    // viewers a snapshot. A GONE right after OPENED is a holder looping, not a slow reader.
+    // viewers a snapshot. A GONE right after OPENED with no output between is a holder looping,
+    // not a slow reader (any other loop ends at the OPEN cap).
     this.onGone = () => {
       if (opening) return;
-      if (Date.now() - this.openedAt < HOLDER_HEALTHY_MS)
+      if (!this.readSinceOpened && Date.now() - this.openedAt < HOLDER_HEALTHY_MS)
         return finish(new HolderMisbehaviourError("gone-loop", "GONE right after OPENED"));
       opening = true;
       this.term.next = -1;
@@ -369,9 +376,7 @@ export class HolderConnector implements PtyConnector {
     if (!this.health.allowOpen()) throw new HolderMisbehaviourError("open-rate", `over ${HOLDER_OPENS_PER_WINDOW} OPENs a minute`);
     const fromEnd = this.term.next < 0;
     try {
-      const info = await answered(this.term.attach(link), "OPEN");
-      this.openedAt = Date.now();
-      return info;
+      return await answered(this.term.attach(link), "OPEN");
     } catch (error) {
       if (error instanceof HolderGoneError && fromEnd)
         throw new HolderMisbehaviourError("gone-loop", `GONE for an OPEN from the end: ${error.message}`);
