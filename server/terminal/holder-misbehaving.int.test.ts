@@ -223,6 +223,7 @@ describe("a misbehaving holder", () => {
     expect(opens).toBeLessThanOrEqual(MAX_OPENS);
     expect(cpuPercent).toBeLessThan(MAX_CPU_PERCENT);
     expect(viewer.notices).toContain("fallback");
+    expect(viewer.notices).not.toContain("holderBack"); // its probe (a read-only OPEN) got GONE too
     expect(reasonLines(h, "holder-misbehaving: gone-loop")).toBe(1);
     expect(viewer.unsafe).toEqual([]);
   }, 60_000);
@@ -243,6 +244,7 @@ describe("a misbehaving holder", () => {
     for (const { mode, h, opens, viewer } of results) {
       expect(opens, mode).toBeLessThanOrEqual(MAX_OPENS);
       expect(viewer.notices, mode).toContain("fallback");
+      expect(viewer.notices, mode).not.toContain("holderBack");
       expect(reasonLines(h, `holder-misbehaving: ${MODES[mode]}`), mode).toBe(1);
       expect(viewer.unsafe, mode).toEqual([]);
     }
