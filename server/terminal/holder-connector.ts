@@ -311,7 +311,11 @@ export class HolderConnector implements PtyConnector {
       if (isHolderMisbehaviour(error)) this.failed(error);
       this.leave(handlers);
       endConnection(client, link);
-      if (returned) handlers.onClose(error);
+      // The terminal logs why its shell went: a holder's misbehaviour by its reason code.
+      if (returned)
+        handlers.onClose(
+          isHolderMisbehaviour(error) ? new Error(`${holderFailureReason(error)}: ${error.message}`, { cause: error }) : error,
+        );
     };
     link.on("close", (error) => finish(error ?? this.linkClosed(name, sshClosed)));
     client.on("error", (error) => finish(new Error(`${name}: ${error.message}`)));

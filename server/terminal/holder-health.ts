@@ -107,8 +107,8 @@ export class HolderHealth {
   }
 }
 
-/** Longest a holder has to answer an OPEN (OPENED, GONE or ERROR), ms: as long as it has for HELLO. */
-export const HOLDER_ANSWER_MS = 5_000;
+/** Longest a holder has to answer an OPEN (OPENED, GONE or ERROR), ms: twice its time for HELLO (an OPEN may spawn a shell on a slow guest). */
+export const HOLDER_ANSWER_MS = 10_000;
 
 /** `promise`, or a `protocol` misbehaviour when it has not settled within HOLDER_ANSWER_MS (a holder that stalls). */
 export async function answered<T>(promise: Promise<T>, what: string, ms = HOLDER_ANSWER_MS): Promise<T> {
