@@ -334,7 +334,7 @@ export class HolderConnector implements PtyConnector {
     // viewers a snapshot. A GONE right after OPENED with no output between is a holder looping,
     // not a slow reader (any other loop ends at the OPEN cap).
     this.onGone = () => {
-      if (opening) return;
+      if (opening && this.openedAt === 0) return; // the OPEN's own answer: openOn handles it
       if (!this.readSinceOpened && Date.now() - this.openedAt < HOLDER_HEALTHY_MS)
         return finish(new HolderMisbehaviourError("gone-loop", "GONE right after OPENED"));
       opening = true;
@@ -379,6 +379,7 @@ export class HolderConnector implements PtyConnector {
   private async openOn(link: HolderLink): Promise<HolderOpened> {
     if (!this.health.allowOpen()) throw new HolderMisbehaviourError("open-rate", `over ${HOLDER_OPENS_PER_WINDOW} OPENs a minute`);
     const fromEnd = this.term.next < 0;
+    this.openedAt = 0;
     try {
       return await answered(this.term.attach(link), "OPEN");
     } catch (error) {

@@ -2,7 +2,7 @@
  * Hostile holders (a learner is root on their machine and can replace the real one) against the
  * holder connector and a Terminal, on real sshd hosts (netns): a stand-in that answers every OPEN
  * with GONE, one that answers with junk, one with offsets past 2^53, one that refuses, one that
- * closes right after OPENED. Each must end the same way: few OPENs, the direct shell with its
+ * closes right after OPENED, one that sends GONE right after each OPENED. Each must end the same way: few OPENs, the direct shell with its
  * notice, the reason logged once, little CPU, and no unsafe integer sent to a viewer.
  * Run under the shared lock: flock /tmp/labdeck-test.lock npx vitest run --project integration server/terminal/holder-misbehaving.int.test.ts
  */
@@ -35,6 +35,7 @@ const MODES = {
   huge: "out-of-range",
   refuse: "refused",
   close: "closed-after-open",
+  flap: "gone-loop",
 } as const;
 type Mode = keyof typeof MODES;
 
@@ -51,6 +52,7 @@ def answer(tid, m):
     if mode == "refuse": return jf(0x87, {"id": tid, "message": "refused by a stand-in"}), False
     base = (1 << 53) - 4
     opened = jf(0x82, {"id": tid, "start": base, "end": base, "oldest": 0, "lastSeq": 0, "spawned": False})
+    if mode == "flap": return jf(0x82, {"id": tid, "start": 0, "end": 0, "oldest": 0, "lastSeq": 0, "spawned": True}) + jf(0x85, {"id": tid, "requested": 0, "oldest": 1 << 20}), False
     if mode == "close": return jf(0x82, {"id": tid, "start": 0, "end": 0, "oldest": 0, "lastSeq": 0, "spawned": True}), True
     return opened + tagged(0x83, tid, base, b"x" * 64) + tagged(0x83, tid, 1 << 60, b"y" * 64), False
 counter = open(count, "a", buffering=1)
@@ -228,7 +230,7 @@ describe("a misbehaving holder", () => {
     expect(viewer.unsafe).toEqual([]);
   }, 60_000);
 
-  it("sending junk, offsets past 2^53, refusals, or closing right after OPENED: each the same way, with its own reason", async () => {
+  it("sending junk, offsets past 2^53, refusals, closing or GONE right after OPENED: each the same way, with its own reason", async () => {
     const modes = (Object.keys(MODES) as Mode[]).filter((m) => m !== "gone");
     const results = await Promise.all(
       modes.map(async (mode) => {
