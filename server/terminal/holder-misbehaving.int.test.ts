@@ -24,8 +24,8 @@ const WINDOW_MS = 20_000;
 /** OPENs a terminal may send a hostile holder in WINDOW_MS (the connector's backoff and probe send about 5). */
 const MAX_OPENS = 10;
 /**
- * This process's CPU over WINDOW_MS with the GONE holder, in % of a core: the loop took 13-16 % here
- * (49.6 % earlier; the Python stand-in is its brake), the connector now under 1 %.
+ * This process's CPU over WINDOW_MS with the GONE holder, in % of a core: the old loop took 13-41 %
+ * here (the Python stand-in and the shared machine are its brake), the connector now under 1 %.
  */
 const MAX_CPU_PERCENT = 5;
 
