@@ -32,6 +32,7 @@ import type { Duplex } from "node:stream";
 import type { Client } from "ssh2";
 import { z } from "zod";
 import { readBudget, type BudgetedReader, type ReadBudget } from "../ssh/read-budget";
+import { HOLDER_MAX_INT, HolderMisbehaviourError, isHolderInt, isHolderMisbehaviour, openedInOrder } from "./misbehaviour";
 
 /** Where the holder listens on every machine (root only, mode 0600). */
 export const HOLDER_SOCKET = "/run/labdeck-holder/holder.sock";
@@ -68,15 +69,18 @@ export const FRAME_TYPE = {
   ACK_AS: 0x88,
 } as const;
 
+/** Every integer the holder sends (offsets, seqs, ids' counts): 0..2^53-1, exact as a number. */
+const HolderInt = z.number().int().min(0).max(HOLDER_MAX_INT);
+
 const Hello = z.object({
-  protocol: z.number(),
+  protocol: HolderInt,
   version: z.string(),
   // Both name a log epoch in the database (epochs.ts) and in recordings: a machine's root (a
   // learner) can run a holder of its own, so they are bounded. The kernel's boot id is a UUID
   // ("" when unreadable); an instance is 16 hex digits.
   bootId: z.string().regex(/^[0-9a-fA-F-]{0,64}$/),
   instance: z.string().regex(/^[0-9a-zA-Z]{1,64}$/),
-  pid: z.number().int(),
+  pid: HolderInt,
   /** The file the holder runs from, and whether SIGUSR2 upgrades it in place (older holders: absent). */
   path: z.string().optional(),
   handover: z.boolean().optional(),
@@ -84,17 +88,20 @@ const Hello = z.object({
   refusedUpgrade: z.object({ version: z.string(), reason: z.string() }).optional(),
 });
 export type HolderHello = z.infer<typeof Hello>;
-const Opened = z.object({
-  id: z.string(),
-  start: z.number().int(),
-  end: z.number().int(),
-  oldest: z.number().int(),
-  lastSeq: z.number().int(),
-  spawned: z.boolean(),
-});
+const Opened = z
+  .object({
+    id: z.string(),
+    start: HolderInt,
+    end: HolderInt,
+    oldest: HolderInt,
+    lastSeq: HolderInt,
+    spawned: z.boolean(),
+  })
+  .refine(openedInOrder, { message: "OPENED must have oldest ≤ start ≤ end" });
 export type HolderOpened = z.infer<typeof Opened>;
-const Gone = z.object({ id: z.string(), requested: z.number().int(), oldest: z.number().int() });
-const Exit = z.object({ id: z.string(), end: z.number().int(), status: z.number().int().nullable().optional() });
+const Gone = z.object({ id: z.string(), requested: HolderInt, oldest: HolderInt });
+/** `status`: the shell's exit code, negative for a signal (Python's waitstatus_to_exitcode). */
+const Exit = z.object({ id: z.string(), end: HolderInt, status: z.number().int().nullable().optional() });
 const ErrorMessage = z.object({ message: z.string(), id: z.string().optional() });
 
 export type TerminalMode = "write" | "read";
@@ -192,7 +199,7 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
         link.off("close", fail);
         if (link.hello!.protocol !== HOLDER_PROTOCOL) {
           link.close();
-          reject(new Error(`holder speaks protocol ${link.hello!.protocol}, this server ${HOLDER_PROTOCOL}`));
+          reject(new HolderMisbehaviourError("protocol", `holder speaks protocol ${link.hello!.protocol}, this server ${HOLDER_PROTOCOL}`));
         } else resolve(link);
       });
     });
@@ -298,7 +305,8 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     this.pendingBytes = 0;
     while (buf.length >= 5 && !this.closed) {
       const length = buf.readUInt32BE(0);
-      if (length < 1 || length > MAX_FRAME_BYTES) return this.finish(new Error(`holder sent a frame of ${length} bytes`));
+      if (length < 1 || length > MAX_FRAME_BYTES)
+        return this.finish(new HolderMisbehaviourError("bad-frame", `holder sent a frame of ${length} bytes`));
       if (buf.length < 4 + length) break;
       const type = buf[4]!;
       const body = buf.subarray(5, 4 + length);
@@ -306,7 +314,7 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
       try {
         this.dispatch(type, body);
       } catch (error) {
-        return this.finish(new Error(`bad frame 0x${type.toString(16)} from the holder: ${(error as Error).message}`));
+        return this.finish(frameError(type, error));
       }
     }
     // The unparsed tail: the start of the next frame (it keeps its chunk, at most one frame, alive).
@@ -327,8 +335,13 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
     if (type === FRAME_TYPE.OUTPUT || type === FRAME_TYPE.ACK) {
       const n = body[0]!;
       const id = body.toString("utf8", 1, 1 + n);
-      if (type === FRAME_TYPE.OUTPUT) this.emit("output", id, readU64(body, 1 + n), body.subarray(9 + n));
-      else this.emit("ack", id, readU64(body, 1 + n));
+      if (type === FRAME_TYPE.OUTPUT) {
+        const data = body.subarray(9 + n);
+        const offset = readU64(body, 1 + n);
+        if (offset + data.length > HOLDER_MAX_INT)
+          throw new HolderMisbehaviourError("out-of-range", `output at ${offset} ends past 2^53-1`);
+        this.emit("output", id, offset, data);
+      } else this.emit("ack", id, readU64(body, 1 + n));
       return;
     }
     const value: unknown = JSON.parse(body.toString("utf8"));
@@ -353,8 +366,23 @@ export class HolderLink extends EventEmitter<HolderLinkEvents> {
 /** The u64 (an offset or a seq) at `index` of a tagged body; beyond 2^53-1 no number holds it exactly. */
 function readU64(body: Buffer, index: number): number {
   const value = body.readBigUInt64BE(index);
-  if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`u64 ${value} is beyond 2^53-1`);
-  return Number(value);
+  if (value > BigInt(HOLDER_MAX_INT)) throw new HolderMisbehaviourError("out-of-range", `u64 ${value} is beyond 2^53-1`);
+  const n = Number(value);
+  if (!isHolderInt(n)) throw new HolderMisbehaviourError("out-of-range", `u64 ${value} is not an exact number`);
+  return n;
+}
+
+/**
+ * Why a frame of `type` was refused, as a typed error: integers out of 0..2^53-1 (or OPENED's
+ * offsets out of order) are `out-of-range`, anything else that does not parse is `bad-frame`.
+ */
+function frameError(type: number, error: unknown): HolderMisbehaviourError {
+  const message = `bad frame 0x${type.toString(16)} from the holder: ${(error as Error).message}`;
+  if (isHolderMisbehaviour(error)) return new HolderMisbehaviourError(error.kind, message);
+  const ranged =
+    error instanceof z.ZodError &&
+    error.issues.some((i) => i.code === "too_big" || i.code === "too_small" || (i.code === "custom" && i.message.startsWith("OPENED")));
+  return new HolderMisbehaviourError(ranged ? "out-of-range" : "bad-frame", message);
 }
 
 /** SSH connections whose server already treats them as interactive (see markInteractive). */
@@ -378,6 +406,9 @@ function markInteractive(client: Client): void {
   });
 }
 
+/** Stderr of the exec relay kept for an error message, in characters (the relay says one line). */
+const STDERR_KEPT_CHARS = 500;
+
 /** Opens a link over an SSH connection: streamlocal first, `labdeck-holder --attach` over exec when refused. */
 export async function connectHolder(
   client: Client,
@@ -385,6 +416,8 @@ export async function connectHolder(
 ): Promise<HolderLink> {
   const socketPath = options.socketPath ?? HOLDER_SOCKET;
   markInteractive(client);
+  /** What the exec relay said on stderr (why it could not reach the socket), for the error. */
+  let said = "";
   const stream = await new Promise<Duplex>((resolve, reject) => {
     client.openssh_forwardOutStreamLocal(socketPath, (error, channel) => {
       if (!error) return resolve(channel);
@@ -392,12 +425,17 @@ export async function connectHolder(
       const command = `exec python3 ${options.holderPath ?? HOLDER_PATH} --attach --socket ${socketPath}`;
       client.exec(command, (execError, exec) => {
         if (execError) return reject(new Error(`holder unreachable: streamlocal: ${error.message}; exec: ${execError.message}`));
-        exec.stderr.resume();
+        exec.stderr.on("data", (chunk: Buffer) => {
+          if (said.length < STDERR_KEPT_CHARS) said = (said + chunk.toString("utf8")).slice(0, STDERR_KEPT_CHARS);
+        });
         resolve(exec);
       });
     });
   });
-  return HolderLink.open(stream, options.timeoutMs);
+  return HolderLink.open(stream, options.timeoutMs).catch((error: Error) => {
+    if (isHolderMisbehaviour(error) || !said.trim()) throw error;
+    throw new Error(`${error.message}: ${said.trim()}`);
+  });
 }
 
 export interface HolderTerminalHandlers {
@@ -494,6 +532,10 @@ export class HolderTerminal {
         if (gone.id !== this.id) return;
         this.handlers.onGone?.(gone.requested, gone.oldest);
         reject(new HolderGoneError(gone.requested, gone.oldest));
+      });
+      on("holderError", (refusal) => {
+        // After OPENED this settles nothing; before it, the holder refused the OPEN.
+        if (refusal.id === this.id) reject(new HolderMisbehaviourError("refused", `the holder refused the OPEN: ${refusal.message}`));
       });
       on("close", (error) => reject(error ?? new Error("holder link closed")));
     });

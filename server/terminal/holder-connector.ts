@@ -8,7 +8,17 @@ import { createHash } from "node:crypto";
 import type { PtyChannel, PtyConnector, PtyHandlers, PtySize } from "./pty";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { sshConnector } from "./ssh-pty";
-import { HolderGoneError, HolderTerminal, connectHolder, type HolderHello, type HolderLink } from "../holder/client";
+import { HolderGoneError, HolderTerminal, connectHolder, type HolderHello, type HolderLink, type HolderOpened } from "../holder/client";
+import { HOLDER_MAX_INT, HolderMisbehaviourError, isHolderMisbehaviour } from "../holder/misbehaviour";
+import {
+  HOLDER_HEALTHY_MS,
+  HOLDER_OPENS_PER_WINDOW,
+  HolderHealth,
+  answered,
+  holderFailureReason,
+  type HolderFailureReason,
+} from "./holder-health";
+import { openDirectShell } from "./holder-fallback";
 import type { Client } from "ssh2";
 import type { RecordingTap } from "./recording-tap";
 import type { TerminalNotice } from "./protocol";
@@ -79,6 +89,16 @@ export class HolderConnector implements PtyConnector {
   /** What the open channel does when the shell exits, and when the bytes it asked for are gone. */
   private onExit: (() => void) | null = null;
   private onGone: (() => void) | null = null;
+  /** What the open channel does when the holder misbehaves outside a frame (an offset past 2^53-1). */
+  private onBroken: ((error: Error) => void) | null = null;
+  /** OPENs sent and failures in a row of this terminal's holder. */
+  private readonly health = new HolderHealth();
+  /** What the last holder failure said (for the log line at the fallback). */
+  private lastFailure = "";
+  /** When the current link's last OPENED came (0: none on it yet), ms. */
+  private openedAt = 0;
+  /** Output came after that OPENED (a reader that fell behind had some; a holder looping on OPENED and GONE has none). */
+  private readSinceOpened = false;
 
   constructor(
     private readonly endpoint: SshEndpoint,
@@ -91,6 +111,9 @@ export class HolderConnector implements PtyConnector {
       terminalId,
       {
         onOutput: (logOffset, data) => this.output(logOffset, data),
+        onOpened: () => {
+          [this.openedAt, this.readSinceOpened] = [Date.now(), false];
+        },
         onExit: () => this.onExit?.(),
         onGone: () => this.onGone?.(),
         onInputAck: (writer, seq) => this.active?.onInputAck?.(writer, seq),
@@ -99,14 +122,35 @@ export class HolderConnector implements PtyConnector {
     );
   }
 
+  /**
+   * The shell on the holder; after a capped backoff through holder failures (holder-health.ts),
+   * or when no holder answers, the direct shell with its notice (holder-fallback.ts).
+   */
   async open(size: PtySize | undefined, handlers: PtyHandlers, offset?: number): Promise<PtyChannel> {
-    const reached = await this.reachHolder();
-    if (!("link" in reached)) return this.openFallback(size, handlers, reached.why);
-    const { client, link } = reached;
-    const rebooted = await this.followEpoch(link.hello!, offset);
-    // The recording first catches up on what no process read (live output waits for it).
-    this.options.recording?.catchUp(this.epoch, (logOffset, sink) => readLog(client, this.terminalId, logOffset, sink));
-    return this.attach(client, link, size, handlers, rebooted);
+    for (;;) {
+      if (this.health.givenUp)
+        return this.openFallback(size, handlers, this.health.reason ?? "holder-misbehaving: protocol", this.lastFailure);
+      const wait = this.health.backoffMs();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      let reached: Awaited<ReturnType<HolderConnector["reachHolder"]>>;
+      try {
+        reached = await this.reachHolder();
+      } catch (error) {
+        if (!isHolderMisbehaviour(error)) throw error; // the machine does not answer SSH: the terminal retries it
+        this.failed(error);
+        continue;
+      }
+      if (!("link" in reached)) return this.openFallback(size, handlers, holderFailureReason(reached.error), reached.error.message);
+      const { client, link } = reached;
+      try {
+        const rebooted = await this.followEpoch(link.hello!, offset);
+        // The recording first catches up on what no process read (live output waits for it).
+        this.options.recording?.catchUp(this.epoch, (logOffset, sink) => readLog(client, this.terminalId, logOffset, sink));
+        return await this.attach(client, link, size, handlers, rebooted);
+      } catch (error) {
+        if (!isHolderMisbehaviour(error)) throw error; // counted where the link failed (attach)
+      }
+    }
   }
 
   noticed(notice: TerminalNotice): void {
@@ -119,20 +163,24 @@ export class HolderConnector implements PtyConnector {
   }
 
   private output(logOffset: number, data: Buffer): void {
+    // Viewers' offsets are the epoch's start plus the log's: past 2^53-1 no browser has them exactly.
+    if (this.startOffset + logOffset + data.byteLength > HOLDER_MAX_INT)
+      return this.onBroken?.(new HolderMisbehaviourError("out-of-range", `output at ${this.startOffset} + ${logOffset} ends past 2^53-1`));
     // The recording's log epoch: log offsets start at 0 again with a new boot *or* a new holder
     // instance (a holder restarted on the same boot); keyed by the boot alone, the recorder
     // took a restarted holder's output for bytes it already had and dropped it.
     if (this.bootId !== undefined) this.options.recording?.output(this.epoch, logOffset, data);
     this.endLogOffset = logOffset + data.byteLength;
+    this.readSinceOpened = true;
     this.active?.onData(data, this.startOffset + logOffset);
   }
 
   /**
    * An SSH connection and a link to the machine's holder, tried again after each wait of
-   * `holderRetryMs`; else why the holder did not answer. A machine that does not answer SSH
-   * throws, as before (the terminal retries it).
+   * `holderRetryMs`; else the error of the last try. A machine that does not answer SSH throws, as
+   * before (the terminal retries it), and so does a holder that misbehaves at HELLO (open() counts it).
    */
-  private async reachHolder(): Promise<{ client: Client; link: HolderLink } | { why: string }> {
+  private async reachHolder(): Promise<{ client: Client; link: HolderLink } | { error: Error }> {
     const waits = this.options.holderRetryMs ?? HOLDER_RETRY_MS;
     for (let attempt = 0; ; attempt++) {
       const client = await connectSsh(this.endpoint);
@@ -141,58 +189,34 @@ export class HolderConnector implements PtyConnector {
       } catch (error) {
         client.end();
         const wait = waits[attempt];
-        if (wait === undefined) return { why: (error as Error).message };
+        if (isHolderMisbehaviour(error)) throw error;
+        if (wait === undefined) return { error: error as Error };
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
   }
 
-  /**
-   * The direct PTY, the last resort, with a line saying that the shell ends with this server. It
-   * asks every `holderProbeMs` whether the holder answers again; once it does, the terminal is
-   * told so and its direct shell ends, and the terminal opens again, on the holder.
-   */
-  private async openFallback(size: PtySize | undefined, handlers: PtyHandlers, why: string): Promise<PtyChannel> {
-    log.warn({ machine: this.machine, terminal: this.terminalId, why }, "terminal holder unreachable; a direct shell instead");
-    const channel = await this.fallback.open(size, handlers);
-    handlers.onNotice?.("fallback");
-    let probing = false;
-    const probe = setInterval(() => {
-      if (probing) return;
-      probing = true;
-      void this.holderAnswers()
-        .then((back) => {
-          if (!back) return;
-          clearInterval(probe);
-          log.info({ machine: this.machine, terminal: this.terminalId }, "terminal holder answers again; leaving the direct shell");
-          handlers.onNotice?.("holderBack");
-          channel.close();
-        })
-        .finally(() => (probing = false));
-    }, this.options.holderProbeMs ?? HOLDER_PROBE_MS);
-    probe.unref();
-    return {
-      ...channel,
-      close: (endShell) => {
-        clearInterval(probe);
-        channel.close(endShell);
-      },
-    };
+  /** Counts a holder failure and keeps what it said for the log line at the fallback. */
+  private failed(error: unknown): void {
+    this.health.failed(error);
+    this.lastFailure = (error as Error).message ?? String(error);
   }
 
-  /** Whether the machine's holder answers now (one try, the connection closed again). */
-  private async holderAnswers(): Promise<boolean> {
-    try {
-      const client = await connectSsh(this.endpoint);
-      try {
-        (await connectHolder(client)).close();
-        return true;
-      } finally {
-        client.end();
-      }
-    } catch {
-      return false;
-    }
+  /** The direct shell, the last resort; it goes back to the holder once a probe finds it healthy. */
+  private openFallback(size: PtySize | undefined, handlers: PtyHandlers, reason: HolderFailureReason, detail: string): Promise<PtyChannel> {
+    return openDirectShell(
+      {
+        endpoint: this.endpoint,
+        terminalId: this.terminalId,
+        fallback: this.fallback,
+        probeMs: this.options.holderProbeMs ?? HOLDER_PROBE_MS,
+        reason,
+        detail,
+        onHolderBack: () => this.health.reset(),
+      },
+      size,
+      handlers,
+    );
   }
 
   /**
@@ -270,7 +294,9 @@ export class HolderConnector implements PtyConnector {
 
   /**
    * Attaches the holder terminal over `link` and returns the channel that hands `handlers` its
-   * output, until the shell exits or the connection ends.
+   * output, until the shell exits or the connection ends. A holder that misbehaves (a typed error
+   * from the link, a GONE loop, a close before the link has worked) is counted in `health` and the
+   * error thrown, or handed to onClose, is typed: open() then backs off or takes the direct shell.
    */
   private async attach(
     client: Client,
@@ -281,27 +307,45 @@ export class HolderConnector implements PtyConnector {
   ): Promise<PtyChannel> {
     const name = this.endpoint.name;
     let done = false;
+    let failure: Error | undefined;
     let returned = false; // onClose only for a channel the terminal has been given
+    let opening = true; // an OPEN is being answered: its GONE is handled where it was sent
+    let sshClosed = false;
     const finish = (error?: Error) => {
       if (done) return;
-      done = true;
+      [done, failure] = [true, error];
+      if (isHolderMisbehaviour(error)) this.failed(error);
       this.leave(handlers);
       endConnection(client, link);
-      if (returned) handlers.onClose(error);
+      // The terminal logs why its shell went: a holder's misbehaviour by its reason code.
+      if (returned)
+        handlers.onClose(
+          isHolderMisbehaviour(error) ? new Error(`${holderFailureReason(error)}: ${error.message}`, { cause: error }) : error,
+        );
     };
-    link.on("close", () => finish(new Error(`${name}: connection lost`)));
+    link.on("close", (error) => finish(error ?? this.linkClosed(name, sshClosed)));
     client.on("error", (error) => finish(new Error(`${name}: ${error.message}`)));
-    client.on("close", () => finish(new Error(`${name}: connection closed`)));
+    client.on("close", () => {
+      sshClosed = true;
+      finish(new Error(`${name}: connection closed`));
+    });
     if (rebooted) handlers.onNotice?.("rebooted");
     this.active = handlers;
+    this.openedAt = 0;
     // The shell ended: a normal close; the terminal opens again, which starts a fresh shell.
     this.onExit = () => finish();
-    // This reader fell behind the log (every viewer stopped reading while output flooded), or
-    // a resume asked for bytes no longer held: go on from the last ATTACH_TAIL_BYTES; the
-    // terminal rebuilds its screen from them and sends viewers a snapshot.
+    this.onBroken = finish;
+    // This reader fell behind the log (every viewer stopped reading while output flooded): go on
+    // from the last ATTACH_TAIL_BYTES; the terminal rebuilds its screen from them and sends
+    // viewers a snapshot. A GONE right after OPENED with no output between is a holder looping,
+    // not a slow reader (any other loop ends at the OPEN cap).
     this.onGone = () => {
+      if (opening && this.openedAt === 0) return; // the OPEN's own answer: openOn handles it
+      if (!this.readSinceOpened && Date.now() - this.openedAt < HOLDER_HEALTHY_MS)
+        return finish(new HolderMisbehaviourError("gone-loop", "GONE right after OPENED"));
+      opening = true;
       this.term.next = -1;
-      void this.term.attach(link).catch(() => undefined);
+      void this.openOn(link).then(() => (opening = false), finish);
     };
     // No writer's size yet: the OPEN leaves the shell's size as it is.
     if (size) {
@@ -309,23 +353,55 @@ export class HolderConnector implements PtyConnector {
       this.options.recording?.resize(size.cols, size.rows);
     }
     try {
-      await this.term.attach(link);
+      await this.openOn(link).catch((error: unknown) => {
+        if (!(error instanceof HolderGoneError)) throw error;
+        // A resume asked for bytes no longer held: from the last ATTACH_TAIL_BYTES instead.
+        this.term.next = -1;
+        return this.openOn(link);
+      });
     } catch (error) {
-      if (!(error instanceof HolderGoneError)) {
-        finish(error as Error);
-        throw error;
-      }
-      // Gone while we were away: the handler above re-attached from the oldest byte held.
+      finish(error as Error);
+      throw error;
     }
-    if (done) throw new Error(`${name}: connection lost`);
+    opening = false;
+    if (done) throw failure ?? new Error(`${name}: connection lost`);
     returned = true;
+    // A link that still works after HOLDER_HEALTHY_MS ends the failure streak.
+    const healthy = setTimeout(() => {
+      if (!done) this.health.healthy();
+    }, HOLDER_HEALTHY_MS);
+    healthy.unref();
     return this.channel(link, finish);
+  }
+
+  /** Why `link` closed with no error of its own: the holder hung up on a link that had not worked yet, or the connection went. */
+  private linkClosed(name: string, sshClosed: boolean): Error {
+    const worked = this.openedAt > 0 && Date.now() - this.openedAt >= HOLDER_HEALTHY_MS;
+    if (sshClosed || worked) return new Error(`${name}: connection lost`);
+    return new HolderMisbehaviourError(
+      "closed-after-open",
+      `the holder closed the link ${this.openedAt ? "right after OPENED" : "before OPENED"}`,
+    );
+  }
+
+  /** Sends OPEN (within the holder's OPEN cap) and waits for OPENED; a GONE for an OPEN from the end is a loop. */
+  private async openOn(link: HolderLink): Promise<HolderOpened> {
+    if (!this.health.allowOpen()) throw new HolderMisbehaviourError("open-rate", `over ${HOLDER_OPENS_PER_WINDOW} OPENs a minute`);
+    const fromEnd = this.term.next < 0;
+    this.openedAt = 0;
+    try {
+      return await answered(this.term.attach(link), "OPEN");
+    } catch (error) {
+      if (error instanceof HolderGoneError && fromEnd)
+        throw new HolderMisbehaviourError("gone-loop", `GONE for an OPEN from the end: ${error.message}`);
+      throw error;
+    }
   }
 
   /** The channel's side: stops handing output to `handlers` and records where this process leaves the log. */
   private leave(handlers: PtyHandlers): void {
     if (this.active === handlers) this.active = null;
-    this.onExit = this.onGone = null;
+    this.onExit = this.onGone = this.onBroken = null;
     if (this.bootId !== undefined) void this.options.epochs?.setEnd(this.epoch, this.endLogOffset).catch(() => undefined);
     this.term.detach();
   }

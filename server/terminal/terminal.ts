@@ -83,7 +83,7 @@ interface ShownNotice {
 export interface TerminalOptions {
   replayBufferBytes?: number;
   /** Called when a state change is worth logging (never with terminal content). */
-  onEvent?: (event: { machine: string; state: MachineState; reason?: StatusReason }) => void;
+  onEvent?: (event: { machine: string; state: MachineState; reason?: StatusReason; message?: string }) => void;
   /**
    * Asked when the machine does not answer: whether it is powered off (then viewers see
    * "stopped" instead of "unreachable"). Absent: always "unreachable".
@@ -345,7 +345,7 @@ export class Terminal {
         this.setState("refused", "hostKeyMismatch");
       } else {
         if (this.state !== "stopped") {
-          this.setState("unreachable", "unreachable");
+          this.setState("unreachable", "unreachable", error.message); // the log says why, not only that
         }
         void this.options.isPoweredOff?.().then(
           (off) => {
@@ -362,11 +362,11 @@ export class Terminal {
     this.retryTimer.unref?.();
   }
 
-  private setState(state: MachineState, reason?: StatusReason): void {
+  private setState(state: MachineState, reason?: StatusReason, message?: string): void {
     if (this.state === state && this.reason === reason) return;
     this.state = state;
     this.reason = reason;
-    this.options.onEvent?.({ machine: this.machine, state, reason });
+    this.options.onEvent?.({ machine: this.machine, state, reason, ...(message === undefined ? {} : { message }) });
     for (const viewer of this.viewers.keys()) viewer.sendStatus(state, reason);
   }
 
