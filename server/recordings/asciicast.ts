@@ -103,22 +103,19 @@ export async function castLines(
   if (!recording) return null;
   const recordingId = recording.id;
   const firstRows = await chunkPage(db, recordingId, { offset: -1, id: 0n });
-  const first = firstRows.map(chunkOf);
   const cursorAfter = (page: RawRow[]) => (page.length === CAST_PAGE_ROWS ? { offset: page.at(-1)!.offset, id: page.at(-1)!.id } : null);
-  const firstCursor = cursorAfter(firstRows);
+  const size = firstSize(firstRows.map((row) => ({ events: JSON.parse(row.events) as ChunkEvent[] })));
   async function* rows(): AsyncGenerator<Chunk> {
-    let page = first;
-    let cursor = firstCursor;
+    let page = firstRows;
     for (;;) {
-      // Taken off the page as they go, so a page's rows are let go of one by one.
-      for (let chunk = page.shift(); chunk; chunk = page.shift()) yield chunk;
+      const cursor = cursorAfter(page);
+      // Decoded one row at a time as the cast needs it, and let go of as it goes.
+      for (let row = page.shift(); row; row = page.shift()) yield chunkOf(row);
       if (!cursor) return;
-      const raw = await chunkPage(db, recordingId, cursor);
-      cursor = cursorAfter(raw);
-      page = raw.map(chunkOf);
+      page = await chunkPage(db, recordingId, cursor);
     }
   }
-  return castStream(recording.startedAt, firstSize(first), rows(), markers, title, machine);
+  return castStream(recording.startedAt, size, rows(), markers, title, machine);
 }
 
 /** Builds the cast of one recording in memory (tests, benches); null when the terminal has none. */
