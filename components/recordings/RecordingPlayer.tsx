@@ -35,12 +35,16 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
     if (!machine || !container.current) return;
     const element = container.current;
     let disposed = false;
+    // A tab left before its cast arrived stops its download: the server runs only a few per user.
+    const download = new AbortController();
     setStatus("loading");
     setMarkers([]);
     setPosition(null);
     void (async () => {
       try {
-        const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/recordings/${encodeURIComponent(machine)}`);
+        const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/recordings/${encodeURIComponent(machine)}`, {
+          signal: download.signal,
+        });
         if (!response.ok) throw new Error(String(response.status));
         const cast = await response.text();
         const { create } = await import("asciinema-player");
@@ -55,6 +59,7 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
     })();
     return () => {
       disposed = true;
+      download.abort();
       player.current?.dispose();
       player.current = null;
     };

@@ -1,41 +1,49 @@
 /**
- * Per-user cap on live event streams (SSE) in this process: a user with MAX_STREAMS_PER_USER open
- * gets 429 tooManyStreams for the next one. A lab page opens one, a dashboard one; the cap is for
- * the hundreds of stalled viewers an attacker would open. A stream whose user's access changed
- * is re-decided and closed with a reason (revokeOnAccessChange).
+ * Per-user caps on long responses in this process, by kind: a user with the kind's cap open gets
+ * 429 for the next one (tooManyStreams for event streams, tooManyRecordingStreams for recording
+ * downloads). A lab page opens one event stream, a dashboard one; the cap is for the hundreds of
+ * stalled viewers an attacker would open. A recording download costs a database page and a
+ * little CPU per 16 KiB for as long as it runs, so a few at once per user are enough. A stream
+ * whose user's access changed is re-decided and closed with a reason (revokeOnAccessChange).
  */
 import { Denied } from "../denied";
 
-export const MAX_STREAMS_PER_USER = 8;
+/** What a stream slot is for: live event streams (SSE) or recording downloads (asciicast). */
+export type StreamKind = "events" | "recording";
 
-const open = new Map<string, number>();
+/** Streams of each kind one user may have open at once in this process. */
+export const MAX_STREAMS_PER_USER: Record<StreamKind, number> = { events: 8, recording: 4 };
 
-/** A slot for one stream of `userId`, or null when they have too many; the release is idempotent. */
-export function acquireStream(userId: string, max = MAX_STREAMS_PER_USER): (() => void) | null {
-  const n = open.get(userId) ?? 0;
-  if (n >= max) return null;
-  open.set(userId, n + 1);
+/** Open streams by kind and user id. */
+const open: Record<StreamKind, Map<string, number>> = { events: new Map(), recording: new Map() };
+
+/** A slot for one stream of `userId`, or null when they have too many of that kind; the release is idempotent. */
+export function acquireStream(userId: string, kind: StreamKind = "events"): (() => void) | null {
+  const counts = open[kind];
+  const n = counts.get(userId) ?? 0;
+  if (n >= MAX_STREAMS_PER_USER[kind]) return null;
+  counts.set(userId, n + 1);
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    const left = (open.get(userId) ?? 1) - 1;
-    if (left > 0) open.set(userId, left);
-    else open.delete(userId);
+    const left = (counts.get(userId) ?? 1) - 1;
+    if (left > 0) counts.set(userId, left);
+    else counts.delete(userId);
   };
 }
 
-/** Streams `userId` has open now (tests, metrics). */
-export function openStreams(userId: string): number {
-  return open.get(userId) ?? 0;
+/** Streams of `kind` that `userId` has open now (tests, metrics). */
+export function openStreams(userId: string, kind: StreamKind = "events"): number {
+  return open[kind].get(userId) ?? 0;
 }
 
 /**
  * Takes a slot for a stream answering `request`: null (and the caller answers 429) when full;
  * otherwise the release, also run when the client goes away.
  */
-export function streamSlot(request: Request, userId: string): (() => void) | null {
-  const release = acquireStream(userId);
+export function streamSlot(request: Request, userId: string, kind: StreamKind = "events"): (() => void) | null {
+  const release = acquireStream(userId, kind);
   if (!release) return null;
   request.signal.addEventListener("abort", release, { once: true });
   return release;

@@ -52,13 +52,40 @@ export async function sessionMarkers(db: Db, sessionId: string, titles: Map<stri
   ].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
 
-/** Recording rows read per database query while a cast streams (each row at most MAX_CHUNK_BYTES). */
-export const CAST_PAGE_ROWS = 16;
+/**
+ * Recording rows read per database query while a cast streams: each row is at most
+ * MAX_CHUNK_BYTES (256 KiB), so a page is at most 2 MiB of bytes (and their base64 text).
+ */
+export const CAST_PAGE_ROWS = 8;
 
 type Chunk = { events: ChunkEvent[]; data: Buffer };
 
+/** A recording row as the page query returns it: the bytes as base64 text, the events as JSON text. */
+type RawRow = { id: bigint; offset: number; events: string; data: string };
+
 /**
- * The asciicast file of one recording, in pieces of whole lines, read from the database a page of rows at a time:
+ * One page of a recording's rows after (offset, id), in the order they were written: a row of
+ * resizes only has no bytes, so the row after it has the same offset; paged by offset alone, that
+ * row was skipped when it began a page. A raw query with the bytes as base64 text: through the
+ * model, the driver adapter turns every byte into an element of a JS array (a 256 KiB row is an
+ * array of 262,144 numbers), which blocked the event loop for about a second per page of 16 rows.
+ */
+function chunkPage(db: Db, recordingId: string, after: { offset: number; id: bigint }): Promise<RawRow[]> {
+  return db.$queryRaw<RawRow[]>`
+    SELECT "id", "offset", "events"::text AS "events", encode("data", 'base64') AS "data"
+    FROM "RecordingChunk"
+    WHERE "recordingId" = ${recordingId} AND ("offset", "id") > (${after.offset}::int, ${after.id}::bigint)
+    ORDER BY "offset", "id"
+    LIMIT ${CAST_PAGE_ROWS}`;
+}
+
+function chunkOf(row: RawRow): Chunk {
+  // PostgreSQL's base64 breaks lines every 76 characters; Buffer.from skips the line breaks.
+  return { events: JSON.parse(row.events) as ChunkEvent[], data: Buffer.from(row.data, "base64") };
+}
+
+/**
+ * The asciicast file of one recording, one line at a time, read from the database a page of rows at a time:
  * a recording of up to the per-session limit (64 MiB) is never held in memory whole, by the
  * server or by the page's player fetching it. Null when the terminal has no recording.
  */
@@ -74,29 +101,21 @@ export async function castLines(
     select: { id: true, startedAt: true },
   });
   if (!recording) return null;
-  // Rows in the order they were written: a row of resizes only has no bytes, so the row after it
-  // has the same offset; paged by offset alone, that row was skipped when it began a page.
-  const page = (after: { offset: number; id: bigint } | null) =>
-    db.recordingChunk.findMany({
-      where: {
-        recordingId: recording.id,
-        ...(after && { OR: [{ offset: { gt: after.offset } }, { offset: after.offset, id: { gt: after.id } }] }),
-      },
-      orderBy: [{ offset: "asc" }, { id: "asc" }],
-      take: CAST_PAGE_ROWS,
-      select: { id: true, offset: true, events: true, data: true },
-    });
-  const first = await page(null);
+  const recordingId = recording.id;
+  const firstRows = await chunkPage(db, recordingId, { offset: -1, id: 0n });
+  const cursorAfter = (page: RawRow[]) => (page.length === CAST_PAGE_ROWS ? { offset: page.at(-1)!.offset, id: page.at(-1)!.id } : null);
+  const size = firstSize(firstRows.map((row) => ({ events: JSON.parse(row.events) as ChunkEvent[] })));
   async function* rows(): AsyncGenerator<Chunk> {
-    let rowsOf = first;
-    while (rowsOf.length) {
-      for (const row of rowsOf) yield { events: row.events as ChunkEvent[], data: Buffer.from(row.data) };
-      if (rowsOf.length < CAST_PAGE_ROWS) return;
-      rowsOf = await page(rowsOf.at(-1)!);
+    let page = firstRows;
+    for (;;) {
+      const cursor = cursorAfter(page);
+      // Decoded one row at a time as the cast needs it, and let go of as it goes.
+      for (let row = page.shift(); row; row = page.shift()) yield chunkOf(row);
+      if (!cursor) return;
+      page = await chunkPage(db, recordingId, cursor);
     }
   }
-  const chunks = first.map((row) => ({ events: row.events as ChunkEvent[] }));
-  return castStream(recording.startedAt, firstSize(chunks), rows(), markers, title, machine);
+  return castStream(recording.startedAt, size, rows(), markers, title, machine);
 }
 
 /** Builds the cast of one recording in memory (tests, benches); null when the terminal has none. */
@@ -122,7 +141,7 @@ export async function loadCast(
  */
 export function buildCast(startedAt: Date, chunks: Chunk[], markers: RecordingMarker[], title?: string, machine = ""): Cast {
   const writer = new CastWriter(startedAt, firstSize(chunks), markers, title, machine);
-  const events = [...chunks.flatMap((chunk) => writer.push(chunk)), ...writer.end()];
+  const events = [...chunks.flatMap((chunk) => [...writer.push(chunk)]), ...writer.end()];
   return { header: writer.header, events };
 }
 
@@ -142,12 +161,9 @@ async function* castStream(
 ): AsyncGenerator<string> {
   const writer = new CastWriter(startedAt, size, markers, title, machine);
   yield JSON.stringify(writer.header) + "\n";
-  for await (const chunk of chunks) {
-    const events = writer.push(chunk);
-    if (events.length) yield events.map((e) => JSON.stringify(e) + "\n").join("");
-  }
-  const last = writer.end();
-  if (last.length) yield last.map((e) => JSON.stringify(e) + "\n").join("");
+  // A line per event, made when it is asked for: one row's text is never a single string.
+  for await (const chunk of chunks) for (const event of writer.push(chunk)) yield JSON.stringify(event) + "\n";
+  for (const event of writer.end()) yield JSON.stringify(event) + "\n";
 }
 
 /**
@@ -185,24 +201,28 @@ class CastWriter {
     this.marks = markers.map((m) => [round(Math.max(0, m.at.getTime() - this.t0) / 1000), "m", markerLabel(m)]);
   }
 
-  push(chunk: Chunk): CastEvent[] {
-    const out: CastEvent[] = [];
+  /** The events of one row, made one stored event at a time (with the markers due before it). */
+  *push(chunk: Chunk): Generator<CastEvent> {
     let at = 0;
     for (const e of chunk.events) {
-      const time = Math.max(0, e[0] - this.t0) / 1000;
-      if (e[1] === "r") {
-        // The first size is the header's; a re-attach repeats the size it had, which is no event.
-        const was = this.current ?? this.headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`;
-        this.current = e[2];
-        if (e[2] !== was) this.emit(out, [time, "r", e[2]]);
-        continue;
-      }
-      if (e[1] === "n") {
-        this.notice(out, time, e[2]);
-        continue;
-      }
-      const text = this.decoder.decode(chunk.data.subarray(at, at + e[2]), { stream: true });
-      at += e[2];
+      yield* this.event(chunk.data.subarray(at, e[1] === "o" ? at + e[2] : at), e);
+      if (e[1] === "o") at += e[2];
+    }
+  }
+
+  /** The cast events of one stored event; `bytes`: its output bytes (none for a resize or notice). */
+  private event(bytes: Buffer, e: ChunkEvent): CastEvent[] {
+    const out: CastEvent[] = [];
+    const time = Math.max(0, e[0] - this.t0) / 1000;
+    if (e[1] === "r") {
+      // The first size is the header's; a re-attach repeats the size it had, which is no event.
+      const was = this.current ?? this.headerSize ?? `${DEFAULT_SIZE.cols}x${DEFAULT_SIZE.rows}`;
+      this.current = e[2];
+      if (e[2] !== was) this.emit(out, [time, "r", e[2]]);
+    } else if (e[1] === "n") {
+      this.notice(out, time, e[2]);
+    } else {
+      const text = this.decoder.decode(bytes, { stream: true });
       if (text) this.emit(out, [time, "o", text]);
     }
     return out;
