@@ -39,8 +39,8 @@ import { TerminalRegistry } from "../terminal/registry";
 import type { Machines } from "./machines";
 import type { PlatformPayloads, Services } from "./services";
 
-/** The grader's first claim waits this long after a start, ms: the open pages' terminals log in to the machines first. */
-const GRADER_START_DELAY_MS = 3_000;
+/** The grader's first claim waits this long after a start, ms: the open pages' terminals log in to the machines first (a check and a login in a one-vCPU TCG guest slow each other; an Enter still checks at once). */
+const GRADER_START_DELAY_MS = 8_000;
 
 /** What the platform is tuned by: from the environment in production (settingsFromEnv), chosen by tests. */
 export interface PlatformSettings {
