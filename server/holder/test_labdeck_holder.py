@@ -669,6 +669,19 @@ class LimitsTest(unittest.TestCase):
             peer.wait_for(lambda fr: fr[0] == "ERROR")
             self.assertEqual(term.size, (30, 100))
 
+    def test_an_open_without_a_size_leaves_the_shells_size(self):
+        # A server process whose first viewer is read-only has no writer's size yet: a resize to a
+        # default there made bash redraw its prompt in the learner's terminal.
+        with Harness(self) as h:
+            term, _ = h.bare_terminal()
+            h.connect().open(cols=132, rows=40)
+            self.assertEqual(term.size, (40, 132))
+            peer = h.connect()
+            msg = {"id": "t1", "from": -1, "tail": 0, "writer": "w2", "mode": "write"}
+            peer.send(holder.json_frame(holder.T_OPEN, msg))
+            peer.wait_for(lambda fr: fr[0] == "OPENED")
+            self.assertEqual(term.size, (40, 132))
+
     def test_an_error_of_the_holders_own_code_closes_that_connection_only(self):
         with Harness(self) as h:
             term, slave = h.bare_terminal()
