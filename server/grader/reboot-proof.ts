@@ -46,9 +46,19 @@ export function newNonce(): string {
   return randomBytes(8).toString("hex");
 }
 
-/** Shell that prints the boot facts line; goes before the check (it never fails the check). */
+/**
+ * Shell that prints the boot facts line; goes before the check (it never fails the check). Shell
+ * builtins only (no program the learner could stand in for), in a subshell (no variable leaks into
+ * the check). When a mount covers the files it reads (two bind mounts could fake a new boot id and
+ * a short uptime), it prints "covered": no facts, so no proof.
+ */
 export function bootFactsScript(nonce: string): string {
-  return `printf '@labdeck-boot-${nonce} %s %s\\n' "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" "$(cut -d' ' -f1 /proc/uptime 2>/dev/null)"\n`;
+  return [
+    "( b= u= ; read -r b </proc/sys/kernel/random/boot_id; read -r u _ </proc/uptime",
+    "  while read -r _ _ _ _ m _; do case $m in /proc/uptime | /proc/sys | /proc/sys/kernel | /proc/sys/kernel/random | /proc/sys/kernel/random/boot_id) b=covered ;; esac; done </proc/self/mountinfo",
+    `  printf '@labdeck-boot-${nonce} %s %s\\n' "$b" "$u" ) 2>/dev/null`,
+    "",
+  ].join("\n");
 }
 
 const BOOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
