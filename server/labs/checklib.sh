@@ -34,20 +34,24 @@ export PATH
 # sysfs there. Nothing printed: the kernel's. Mounts are read from /proc/self/mountinfo, which
 # belongs to this shell's own process (no mount made earlier can name it).
 kernel_view_covered() {
-  local file want _id _parent _dev _root mnt rest fstype
+  local file want _id _parent _dev _root mnt rest fstype why
   for file in "$@"; do
     case $file in /proc/*) want=proc ;; /sys/*) want=sysfs ;; *) continue ;; esac
+    why=""
     while read -r _id _parent _dev _root mnt rest; do
       fstype=${rest#* - }; fstype=${fstype%% *}
       [ "$file" = "$mnt" ] || [ "${file#"$mnt"/}" != "$file" ] || continue # not above FILE
       case $mnt in
-        /proc | /sys) [ "$fstype" = "$want" ] || echo "$file ($mnt: $fstype)" ;;
-        *) echo "$file ($mnt)" ;;
+        /proc | /sys) [ "$fstype" = "$want" ] || why="$mnt: $fstype" ;;
+        *) why=$mnt ;;
       esac
     done </proc/self/mountinfo
-    fstype=$(stat -f -c %T -- "$file" 2>/dev/null)
-    [ -z "$fstype" ] || [ "$fstype" = "$want" ] || echo "$file ($fstype)"
-  done | sort -u
+    if [ -z "$why" ]; then
+      fstype=$(stat -f -c %T -- "$file" 2>/dev/null)
+      [ -z "$fstype" ] || [ "$fstype" = "$want" ] || why=$fstype
+    fi
+    [ -z "$why" ] || echo "$file ($why)"
+  done
 }
 
 # now_problem for each FILE the kernel does not serve (see kernel_view_covered).
