@@ -8,7 +8,8 @@
  * per-run nonce (the learner's output cannot forge a line it cannot predict, and ours comes before
  * any of theirs). A new boot is a different boot id AND an uptime shorter than the time since the
  * pass (measured on the server's clock and the machine's monotonic uptime, so clock skew does not
- * matter): rewriting one /proc file by a bind mount does not make a reboot.
+ * matter): rewriting one /proc file by a bind mount does not make a reboot, and a mount over
+ * either file gives no facts at all (bootFactsScript), so two such mounts do not make one either.
  *
  * Pure: the grader (grader.ts) runs the script and writes what `decide` says.
  */

@@ -10,7 +10,8 @@
 #  - swapoff -a, and the line's own unit masked (systemctl mask swapfile.swap).
 # Refused: swapoff alone; a runtime mask (mask --runtime: /run is gone at boot); the fstab line
 # commented while the swap is still on.
-kernel_view_problems /proc/swaps /proc/meminfo
+# The boot files too: the reboot proof reads them, and takes no new boot from covered ones.
+kernel_view_problems /proc/swaps /proc/meminfo /proc/uptime /proc/sys/kernel/random/boot_id
 active=$(swap_now | paste -sd, -)
 total=$(swap_total_kb)
 if [ -n "$active" ]; then

@@ -11,7 +11,8 @@
 #  - applied now by sysctl --system, sysctl -w, or systemctl restart systemd-sysctl.
 # Refused: sysctl -w alone; a file under /run/sysctl.d (gone at boot); /etc/sysctl.conf while the
 # zz- file still wins at boot; k8s.conf alone (zz- puts ip_forward back to 0 even now).
-kernel_view_problems /proc/sys/net/ipv4/ip_forward /proc/sys/net/bridge/bridge-nf-call-iptables
+# The boot files too: the reboot proof reads them, and takes no new boot from covered ones.
+kernel_view_problems /proc/sys/net/ipv4/ip_forward /proc/sys/net/bridge/bridge-nf-call-iptables /proc/uptime /proc/sys/kernel/random/boot_id
 for key in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do
   now=$(sysctl_now "$key")
   if [ -z "$now" ]; then
