@@ -5,8 +5,10 @@
  * /run/sysctl.d + sysctl --system, runtime masks, a hand-typed record, ...), passes after each of
  * its alternatives (other correct fixes: swap.target masked with the fstab line kept, ...) and after
  * its solution, the VM reset to the step's snapshot between them; the steps that must hold after a
- * reboot (swap, sysctl) pass again after a real reboot of the solution. The steps are split in two
- * halves tested at once on two VMs (splitSteps).
+ * reboot (swap, sysctl) pass again after a real reboot of the solution, and fixtures marked
+ * `# reboot: yes` are judged on a real new boot too (a unit's script in /usr/bin that turns swap on
+ * is refused by the kernel's /proc/swaps; swap.target masked is accepted). The steps are split in
+ * two halves tested at once on two VMs (splitSteps).
  */
 import fs from "node:fs/promises";
 import os from "node:os";
