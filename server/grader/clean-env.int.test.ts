@@ -15,7 +15,7 @@ import path from "node:path";
 import type { Client } from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
-import { SCRIPT_PATH, SshExecPool } from "../ssh/exec";
+import { SshExecPool } from "../ssh/exec";
 import { connectSsh } from "../ssh/connect";
 import { CHECK_LIB } from "../labs/check-script";
 
@@ -47,18 +47,26 @@ done
 echo '/fake.swap none swap sw 0 0' >/root/fake/etc/fstab
 `;
 
-/** A check that reports what it sees, then judges with checklib's helpers and real tools. */
-const PROBE = `${CHECK_LIB}
+/** What a script sees of its environment and tools. */
+const REPORT = `
 echo "PATH=$PATH"
 echo "FOOLED=\${FOOLED:-}"
 echo "swapon=$(command -v swapon)"
 echo "systemctl=$(command -v systemctl)"
 echo "vars=$(env | cut -d= -f1 | sort | paste -sd, -)"
-echo "boot_swap=$(boot_swap | grep -c fake.swap)"
 echo "shim_swap=$(swapon --show 2>/dev/null | grep -c shim.swap)"
 echo "unit=$(systemctl is-enabled labdeck-no-such-unit.service 2>/dev/null | head -1)"
+`;
+/** What checklib's helpers say (after checklib.sh, which fixes PATH itself). */
+const JUDGE = `
+echo "lib_swapon=$(command -v swapon)"
+echo "boot_swap=$(boot_swap | grep -c fake.swap)"
 unit_enabled labdeck-no-such-unit.service && echo "boot_unit=enabled" || echo "boot_unit=not-enabled"
 `;
+/** A check that reports what it sees, then judges with checklib's helpers and real tools. */
+const PROBE = `${CHECK_LIB}\n${REPORT}\n${JUDGE}`;
+/** The same report before checklib: what the login environment alone would give a check. */
+const TRAPS = `${REPORT}\n${CHECK_LIB}\n${JUDGE}`;
 
 let set: NetnsHostSet;
 let host: NetnsHost;
@@ -111,14 +119,15 @@ afterAll(async () => {
 
 describe("checks run clean (real sshd with PAM, a learner's traps on the machine)", () => {
   it("the traps are real: the login environment's bash -s sees /etc/environment, ~/.bashrc, BASH_ENV and the shims", async () => {
-    const out = await runAsLoginShellWould(PROBE);
+    const out = await runAsLoginShellWould(TRAPS);
     expect(out).toMatch(/hooked-by-BASH_ENV/);
     expect(field(out, "PATH")).toMatch(/^\/root\/bin:/);
     expect(field(out, "FOOLED")).not.toBe("");
     expect(field(out, "swapon")).toBe("/root/bin/swapon");
     expect(field(out, "shim_swap")).toBe("1");
     expect(field(out, "unit")).toBe("enabled");
-    // checklib's own unit helpers read unit files, not systemctl's answer: not fooled even here.
+    // checklib fixes PATH and its unit helpers read unit files, not systemctl's answer: not fooled even here.
+    expect(field(out, "lib_swapon")).toMatch(/^\/(usr\/)?sbin\/swapon$/);
     expect(field(out, "boot_unit")).toBe("not-enabled");
   });
 
@@ -127,7 +136,8 @@ describe("checks run clean (real sshd with PAM, a learner's traps on the machine
     expect(result.outcome, result.output).toBe("pass");
     const out = result.output;
     expect(out).not.toMatch(/hooked/);
-    expect(field(out, "PATH")).toBe(SCRIPT_PATH);
+    // checklib narrows the grader's PATH (ssh/exec.ts SCRIPT_PATH) to the distribution's directories: no /usr/local.
+    expect(field(out, "PATH")).toBe("/usr/sbin:/usr/bin:/sbin:/bin");
     expect(field(out, "FOOLED")).toBe("");
     expect(field(out, "swapon")).toMatch(/^\/(usr\/)?sbin\/swapon$/);
     expect(field(out, "systemctl")).toMatch(/^\/(usr\/)?bin\/systemctl$/);

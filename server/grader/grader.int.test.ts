@@ -252,12 +252,13 @@ describe("grader over real sshd", () => {
 });
 
 /**
- * Reboot proof over real sshd. The netns hosts cannot reboot, so the "new boot" is
- * faked at the far edge: the test bind-mounts files over /proc/sys/kernel/random/boot_id and
- * /proc/uptime inside node01's own mount namespace — which is also exactly what a hostile learner
- * who is root could do, and the first fake (boot id alone) must not count.
+ * Reboot proof over real sshd. The netns hosts cannot reboot. A hostile learner who is root can
+ * bind-mount files over /proc/sys/kernel/random/boot_id and /proc/uptime: the test does exactly
+ * that, and neither one nor both may count (the boot facts line reports them covered). A real new
+ * boot is faked at the far edge instead: the session's record says it passed on another boot
+ * before this machine's own boot began.
  */
-describe("reboot proof of a verifyByReboot step (faked boot id and uptime on netns hosts)", () => {
+describe("reboot proof of a verifyByReboot step (netns hosts: mounts over the boot files, an earlier boot in the record)", () => {
   let sessionId: string;
   const state = (p: Progress) => p.steps.map((s) => s.state);
   const fakeBoot = async (bootId: string, uptime?: string) => {
@@ -267,6 +268,7 @@ describe("reboot proof of a verifyByReboot step (faked boot id and uptime on net
     );
     if (uptime) await exec("node01", `echo '${uptime} 1.00' > /root/fake-uptime; mount --bind /root/fake-uptime /proc/uptime`);
   };
+  const unfake = () => exec("node01", "umount /proc/sys/kernel/random/boot_id 2>/dev/null; umount /proc/uptime 2>/dev/null; true");
 
   afterAll(async () => {
     await exec(
@@ -298,21 +300,32 @@ describe("reboot proof of a verifyByReboot step (faked boot id and uptime on net
     expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
   });
 
-  it("a fail clears 'passed now': the fix must pass again before a reboot counts", async () => {
+  it("a new boot id and a short uptime, both bind-mounted, are no reboot either", async () => {
+    await fakeBoot("66666666-7777-4888-8999-aaaaaaaaaaaa", "3.50");
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
+  });
+
+  it("a fail clears 'passed now': the fix must pass again, on boot files nothing covers, before a reboot counts", async () => {
     await exec("node01", "rm -f /root/durable-flag");
     const p = await stack.grader.checkNow(sessionId);
     expect(state(p)).toEqual(["current", "locked"]);
     expect(p.rebootProof).toBeNull();
     await exec("node01", "touch /root/durable-flag");
+    // Passes, but with its boot files covered it is not even "passed now".
+    expect(state(await stack.grader.checkNow(sessionId))).toEqual(["current", "locked"]);
+    await unfake();
     expect(state(await stack.grader.checkNow(sessionId))).toEqual(["proving", "locked"]);
-    // Recorded on the boot it passed on (the faked one now).
     expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } })).proofBootId).toBe(
-      "11111111-2222-4333-8444-555555555555",
+      fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
     );
   });
 
-  it("a pass on a new boot (new boot id, uptime shorter than the time since the pass) completes the step", async () => {
-    await fakeBoot("66666666-7777-4888-8999-aaaaaaaaaaaa", "3.50");
+  it("a pass on a new boot (the record's boot id is another, passed before this boot began) completes the step", async () => {
+    const uptimeSeconds = Number(fs.readFileSync("/proc/uptime", "utf8").split(" ")[0]);
+    await stack.db.labSession.update({
+      where: { id: sessionId },
+      data: { proofBootId: "11111111-2222-4333-8444-555555555555", proofPassedAt: new Date(Date.now() - (uptimeSeconds + 120) * 1000) },
+    });
     const p = await stack.grader.checkNow(sessionId);
     expect(state(p)).toEqual(["done", "current"]);
     expect(p.rebootProof).toBeNull();

@@ -20,6 +20,18 @@ describe("boot facts line", () => {
     expect(taken.output).toBe("check-out");
   });
 
+  it("is printed by shell builtins alone: with no PATH at all, no program can stand in for them", () => {
+    const nonce = newNonce();
+    const printed = execFileSync("/bin/bash", ["--noprofile", "--norc", "-c", bootFactsScript(nonce) + "echo after"], {
+      encoding: "utf8",
+      env: { NODE_ENV: "test", PATH: "/nonexistent" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const taken = takeBootFacts(printed, nonce);
+    expect(taken.facts?.bootId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(taken.output).toBe("after");
+  });
+
   it("ignores a line with another nonce (learner output cannot forge it) and rejects malformed facts", () => {
     expect(takeBootFacts(`@labdeck-boot-aaaa ${BOOT_A} 3.0\nok`, "bbbb")).toEqual({
       facts: null,

@@ -8,7 +8,8 @@
  * per-run nonce (the learner's output cannot forge a line it cannot predict, and ours comes before
  * any of theirs). A new boot is a different boot id AND an uptime shorter than the time since the
  * pass (measured on the server's clock and the machine's monotonic uptime, so clock skew does not
- * matter): rewriting one /proc file by a bind mount does not make a reboot.
+ * matter): rewriting one /proc file by a bind mount does not make a reboot, and a mount over
+ * either file gives no facts at all (bootFactsScript), so two such mounts do not make one either.
  *
  * Pure: the grader (grader.ts) runs the script and writes what `decide` says.
  */
@@ -46,9 +47,19 @@ export function newNonce(): string {
   return randomBytes(8).toString("hex");
 }
 
-/** Shell that prints the boot facts line; goes before the check (it never fails the check). */
+/**
+ * Shell that prints the boot facts line; goes before the check (it never fails the check). Shell
+ * builtins only (no program the learner could stand in for), in a subshell (no variable leaks into
+ * the check). When a mount covers the files it reads (two bind mounts could fake a new boot id and
+ * a short uptime), it prints "covered": no facts, so no proof.
+ */
 export function bootFactsScript(nonce: string): string {
-  return `printf '@labdeck-boot-${nonce} %s %s\\n' "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" "$(cut -d' ' -f1 /proc/uptime 2>/dev/null)"\n`;
+  return [
+    "( b= u= ; read -r b </proc/sys/kernel/random/boot_id; read -r u _ </proc/uptime",
+    "  while read -r _ _ _ _ m _; do case $m in /proc/uptime | /proc/sys | /proc/sys/kernel | /proc/sys/kernel/random | /proc/sys/kernel/random/boot_id) b=covered ;; esac; done </proc/self/mountinfo",
+    `  printf '@labdeck-boot-${nonce} %s %s\\n' "$b" "$u" ) 2>/dev/null`,
+    "",
+  ].join("\n");
 }
 
 const BOOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -3,7 +3,8 @@
  * /root/who-fixes.txt, so every shortcut and alternative fixture of the step runs here the way
  * checks run (clean environment, checklib first): shortcuts must fail with the text they name,
  * alternatives and the solution must pass. record-before is judged against a planted swap
- * priority (setup's /var/lib/preinstall-checks/swap-priority) with nothing on port 10250 here: a
+ * priority (the fstab line setup writes; this machine has no /swapfile in /proc/swaps, where the
+ * check looks first) with nothing on port 10250 here: a
  * recording with this machine's priority passes, the hand-typed shortcuts fail. The same fixtures
  * run on real VMs in lab-test.vm.test.ts; this is the fast loop for parsing and wording.
  */
@@ -69,7 +70,7 @@ describe("preinstall-checks who-fixes on a fake root", async () => {
 describe("preinstall-checks record-before on a fake root", async () => {
   const lab = await loadLab(path.resolve("labs"), "preinstall-checks");
   const step = lab.steps.find((s) => s.id === "record-before")!;
-  const planted = { "var/lib/preinstall-checks/swap-priority": "417\n" };
+  const planted = { "etc/fstab": "UUID=abc / ext4 defaults 0 1\n/swapfile none swap sw,pri=417 0 0\n" };
   /** What the step's command prints on a machine whose setup chose priority 417 (ss's line as root sees it). */
   const recorded = [
     "NAME      TYPE SIZE USED PRIO",
@@ -103,5 +104,12 @@ describe("preinstall-checks record-before on a fake root", async () => {
     const other = await runCheckAfter("true", step.check.content, { ...planted, "root/before.txt": recorded.replace(/417/g, "418") });
     expect(other.stdout).toContain("スワップの行が、このマシンの出力と合いません");
     expect(other.code).toBe(1);
+  });
+
+  it("reads the priority from the fstab line even once it is commented out (the swap-off step's fix)", async () => {
+    const commented = { "etc/fstab": "UUID=abc / ext4 defaults 0 1\n# /swapfile none swap sw,pri=417 0 0\n", "root/before.txt": `${recorded}\n` };
+    const run = await runCheckAfter("true", step.check.content, commented);
+    expect(run.stdout + run.stderr).toMatch(/スワップの優先度 417/);
+    expect(run.code).toBe(0);
   });
 });

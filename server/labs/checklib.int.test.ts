@@ -301,7 +301,26 @@ describe("swap at boot", () => {
       "etc/systemd/system/more-swap.service": "[Service]\nExecStart=/usr/local/sbin/more-swap\n",
       "etc/systemd/system/multi-user.target.wants/more-swap.service": { link: "/etc/systemd/system/more-swap.service" },
     });
-    expect(await sh(script, "boot_swap")).toBe("swapon\tmore-swap.service (/etc/systemd/system/more-swap.service)");
+    expect(await sh(script, "boot_swap")).toBe("swapon\tmore-swap.service (/etc/systemd/system/more-swap.service -> /usr/local/sbin/more-swap)");
+    // Any path, a few levels deep: a unit's script in /usr/bin that runs another that calls swapon.
+    const chain = (levels: number) => {
+      const files: Record<string, Entry> = {
+        "etc/systemd/system/keeper.service": "[Service]\nType=oneshot\nExecStart=/usr/bin/keeper --quiet\n",
+        "etc/systemd/system/multi-user.target.wants/keeper.service": { link: "/etc/systemd/system/keeper.service" },
+      };
+      for (let i = 0; i < levels; i++) {
+        const self = i === 0 ? "usr/bin/keeper" : `usr/lib/keeper/step${i}`;
+        const body = i === levels - 1 ? "/sbin/swapon -p 7 /swapfile" : `exec /usr/lib/keeper/step${i + 1}`;
+        files[self] = { content: `#!/bin/sh\n${body}\n`, mode: 0o755 };
+      }
+      return machine(files);
+    };
+    expect(await sh(chain(2), "boot_swap")).toBe("swapon\tkeeper.service (/etc/systemd/system/keeper.service -> /usr/lib/keeper/step1)");
+    expect(await sh(chain(4), "boot_swap")).toBe("swapon\tkeeper.service (/etc/systemd/system/keeper.service -> /usr/lib/keeper/step3)");
+    // Deeper than EXEC_FOLLOW_DEPTH is not seen: the reboot proof's kernel view judges it.
+    expect(await sh(chain(5), "boot_swap")).toBe("");
+    // A compiled program is not read, and a script that only shows swap does not count.
+    expect(await sh(machine({ "usr/bin/keeper": { content: "#!/bin/sh\nswapon --show\n", mode: 0o755 }, "etc/systemd/system/keeper.service": "[Service]\nExecStart=/usr/bin/keeper\n[Install]\nWantedBy=multi-user.target\n", "etc/systemd/system/multi-user.target.wants/keeper.service": { link: "/etc/systemd/system/keeper.service" } }), "boot_swap")).toBe("");
     // `swapon -a` reads fstab itself: harmful while a line is left, even with swap.target masked.
     const all = {
       "etc/systemd/system/all-swap.service": "[Service]\nExecStart=/sbin/swapon -a\n",
@@ -315,6 +334,30 @@ describe("swap at boot", () => {
     expect(await sh(machine({ "etc/rc.local": { content: "#!/bin/sh\nswapon /swapfile\n", mode: 0o644 } }), "boot_swap")).toBe("");
     const cron = machine({ "etc/cron.d/swap": "@reboot root /sbin/swapon /swapfile\n0 * * * * root swapon --show\n" });
     expect(await sh(cron, "boot_swap")).toBe("swapon\tcron @reboot (/etc/cron.d/swap)");
+  });
+});
+
+describe("the kernel's own view", () => {
+  it("reads swap, sysctl and listeners from /proc, not from programs on PATH; names a mount laid over a /proc file", async () => {
+    const root = machine({});
+    // Stand-ins in every directory of the grader's PATH before the system's: never asked.
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "checklib-bin-"));
+    roots.push(bin);
+    for (const name of ["swapon", "sysctl", "ss", "cat", "awk"]) fs.writeFileSync(path.join(bin, name), "#!/bin/sh\necho STAND-IN\n", { mode: 0o755 });
+    const fake = path.join(bin, "swaps");
+    fs.writeFileSync(fake, "Filename Type Size Used Priority\n");
+    const run = await runInFakeRoot(
+      `mount --bind ${bin} /usr/local/sbin\n${CHECK_LIB}\necho "path=$PATH"; swap_now | head -1; sysctl_now kernel.ostype; tcp_listening 1 | head -1; echo "total=$(swap_total_kb)"\n` +
+        `echo before; kernel_view_covered /proc/swaps /proc/sys/kernel/ostype /sys/module; mount --bind ${fake} /proc/swaps; echo after; kernel_view_covered /proc/swaps /proc/meminfo`,
+      { root, exact: READ_DIRS },
+    );
+    expect(run.stderr).toBe("");
+    expect(run.stdout).not.toContain("STAND-IN");
+    expect(run.stdout).toContain("path=/usr/sbin:/usr/bin:/sbin:/bin\n");
+    expect(run.stdout).toContain("\nLinux\n");
+    expect(run.stdout).toMatch(/total=\d+\nbefore\nafter\n/);
+    expect(run.stdout.split("after\n")[1]).toBe("/proc/swaps (/proc/swaps)\n");
+    expect(run.stdout).not.toContain("/proc/meminfo (");
   });
 });
 

@@ -1,20 +1,67 @@
 # Labdeck check helpers: the grader puts this in front of every check and solution script.
 # Two questions, kept apart:
-#   "now"          the live system: swapon, /sys/module, sysctl -n, systemctl is-active, ss.
+#   "now"          the live system, as the kernel says it: /proc/swaps, /proc/sys, /proc/net/tcp,
+#                  /sys/module (kernel_view_problems: no mount laid over them), systemctl is-active.
 #   "after a boot" what systemd and the kernel will READ at the next boot, from files that survive
 #                  it. /run is a tmpfs, empty at boot: nothing under /run counts (a runtime mask, an
 #                  enable --runtime, /run/sysctl.d, /run/modules-load.d are true only until then).
-# Checks ask both and say which half fails (now_problem / boot_problem, at the end).
+# Checks ask both and say which half fails (now_problem / boot_problem, at the end). A reboot proof
+# (verifyByReboot) runs the same check on the new boot, whose "now" half is then the kernel's word
+# on what the boot really did: it catches whatever the boot scan below cannot see.
+#
+# Tools: only the image's own. The grader's PATH starts with /usr/local, which root fills by hand
+# (a stand-in `swapon` there once answered for the real one); checks get the directories the
+# distribution's packages own, and the live half reads /proc and /sys with shell builtins wherever
+# it can. Not defended: root replacing the packages' own programs (/usr/bin/awk, /bin/bash).
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
 #
 # Covered at boot: swap from /etc/fstab (systemd-fstab-generator: each line's .swap unit, pulled in
 # by swap.target) and .swap unit files, cut off by a persistent mask of the unit or of swap.target;
-# swap turned on by other means: an enabled unit whose Exec*= (or the script it runs, one level,
-# under /etc /opt /root /srv /usr/local) calls swapon, an executable /etc/rc.local
-# (systemd-rc-local-generator), cron @reboot lines, SysV scripts linked in /etc/rc[S2-5].d, and
-# zram-generator's config. Not covered: systemd-gpt-auto-generator (GPT + EFI only; lab VMs boot
-# direct from a partitionless disk), units pulled in by D-Bus activation, swapon deeper than one
-# script. Units: enablement from the persistent unit directories only (*.wants/*.requires/*.upholds
-# links and Wants=/Requires= lines), aliases, templates, masks (a /dev/null link or an empty file).
+# swap turned on by other means: an enabled unit whose Exec*= lines, or any text file they name
+# (any path, and the files those name, up to EXEC_FOLLOW_DEPTH levels), call swapon; an executable
+# /etc/rc.local (systemd-rc-local-generator), cron @reboot lines, SysV scripts linked in
+# /etc/rc[S2-5].d, and zram-generator's config, each followed the same way. Not seen: swapon hidden
+# from text (built from pieces, a compiled program), deeper than EXEC_FOLLOW_DEPTH,
+# systemd-gpt-auto-generator (GPT + EFI only; lab VMs boot direct from a partitionless disk), units
+# pulled in by D-Bus activation: the reboot proof's kernel view judges those. Units: enablement from
+# the persistent unit directories only (*.wants/*.requires/*.upholds links and Wants=/Requires=
+# lines), aliases, templates, masks (a /dev/null link or an empty file).
+
+# ---------------------------------------------------------------- the kernel's own view
+# Where FILE (under /proc or /sys) is not what the kernel serves, one line: a mount laid over it or
+# a directory above it (mount --bind /tmp/fake /proc/swaps), or a file system that is not procfs /
+# sysfs there. Nothing printed: the kernel's. Mounts are read from /proc/self/mountinfo, which
+# belongs to this shell's own process (no mount made earlier can name it).
+kernel_view_covered() {
+  local file want _id _parent _dev _root mnt rest fstype why
+  for file in "$@"; do
+    case $file in /proc/*) want=proc ;; /sys/*) want=sysfs ;; *) continue ;; esac
+    why=""
+    while read -r _id _parent _dev _root mnt rest; do
+      fstype=${rest#* - }; fstype=${fstype%% *}
+      [ "$file" = "$mnt" ] || [ "${file#"$mnt"/}" != "$file" ] || continue # not above FILE
+      case $mnt in
+        /proc | /sys) [ "$fstype" = "$want" ] || why="$mnt: $fstype" ;;
+        *) why=$mnt ;;
+      esac
+    done </proc/self/mountinfo
+    if [ -z "$why" ]; then
+      fstype=$(stat -f -c %T -- "$file" 2>/dev/null)
+      [ -z "$fstype" ] || [ "$fstype" = "$want" ] || why=$fstype
+    fi
+    [ -z "$why" ] || echo "$file ($why)"
+  done
+}
+
+# now_problem for each FILE the kernel does not serve (see kernel_view_covered).
+kernel_view_problems() {
+  local line
+  while IFS= read -r line; do
+    [ -n "$line" ] && now_problem "${line%% *} はカーネルの内容ではありません(上に別のものがマウントされています: ${line#* }。umount してください)"
+  done < <(kernel_view_covered "$@")
+  return 0
+}
 
 # The *.conf files a systemd "conf.d" reader applies, in the order it applies them: a file name in
 # an earlier directory masks the same name in later ones, and files are read sorted by name.
@@ -71,6 +118,13 @@ boot_sysctl_source() {
     if sed -e 's/[[:space:]]//g' -e 's#/#.#g' -e 's/^-//' "$f" 2>/dev/null | grep -q "^$1="; then last=$f; fi
   done
   [ -n "$last" ] && echo "$last"
+}
+
+# The value KEY has now, from /proc/sys (empty when the kernel has no such key).
+sysctl_now() {
+  local f=/proc/sys/${1//.//} v
+  [ -r "$f" ] || return 0
+  read -r v <"$f" && printf '%s\n' "$v"
 }
 
 # Files under /run/sysctl.d that set KEY: applied by `sysctl --system` now, gone at boot.
@@ -293,6 +347,20 @@ unit_active_now() {
   esac
 }
 
+# Local addresses listening on TCP PORT now (/proc/net/tcp and tcp6, state 0A), one a line.
+tcp_listening() {
+  local want f _sl addr _rem st _rest
+  printf -v want '%04X' "$1"
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$f" ] || continue
+    { read -r _sl
+      while read -r _sl addr _rem st _rest; do
+        [ "$st" = 0A ] && [ "${addr##*:}" = "$want" ] && echo "$addr"
+      done; } <"$f"
+  done
+  return 0
+}
+
 # ---------------------------------------------------------------- swap
 # fstab swap entries (not commented, not noauto), the device or file only, one per line.
 boot_swap_fstab() {
@@ -328,13 +396,69 @@ swapon_calls() {
     }' "$@" 2>/dev/null | sort -u
 }
 
-# A unit file's programs (Exec*= of the file and its persistent drop-ins) that are scripts an
-# administrator wrote (under /etc /opt /root /srv /usr/local), one path a line.
-unit_exec_scripts() {
+# Levels of files followed from a unit's Exec*= lines (a script, the script it runs, ...).
+EXEC_FOLLOW_DEPTH=4
+# Absolute paths named in text on stdin (Exec*= lines, a script's body), one a line.
+named_paths() {
+  grep -oE '(^|[^A-Za-z0-9_.$/-])/[A-Za-z0-9_.+@/-]+' | sed 's#^[^/]*##' | sort -u
+}
+
+# Which of the paths PATH... lead to a call of swapon: the file itself calls it, or a text file it
+# names does, up to EXEC_FOLLOW_DEPTH levels (any directory). Lines "PATH<TAB>FILE THAT CALLS".
+# Compiled programs (binary files) are not read; /dev, /proc, /sys and /run are not followed.
+# A few processes per level, whatever the number of files (checks run under emulation).
+swapon_reaching() {
+  local level=0 p a b f
+  local -A seen=() reach=()
+  local frontier=("$@") cand texts all=() edges=()
+  while [ "$level" -lt "$EXEC_FOLLOW_DEPTH" ] && [ ${#frontier[@]} -gt 0 ]; do
+    cand=()
+    for p in "${frontier[@]}"; do
+      [ -z "${seen[$p]:-}" ] || continue
+      seen[$p]=1
+      case $p in /dev/* | /proc/* | /sys/* | /run/*) continue ;; esac
+      [ -f "$p" ] && cand+=("$p")
+    done
+    frontier=()
+    [ ${#cand[@]} -gt 0 ] || break
+    mapfile -t texts < <(grep -Il '' "${cand[@]}" 2>/dev/null)
+    [ ${#texts[@]} -gt 0 ] || break
+    all+=("${texts[@]}")
+    while IFS=$'\t' read -r a b; do
+      edges+=("$a"$'\t'"$b"); frontier+=("$b")
+    done < <(awk -v re='(^|[^A-Za-z0-9_.$/-])/[A-Za-z0-9_.+@/-]+' '
+      /^[[:space:]]*#/ { next }
+      { line = $0
+        while (match(line, re)) { m = substr(line, RSTART, RLENGTH); sub(/^[^\/]/, "", m); print FILENAME "\t" m; line = substr(line, RSTART + RLENGTH) } }' "${texts[@]}" 2>/dev/null | sort -u)
+    level=$((level + 1))
+  done
+  [ ${#all[@]} -gt 0 ] || return 0
+  for f in $(grep -lsw swapon "${all[@]}"); do
+    [ -n "$(swapon_calls "$f")" ] && reach[$f]=$f
+  done
+  for ((level = 0; level < EXEC_FOLLOW_DEPTH; level++)); do
+    for p in "${edges[@]}"; do
+      a=${p%%$'\t'*}; b=${p#*$'\t'}
+      [ -n "${reach[$b]:-}" ] && [ -z "${reach[$a]:-}" ] && reach[$a]=${reach[$b]}
+    done
+  done
+  for p in "$@"; do
+    [ -n "${reach[$p]:-}" ] && printf '%s\t%s\n' "$p" "${reach[$p]}"
+  done
+  return 0
+}
+
+# The programs and files a unit's Exec*= lines name (the file and its persistent drop-ins), one a line.
+unit_exec_paths() {
   local f=$1 name=${1##*/} d
   { cat "$f"; for d in "${UNIT_BOOT_DIRS[@]}"; do cat "$d/$name.d"/*.conf; done; } 2>/dev/null |
-    sed -n 's/^[[:space:]]*Exec[A-Za-z]*=[-@:+!]*//p' | awk '{ print $1 }' |
-    grep -E '^/(etc|opt|root|srv|usr/local)/' | sort -u
+    sed -n 's/^[[:space:]]*Exec[A-Za-z]*=[-@:+!|]*//p' | named_paths
+}
+
+# How PATH... call swapon, followed (swapon_reaching): swapon_calls of the files that do.
+swapon_calls_followed() {
+  local _p file
+  while IFS=$'\t' read -r _p file; do swapon_calls "$file"; done < <(swapon_reaching "$@")
 }
 
 # Every swap the machine turns on at its next boot, "WHAT<TAB>HOW" a line (nothing: no swap at boot).
@@ -371,32 +495,36 @@ boot_swap() {
     case $2 in *device*) printf '%s\t%s\n' "swapon" "$1" ;; *all*) [ -n "$fstab_entries" ] && printf '%s\t%s\n' "swapon -a" "$1" ;; esac
     return 0
   }
-  local files=() candidates
-  for d in "${UNIT_BOOT_DIRS[@]}"; do files+=("$d"/*.service "$d"/*.timer "$d"/*.d/*.conf); done
-  # One grep for units naming swapon, one for the admin scripts units run that call it.
+  # Every unit whose file or drop-ins call swapon, or whose Exec*= lines name a file that leads to
+  # a call (any path, EXEC_FOLLOW_DEPTH levels): one pass over all the files they name.
+  local files=() candidates p
+  local -A leads=()
+  for d in "${UNIT_BOOT_DIRS[@]}"; do files+=("$d"/*.service "$d"/*.timer "$d"/*.socket "$d"/*.d/*.conf); done
+  while IFS=$'\t' read -r p script; do leads[$p]=$script; done < <(
+    swapon_reaching $(grep -hsE '^[[:space:]]*Exec[A-Za-z]*=' "${files[@]}" | sed 's/^[^=]*=[-@:+!|]*//' | named_paths))
   candidates=$( {
     grep -lsw swapon "${files[@]}"
-    for script in $(grep -hsE '^[[:space:]]*Exec[A-Za-z]*=' "${files[@]}" | sed 's/^[^=]*=[-@:+!]*//' | awk '{ print $1 }' | grep -E '^/(etc|opt|root|srv|usr/local)/' | sort -u); do
-      [ -f "$script" ] && grep -qsw swapon "$script" && grep -lsF -- "$script" "${files[@]}"
-    done
+    for p in "${!leads[@]}"; do grep -lsF -- "$p" "${files[@]}"; done
   } | sed -e 's#\.d/[^/]*\.conf$##' -e 's#.*/##' | sort -u)
   for name in $candidates; do
     f=$(boot_unit_file "$name") || continue
-    calls=$( { swapon_calls "$f"; for d in "${UNIT_BOOT_DIRS[@]}"; do swapon_calls "$d/$name.d"/*.conf; done
-      for script in $(unit_exec_scripts "$f"); do [ -f "$script" ] && swapon_calls "$script"; done; } | sort -u)
-    [ -n "$calls" ] || continue
-    boot_unit_starts "$name" && report_swapon "$name ($f)" "$calls"
+    calls=$( { swapon_calls "$f"; for d in "${UNIT_BOOT_DIRS[@]}"; do swapon_calls "$d/$name.d"/*.conf; done; } | sort -u)
+    script=""
+    for p in $(unit_exec_paths "$f"); do
+      [ -n "${leads[$p]:-}" ] || continue
+      calls="$calls $(swapon_calls "${leads[$p]}")"; script=${script:-${leads[$p]}}
+    done
+    [ -n "${calls//[[:space:]]/}" ] || continue
+    boot_unit_starts "$name" && report_swapon "$name ($f${script:+ -> $script})" "$calls"
   done
   if [ -x /etc/rc.local ] && [ -x /lib/systemd/system-generators/systemd-rc-local-generator ]; then
-    report_swapon "/etc/rc.local" "$(swapon_calls /etc/rc.local)"
+    report_swapon "/etc/rc.local" "$(swapon_calls_followed /etc/rc.local)"
   fi
   for f in /etc/crontab /etc/cron.d/* /var/spool/cron/crontabs/*; do
     [ -f "$f" ] || continue
     while IFS= read -r line; do
       calls=$(printf '%s\n' "$line" | swapon_calls /dev/stdin)
-      for script in $(printf '%s\n' "$line" | grep -oE '/(etc|opt|root|srv|usr/local)/[^[:space:];&|]+'); do
-        [ -f "$script" ] && calls="$calls $(swapon_calls "$script")"
-      done
+      calls="$calls $(swapon_calls_followed $(printf '%s\n' "$line" | named_paths))"
       report_swapon "cron @reboot ($f)" "$calls"
     done < <(grep -E '^[[:space:]]*@reboot' "$f" 2>/dev/null)
   done
@@ -404,7 +532,7 @@ boot_swap() {
     [ -f "$f" ] || continue
     target=$(readlink -f "$f"); name=${target##*/}
     boot_unit_file "$name.service" >/dev/null && continue # a native unit replaces the SysV script
-    report_swapon "SysV $f" "$(swapon_calls "$target")"
+    report_swapon "SysV $f" "$(swapon_calls_followed "$target")"
   done
   if [ -e /usr/lib/systemd/system-generators/zram-generator ] || [ -e /lib/systemd/system-generators/zram-generator ]; then
     for f in /etc/systemd/zram-generator.conf /etc/systemd/zram-generator.conf.d/*.conf /usr/lib/systemd/zram-generator.conf /usr/local/lib/systemd/zram-generator.conf; do
@@ -414,9 +542,20 @@ boot_swap() {
   unset -f report_swapon
 }
 
-# Swap in use now, one device or file per line.
+# Swap in use now, one device or file per line, as the kernel lists it (/proc/swaps).
 swap_now() {
-  swapon --show=NAME --noheadings 2>/dev/null
+  local name _rest
+  { read -r _rest
+    while read -r name _rest; do [ -n "$name" ] && printf '%s\n' "$name"; done; } </proc/swaps
+}
+
+# Swap the kernel counts now, in kB (/proc/meminfo SwapTotal): a second account of swap_now's.
+swap_total_kb() {
+  local key value _unit
+  while read -r key value _unit; do
+    [ "$key" = SwapTotal: ] && { echo "$value"; return 0; }
+  done </proc/meminfo
+  echo 0
 }
 
 # ---------------------------------------------------------------- answer files

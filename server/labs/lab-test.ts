@@ -3,7 +3,8 @@
  * check must FAIL before its solution, FAIL after each of its shortcuts (states true only until the
  * next boot, or that only look right), PASS after each of its alternatives (other correct fixes)
  * and PASS after its solution; for steps marked verifyByReboot the machine really reboots after
- * the solution and after each alternative (unless `rebootAlternatives: false`), and the check must pass again. Between fixtures the
+ * the solution and after each alternative (unless `rebootAlternatives: false`), and the check must pass again; a
+ * fixture marked `# reboot: yes` is always rebooted (a shortcut must still fail then). Between fixtures the
  * step's machines go back to the state before the step (a VM snapshot taken then: `snapshot` /
  * `restore`). Steps run in order, so each "before" sees the state the earlier solutions left, as a
  * learner would.
@@ -164,7 +165,9 @@ async function testStep(
     for (const [kind, fixture] of fixtures) {
       const restoreMs = dirty ? await restore() : 0;
       dirty = true;
-      const r = await runFixture(kind, fixture, restoreMs, runScript, check, step.verifyByReboot && rebootAlternatives && kind === "alternative" && machines.reboot ? reboot : undefined);
+      const rebootAfter = fixture.reboot || (step.verifyByReboot && rebootAlternatives && kind === "alternative");
+      const r = await runFixture(kind, fixture, restoreMs, runScript, check, rebootAfter && machines.reboot ? reboot : undefined);
+      if (fixture.reboot && !machines.reboot) r.problem ??= "fixture needs a reboot but these machines cannot reboot (use --machines qemu)";
       fixtureResults.push(r);
       onFixture(r);
       if (r.problem) problems.push(`${kind} ${fixture.name}: ${r.problem}`);
@@ -206,6 +209,14 @@ async function runFixture(
     const missing = fixture.expectOutput.filter((text) => !checked.output.includes(text));
     if (checked.outcome !== "fail") r.problem = `check ${checked.outcome === "pass" ? "passes" : `is ${checked.outcome}`} (want fail)`;
     else if (missing.length > 0) r.problem = `check fails but its output lacks ${missing.map((t) => JSON.stringify(t)).join(", ")}: ${checked.output}`;
+    else if (reboot) {
+      // Refused on the new boot too, by what the kernel says then (not by a scan of the files).
+      r.rebootMs = await reboot();
+      r.afterReboot = await check();
+      const lacking = fixture.expectAfterReboot.filter((text) => !r.afterReboot!.output.includes(text));
+      if (r.afterReboot.outcome !== "fail") r.problem = `check ${r.afterReboot.outcome === "pass" ? "passes" : `is ${r.afterReboot.outcome}`} after reboot (want fail)`;
+      else if (lacking.length > 0) r.problem = `check fails after reboot but its output lacks ${lacking.map((t) => JSON.stringify(t)).join(", ")}: ${r.afterReboot.output}`;
+    }
   } else if (checked.outcome !== "pass") r.problem = `check ${checked.outcome} (want pass): ${checked.output}`;
   else if (reboot) {
     r.rebootMs = await reboot();

@@ -234,13 +234,13 @@ describe("lab steps", () => {
     expect(lab.steps[0]!.check.content).toContain("true");
   });
 
-  it("reads shortcuts/ and alternatives/ fixtures sorted by name, with their expect-output lines; warns for a verifyByReboot step without shortcuts", async () => {
+  it("reads shortcuts/ and alternatives/ fixtures sorted by name, with their expect-output, reboot and expect-after-reboot lines; warns for a verifyByReboot step without shortcuts", async () => {
     await writeLab("fx", {
       "lab.yaml": stepManifest("  - { id: one, title: 一, machine: node01, verifyByReboot: true }\n  - { id: two, title: 二, machine: node01, verifyByReboot: true }\n"),
       "lesson.md": "#\n",
       ...stepFiles("one"),
       ...stepFiles("two"),
-      "steps/one/shortcuts/b-runtime.sh": "#!/bin/bash\n# expect-output: 再起動後:\n#  expect-output:  /run/x  \ntrue\n",
+      "steps/one/shortcuts/b-runtime.sh": "#!/bin/bash\n# reboot: yes\n# expect-output: 再起動後:\n#  expect-output:  /run/x  \n# expect-after-reboot: 今:\ntrue\n",
       "steps/one/shortcuts/a-now.sh": "#!/bin/bash\ntrue\n",
       "steps/one/alternatives/other.sh": "#!/bin/bash\ntrue\n",
     });
@@ -248,9 +248,9 @@ describe("lab steps", () => {
     for (const f of ["shortcuts/b-runtime.sh", "shortcuts/a-now.sh", "alternatives/other.sh"]) await chmod(path.join(labsDir, "fx/steps/one", f), 0o755);
     const lab = await loadLab(labsDir, "fx");
     const [one, two] = lab.steps;
-    expect(one!.shortcuts.map((f) => [f.name, f.expectOutput])).toEqual([
-      ["a-now", []],
-      ["b-runtime", ["再起動後:", "/run/x"]],
+    expect(one!.shortcuts.map((f) => [f.name, f.expectOutput, f.reboot, f.expectAfterReboot])).toEqual([
+      ["a-now", [], false, []],
+      ["b-runtime", ["再起動後:", "/run/x"], true, ["今:"]],
     ]);
     expect(one!.alternatives.map((f) => f.file)).toEqual([expect.stringMatching(/steps\/one\/alternatives\/other\.sh$/)]);
     expect(two!.shortcuts).toEqual([]);

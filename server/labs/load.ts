@@ -8,7 +8,7 @@ import { access, constants, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
-import { FIXTURE_EXPECT_OUTPUT, LAB_SLUG_PATTERN, LabManifest, STEP_FILES, STEP_FIXTURE_DIRS, type LabStep } from "./schema";
+import { FIXTURE_EXPECT_AFTER_REBOOT, FIXTURE_EXPECT_OUTPUT, FIXTURE_REBOOT, LAB_SLUG_PATTERN, LabManifest, STEP_FILES, STEP_FIXTURE_DIRS, type LabStep } from "./schema";
 
 /**
  * The lab content directory the Next.js pages read: LABDECK_LABS_DIR, else ./labs (the same
@@ -58,6 +58,10 @@ export type Fixture = LabScript & {
   name: string;
   /** Texts the check's output must contain after it (`# expect-output:` lines). */
   expectOutput: string[];
+  /** A real reboot and a second check follow it, whatever `labs test` is told (`# reboot: yes`). */
+  reboot: boolean;
+  /** Texts a shortcut's check output must contain after that reboot (`# expect-after-reboot:` lines). */
+  expectAfterReboot: string[];
 };
 
 /** One problem in lab content: where it is (file, then field inside it) and what is wrong. */
@@ -144,7 +148,10 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
       }
       const script = await readPart(`${relative}/${entry.name}`, field, true);
       const expectOutput = [...script.content.matchAll(FIXTURE_EXPECT_OUTPUT)].map((m) => m[1]!);
-      fixtures.push({ ...script, name: entry.name.slice(0, -3), expectOutput });
+      const expectAfterReboot = [...script.content.matchAll(FIXTURE_EXPECT_AFTER_REBOOT)].map((m) => m[1]!);
+      const reboot = FIXTURE_REBOOT.test(script.content);
+      if (expectAfterReboot.length > 0 && !reboot) issues.push({ file: script.file, field, message: "expect-after-reboot without a `# reboot: yes` line" });
+      fixtures.push({ ...script, name: entry.name.slice(0, -3), expectOutput, reboot, expectAfterReboot });
     }
     return fixtures;
   };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TEST FAKE for tests against RECORDED command outputs (server/labs/course-labs.int.test.ts): the
-# test puts symlinks named kubectl, systemctl, ip, curl ... to this script in a directory it binds
-# over /usr/local/bin (first on the checks' fixed PATH), with recording.txt beside them. It
+# test puts symlinks named kubectl, systemctl, ip, curl ... to this script in a directory it lays
+# over /usr/sbin and /usr/bin (the checks' fixed PATH) and binds writable over /usr/local/bin,
+# with recording.txt beside them. It
 # prints the recorded output whose header in recording.txt is exactly this command line:
 #
 #   ### kubectl get node node01 -o jsonpath={.spec.unschedulable}
@@ -14,9 +15,10 @@
 # `rc=N` is the exit status; `>&2` in the header sends the whole output to stderr; an output line
 # that starts with `>&2 ` goes to stderr alone (a warning beside stdout: kubectl's `Warning: ...`). The check sees the fake root at the
 # real paths (a mount namespace), so recordings name real paths. A command line with no recording
-# is appended to misses.txt beside this link and exits 127, which fails the test.
+# is appended to misses.txt in /usr/local/bin (the fakes' directory, writable there) and exits 127,
+# which fails the test.
 name=${0##*/}
-here=${0%/*}
+here=/usr/local/bin
 want="$name${*:+ $*}"
 found=0 rc=0 err=0 out="" errout=""
 while IFS= read -r line || [ -n "$line" ]; do

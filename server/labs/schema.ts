@@ -56,10 +56,15 @@ export const STEP_FILES = {
  * reach states the check must refuse (true only until the next boot, or only looking right) and
  * `alternatives/*.sh` other correct fixes it must accept. Each runs from the state before the
  * step's solution (the machine is reset between them). A shortcut may name text the check's output
- * must contain, one `# expect-output: <text>` line each (e.g. which half fails).
+ * must contain, one `# expect-output: <text>` line each (e.g. which half fails). A fixture with a
+ * `# reboot: yes` line is always followed by a real reboot and a second check (a shortcut must
+ * still fail, with its `# expect-after-reboot: <text>` lines; an alternative must still pass):
+ * for states a check can only judge by the kernel's view of the new boot.
  */
 export const STEP_FIXTURE_DIRS = { shortcuts: "shortcuts", alternatives: "alternatives" } as const;
 export const FIXTURE_EXPECT_OUTPUT = /^#\s*expect-output:\s*(.+?)\s*$/gm;
+export const FIXTURE_EXPECT_AFTER_REBOOT = /^#\s*expect-after-reboot:\s*(.+?)\s*$/gm;
+export const FIXTURE_REBOOT = /^#\s*reboot:\s*yes\s*$/m;
 
 export const LabStep = z
   .strictObject({

@@ -2,8 +2,9 @@
  * Runs a script the way the platform runs checks (scriptCommand: `env -i`, fixed PATH, no
  * profile), but against a FAKE ROOT: in a private mount namespace (`unshare -m`) each top-level
  * directory of `root` is laid over the real one — a read-only overlay (the fake's files first,
- * then the machine's), or a plain bind mount for `writable` ones — and `bin` is bound over
- * /usr/local/bin, the first directory of the fixed PATH, for fake commands. Nothing outside the
+ * then the machine's), or a plain bind mount for `writable` ones — and `bin` holds fake commands:
+ * laid over /usr/sbin and /usr/bin (checklib.sh fixes PATH to the distribution's directories, so
+ * they must be found there) and bound writable over /usr/local/bin (for the fakes' own files). Nothing outside the
  * namespace sees the mounts: this machine's /etc, /root and /usr are never read by mistake nor
  * written. Root only (mount namespaces).
  */
@@ -28,7 +29,7 @@ export interface FakeRootOptions {
    * none), for helpers that read every file of a directory such as /etc/sysctl.d.
    */
   exact?: readonly string[];
-  /** Bound over /usr/local/bin: fake commands found before the machine's own. */
+  /** Fake commands, found before the machine's own: laid over /usr/sbin and /usr/bin, and bound over /usr/local/bin. */
   bin?: string;
   /** Script time limit, in seconds (the check's timeout). */
   timeoutSeconds?: number;
@@ -59,7 +60,11 @@ export function runInFakeRoot(script: string, opts: FakeRootOptions = {}): Promi
     if (existsSync(fake)) mounts.push(`mount --bind ${quote(fake)} ${quote(dir)}`);
     else mounts.push(`{ [ ! -d ${quote(dir)} ] || mount -t tmpfs labdeck-fake-empty ${quote(dir)}; }`);
   }
-  if (opts.bin) mounts.push(`mount --bind ${quote(opts.bin)} /usr/local/bin`);
+  if (opts.bin) {
+    mounts.push(`mount --bind ${quote(opts.bin)} /usr/local/bin`);
+    for (const dir of ["/usr/sbin", "/usr/bin"])
+      mounts.push(`mount -t overlay labdeck-fake-bin -o ${quote(`lowerdir=${opts.bin}:${dir}`)} ${dir}`);
+  }
   const line = [...mounts, scriptCommand(opts.timeoutSeconds ?? 60)].join(" && ");
   return new Promise((resolve, reject) => {
     const child = spawn("unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", line], { stdio: ["pipe", "pipe", "pipe"] });

@@ -4,7 +4,8 @@ set -euo pipefail
 
 # 1. A swap file someone made when memory was short, registered in fstab with a priority and
 #    active now. The priority is this session's own random number: the record-before step's check
-#    finds it in what the learner saved, a fact only this machine gives (not a hand-typed line).
+#    finds it in what the learner saved, a fact only this machine gives (not a line from the
+#    lesson). It is kept nowhere else: the check reads it back from /proc/swaps or fstab.
 #    Written with dd (not fallocate/truncate): swapon refuses files with holes.
 if [ ! -f /swapfile ]; then
   dd if=/dev/zero of=/swapfile bs=1M count=128 status=none
@@ -12,8 +13,7 @@ if [ ! -f /swapfile ]; then
   mkswap /swapfile >/dev/null
 fi
 pri=$((100 + RANDOM % 900))
-mkdir -p /var/lib/preinstall-checks
-echo "$pri" >/var/lib/preinstall-checks/swap-priority
+rm -rf /var/lib/preinstall-checks # an older setup kept the priority here
 sed -i '/^\/swapfile[[:space:]]/d' /etc/fstab
 echo "/swapfile none swap sw,pri=$pri 0 0" >>/etc/fstab
 swapoff /swapfile 2>/dev/null || true

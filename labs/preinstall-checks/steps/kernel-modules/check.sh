@@ -8,6 +8,7 @@
 #  - the file first, then `systemctl restart systemd-modules-load` instead of modprobe.
 # Refused: modprobe alone; a file under /run/modules-load.d (tmpfs: gone at boot); a line with an
 # inline comment ("overlay # ...": systemd-modules-load takes the whole line as the module name).
+kernel_view_problems /sys/module
 for m in overlay br_netfilter; do
   module_loaded "$m" || now_problem "$m が読み込まれていません(modprobe $m)"
   if ! boot_module "$m"; then

@@ -5,6 +5,10 @@
 # Read leniently (checklib answer_lines): a bare number, "1967 MB", ansible's output or JSON with
 # the one number in it, full-width digits from an IME, comments, CRLF; OK / ok / ＯＫ.
 # Refused: a file with several different numbers (which one was meant?), a wrong verdict.
+if [ -n "$(kernel_view_covered /proc/meminfo)" ]; then
+  echo "/proc/meminfo はカーネルの内容ではありません(上に別のものがマウントされています。umount してください)。"
+  exit 1
+fi
 total_mb=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024))
 f=/root/memtotal_mb.txt
 v=/root/memory-verdict.txt

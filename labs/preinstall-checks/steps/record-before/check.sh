@@ -7,13 +7,18 @@
 #  - ip_forward: the value before any fix (setup set 0), as `sysctl` or `sysctl -a` print it.
 # Accepted: any commands that print these (the step's, or swapon -s / cat /etc/fstab / ss -ltnp /
 # sysctl -a | grep forward ...), CRLF line ends. Refused: a typed file with made-up values.
+# Diligence, not honesty: every value compared is one root can read (that is the point of the
+# step), so a record typed by hand from the machine's own output passes. The priority is taken
+# from the kernel (/proc/swaps) or the fstab line, never from a file the setup leaves behind.
 f=/root/before.txt
 if [ ! -s "$f" ]; then
   echo "$f がまだありません(または空です)。"
   exit 1
 fi
 text=$(tr -d '\r' <"$f")
-pri=$(cat /var/lib/preinstall-checks/swap-priority 2>/dev/null)
+# The swap file's priority: the kernel's while it is on, else the fstab line's pri= (even commented).
+pri=$(awk '$1 == "/swapfile" { print $5; exit }' /proc/swaps 2>/dev/null)
+[ -n "$pri" ] || pri=$(grep -E '^[#[:space:]]*/swapfile[[:space:]]' /etc/fstab 2>/dev/null | grep -oE 'pri=[0-9]+' | head -1 | cut -d= -f2)
 swaplines=$(grep '/swapfile' <<<"$text")
 if [ -z "$swaplines" ]; then
   problems+=("スワップの記録がありません(swapon --show か fstab の行)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Now: both keys are 1 (sysctl -n). After a boot: systemd-sysctl sets them to 1 (checklib
+# Now: both keys are 1, read from /proc/sys (not `sysctl -n`, which a stand-in could answer for). After a boot: systemd-sysctl sets them to 1 (checklib
 # boot_sysctl: sysctl.d in name order, the last file wins, /run left out); the bridge key exists
 # only when br_netfilter is loaded at boot, and is 1 then unless a file says otherwise (the
 # kernel's default).
@@ -11,8 +11,10 @@
 #  - applied now by sysctl --system, sysctl -w, or systemctl restart systemd-sysctl.
 # Refused: sysctl -w alone; a file under /run/sysctl.d (gone at boot); /etc/sysctl.conf while the
 # zz- file still wins at boot; k8s.conf alone (zz- puts ip_forward back to 0 even now).
+# The boot files too: the reboot proof reads them, and takes no new boot from covered ones.
+kernel_view_problems /proc/sys/net/ipv4/ip_forward /proc/sys/net/bridge/bridge-nf-call-iptables /proc/uptime /proc/sys/kernel/random/boot_id
 for key in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do
-  now=$(sysctl -n "$key" 2>/dev/null)
+  now=$(sysctl_now "$key")
   if [ -z "$now" ]; then
     now_problem "$key が見つかりません(br_netfilter は読み込まれていますか?)"
   elif [ "$now" != 1 ]; then
