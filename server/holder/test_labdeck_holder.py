@@ -855,17 +855,21 @@ class KeeperTest(unittest.TestCase):
         peer.input("k1", 1, b"X=kept; echo shell-$$\r")
         shell = peer.output("k1", lambda d: re.search(rb"shell-\d+\r\n", d) is not None)
         shell_pid = re.search(rb"shell-(\d+)", shell).group(1)
-        # Output the shell writes while no daemon reads it: it waits in the PTY.
-        peer.input("k1", 2, b"(sleep 0.5; echo while-away) &\r")
+        # Output the shell writes while no daemon runs (the keeper is held stopped meanwhile): it
+        # waits in the PTY, and the next daemon reads it.
+        peer.input("k1", 2, b"(sleep 0.3; echo while-away) &\r")
         peer.output("k1", lambda d: b"\n" in d)
+        os.kill(self.keeper, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.keeper, signal.SIGCONT)
         os.kill(hello["pid"], signal.SIGKILL)
         self.wait_until(lambda: peer.read() or peer.eof, "the connection to close")
-        time.sleep(0.7)
+        time.sleep(0.6)
+        self.assertIn(int(shell_pid), self.children(self.keeper))  # re-parented to the keeper
+        os.kill(self.keeper, signal.SIGCONT)
         # A new daemon: another pid and instance, the same keeper, the shell its child no longer.
         peer, again = self.connect()
         self.assertNotEqual((again["pid"], again["instance"]), (hello["pid"], hello["instance"]))
         self.assertEqual(int(self.read_pid_file()), self.keeper)
-        self.assertIn(int(shell_pid), self.children(self.keeper))  # re-parented to the keeper
         _, opened = peer.open("k1", **{"from": 0})
         self.assertFalse(opened["spawned"])
         peer.input("k1", 3, b"echo again-$X-$$\r")
