@@ -92,7 +92,7 @@ export async function killDaemonAndResume(ssh: Client, id: string, socketPath?: 
   await second.waitFor(new RegExp(`again-kept-42-${shellPid}\\r\\n`), "the same shell");
   const msToSameShell = performance.now() - killed;
   await second.waitFor(/gap-42\r\n/, "the line written during the gap");
-  const shellParent = (await exec(ssh, `ps -o comm= -p "$(ps -o ppid= -p ${shellPid})"`)).trim();
+  const shellParent = (await exec(ssh, `cat /proc/$(sed -n 's/^PPid:[[:space:]]*//p' /proc/${shellPid}/status)/comm`)).trim();
   second.term.kill();
   link.close();
   next.end();
