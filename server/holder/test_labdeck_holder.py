@@ -901,6 +901,33 @@ class KeeperTest(unittest.TestCase):
         peer.input("k2", 2, b"echo got-$Y\r")
         peer.output("k2", lambda d: b"got-second\r\n" in d)
 
+    def test_an_in_place_upgrade_keeps_the_keeper_and_a_later_hard_death_the_shells(self):
+        peer, hello = self.connect()
+        peer.open("k4")
+        peer.input("k4", 1, b"Z=upgraded; echo ok\r")
+        peer.output("k4", lambda d: b"ok\r\n" in d)
+        os.kill(hello["pid"], signal.SIGUSR2)  # execs the file again, the same pid (header)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (upgrade)")
+        peer, upgraded = self.connect()
+        self.assertEqual((upgraded["pid"], upgraded["instance"]), (hello["pid"], hello["instance"]))
+        # A shell started by the upgraded daemon (the user database is the real one after the exec):
+        # the keeper is told of it too.
+        peer.open("k5")
+        peer.input("k5", 1, b"W=after; echo ok-$W\r")
+        peer.output("k5", lambda d: b"ok-after\r\n" in d)
+        os.kill(upgraded["pid"], signal.SIGKILL)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (kill)")
+        peer, again = self.connect()
+        self.assertNotEqual(again["pid"], hello["pid"])
+        peer.open("k4", **{"from": 0})
+        peer.input("k4", 2, b"echo still-$Z\r")
+        peer.output("k4", lambda d: b"still-upgraded\r\n" in d)
+        _, opened = peer.open("k5", **{"from": 0})
+        self.assertFalse(opened["spawned"])
+        peer.input("k5", 2, b"echo still-$W\r")
+        peer.output("k5", lambda d: b"still-after\r\n" in d)
+        peer.send(holder.json_frame(holder.T_KILL, {"id": "k5"}))  # a login shell of this machine's user: hung up here
+
     def test_sigterm_to_the_keeper_stops_the_daemon_and_the_keeper(self):
         peer, hello = self.connect()
         peer.open("k3")
