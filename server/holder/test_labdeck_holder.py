@@ -774,6 +774,16 @@ module.pwd = types.SimpleNamespace(getpwuid=lambda uid: user)
 module.main(sys.argv[3:])
 """
 
+# The same, starting the daemon as a release before the keeper did: no keeper, the daemon itself.
+LAUNCH_BARE = LAUNCH.replace(
+    "module.main(sys.argv[3:])",
+    "args = sys.argv[3:]\n"
+    "holder = module.Holder(args[1], args[3])\n"
+    "holder.listen()\n"
+    "open(args[5], 'w').write('%d\\n' % module.os.getpid())\n"
+    "holder.run(args)\n",
+)
+
 
 class Daemon:
     """Stands in for a Harness to Peer: the holder runs in its own processes, a turn only waits."""
@@ -927,6 +937,45 @@ class KeeperTest(unittest.TestCase):
         peer.input("k5", 2, b"echo still-$W\r")
         peer.output("k5", lambda d: b"still-after\r\n" in d)
         peer.send(holder.json_frame(holder.T_KILL, {"id": "k5"}))  # a login shell of this machine's user: hung up here
+
+    def test_a_daemon_without_a_keeper_upgraded_in_place_becomes_kept(self):
+        # A release before the keeper: the daemon itself is the process started (LAUNCH_BARE).
+        self.kill_all()
+        os.unlink(self.pid_file)
+        self.sock_path = os.path.join(self.dir, "run-bare", "holder.sock")  # the killed daemon may not be gone yet
+        argv = ["--socket", self.sock_path, "--state-dir", os.path.join(self.dir, "state"), "--pid-file", self.pid_file]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", "-c", LAUNCH_BARE, os.path.join(HERE, "labdeck-holder"), self.dir] + argv,
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True,
+        )
+        peer, hello = self.connect()
+        self.assertEqual(hello["pid"], self.proc.pid)
+        peer.open("k6")
+        peer.input("k6", 1, b"V=bare; echo shell-$$\r")
+        shell = peer.output("k6", lambda d: re.search(rb"shell-\d+\r\n", d) is not None)
+        shell_pid = re.search(rb"shell-(\d+)", shell).group(1)
+        os.kill(hello["pid"], signal.SIGUSR2)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (upgrade)")
+        peer, upgraded = self.connect()
+        # The process that was the daemon keeps the shells as their keeper; its child serves them,
+        # the same instance: a reader goes on at its offset.
+        self.assertEqual(upgraded["instance"], hello["instance"])
+        self.assertEqual(self.children(self.proc.pid), sorted([int(shell_pid), upgraded["pid"]]))
+        self.assertEqual(self.read_pid_file(), str(self.proc.pid))
+        with open("/proc/%d/comm" % self.proc.pid) as f:
+            self.assertEqual(f.read().strip(), "labdeck-keeper")
+        _, opened = peer.open("k6", **{"from": len(shell)})
+        self.assertEqual(opened["start"], len(shell))
+        os.kill(upgraded["pid"], signal.SIGKILL)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (kill)")
+        peer, again = self.connect()
+        self.assertNotEqual(again["instance"], hello["instance"])
+        peer.open("k6", **{"from": 0})
+        peer.input("k6", 2, b"echo again-$V-$$\r")
+        peer.output("k6", lambda d: b"again-bare-" + shell_pid + b"\r\n" in d)
+        # The shell's end reaches the daemon from the keeper (the shell's parent).
+        peer.input("k6", 3, b"exit 5\r")
+        peer.wait_for(lambda fr: fr[0] == "EXIT")
 
     def test_sigterm_to_the_keeper_stops_the_daemon_and_the_keeper(self):
         peer, hello = self.connect()
