@@ -960,7 +960,7 @@ class KeeperTest(unittest.TestCase):
         # The process that was the daemon keeps the shells as their keeper; its child serves them,
         # the same instance: a reader goes on at its offset.
         self.assertEqual(upgraded["instance"], hello["instance"])
-        self.assertEqual(self.children(self.proc.pid), sorted([int(shell_pid), upgraded["pid"]]))
+        self.assertEqual(sorted(self.children(self.proc.pid)), sorted([int(shell_pid), upgraded["pid"]]))
         self.assertEqual(self.read_pid_file(), str(self.proc.pid))
         with open("/proc/%d/comm" % self.proc.pid) as f:
             self.assertEqual(f.read().strip(), "labdeck-keeper")
