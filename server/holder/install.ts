@@ -37,7 +37,9 @@ const START_POLL_MS = 100;
  * Shell run over SSH (as root) that installs the holder from stdin and (re)starts it outside the
  * SSH login: as a transient systemd unit when systemd is PID 1 (its own cgroup, so ending the
  * login or restarting sshd leaves it alone), else with `setsid -f` (a new session, reparented to
- * init). An old holder (its pid from HELLO) is stopped first: the shells it held end; unless it
+ * init). The process started is the holder's keeper, which runs the daemon and starts a new one
+ * with the same shells if it dies hard (labdeck-holder's header). An old holder (its daemon's pid
+ * from HELLO; a keeper ends with its daemon's clean exit) is stopped first: the shells it held end; unless it
  * runs from `installPath` and can upgrade in place (`inPlace`, from its HELLO): then it is sent
  * SIGUSR2 and execs the new file with its shells kept (labdeck-holder's header).
  */

@@ -13,11 +13,13 @@ import importlib.util
 import json
 import os
 import pty
+import re
 import selectors
 import shutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -769,6 +771,243 @@ class ShellTest(unittest.TestCase):
         peer.send(holder.json_frame(holder.T_KILL, {"id": "sh2"}))  # hang up: the shell ends
         (exit_frame,) = peer.wait_for(lambda fr: fr[0] == "EXIT")
         self.assertGreater(exit_frame[1]["end"], end)
+
+
+# Runs the holder file's main() in a child python3 with the user database's entry for this user
+# pointing at /bin/sh and a temporary home (the far edge, as ShellTest does in process).
+LAUNCH = """
+import importlib.machinery, importlib.util, sys, types
+path, home = sys.argv[1], sys.argv[2]
+loader = importlib.machinery.SourceFileLoader("labdeck_holder", path)
+module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+loader.exec_module(module)
+me = module.pwd.getpwuid(module.os.getuid())
+user = types.SimpleNamespace(pw_name=me.pw_name, pw_dir=home, pw_shell="/bin/sh")
+module.pwd = types.SimpleNamespace(getpwuid=lambda uid: user)
+module.main(sys.argv[3:])
+"""
+
+# The same, starting the daemon as a release before the keeper did: no keeper, the daemon itself.
+LAUNCH_BARE = LAUNCH.replace(
+    "module.main(sys.argv[3:])",
+    "args = sys.argv[3:]\n"
+    "holder = module.Holder(args[1], args[3])\n"
+    "holder.listen()\n"
+    "open(args[5], 'w').write('%d\\n' % module.os.getpid())\n"
+    "holder.run(args)\n",
+)
+
+
+class Daemon:
+    """Stands in for a Harness to Peer: the holder runs in its own processes, a turn only waits."""
+
+    def __init__(self, test):
+        self.test = test
+
+    def turn(self):
+        time.sleep(0.005)
+
+
+class KeeperTest(unittest.TestCase):
+    """A normal start as a process of its own: the keeper, its daemon, real shells. The daemon is
+    killed hard and a new one, started by the keeper, goes on with the same shells."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="labdeck-keeper-test-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.sock_path = os.path.join(self.dir, "run", "holder.sock")
+        self.pid_file = os.path.join(self.dir, "keeper.pid")
+        self.log = open(os.path.join(self.dir, "holder.log"), "w+")
+        self.addCleanup(self.log.close)
+        argv = ["--socket", self.sock_path, "--state-dir", os.path.join(self.dir, "state"), "--pid-file", self.pid_file]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", "-c", LAUNCH, os.path.join(HERE, "labdeck-holder"), self.dir] + argv,
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True,
+        )
+        self.addCleanup(self.kill_all)
+        self.keeper = int(self.wait_until(lambda: self.read_pid_file(), "the pid file"))
+        self.assertEqual(self.keeper, self.proc.pid)
+
+    def read_pid_file(self):
+        try:
+            with open(self.pid_file) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return ""
+
+    def kill_all(self):
+        """Everything of this test: the keeper's session (keeper, daemon) and the shells' own sessions."""
+        for pid in [self.proc.pid] + self.children(self.proc.pid):
+            for group in (lambda p: os.killpg(p, signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
+                try:
+                    group(pid)
+                except OSError:
+                    pass
+        self.proc.wait()
+
+    def children(self, pid):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+
+    def wait_until(self, value, what):
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            got = value()
+            if got:
+                return got
+            if time.monotonic() > deadline:
+                self.log.seek(0)
+                self.fail("waited for %s; holder log:\n%s" % (what, self.log.read()[-2000:]))
+            time.sleep(0.01)
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.wait_until(lambda: sock.connect_ex(self.sock_path) == 0, "the socket")
+        peer = Peer(Daemon(self), sock, None)
+        self.addCleanup(sock.close)
+        (hello,) = peer.wait_for(lambda fr: fr[0] == "HELLO")
+        return peer, hello[1]
+
+    def test_a_daemon_killed_hard_is_replaced_and_the_same_shells_go_on(self):
+        peer, hello = self.connect()
+        self.assertIn(hello["pid"], self.children(self.keeper))  # the daemon is the keeper's child
+        peer.open("k1")
+        peer.input("k1", 1, b"X=kept; echo shell-$$\r")
+        shell = peer.output("k1", lambda d: re.search(rb"shell-\d+\r\n", d) is not None)
+        shell_pid = re.search(rb"shell-(\d+)", shell).group(1)
+        # Output the shell writes while no daemon runs (the keeper is held stopped meanwhile): it
+        # waits in the PTY, and the next daemon reads it.
+        peer.input("k1", 2, b"(sleep 0.3; echo while-away) &\r")
+        peer.output("k1", lambda d: b"\n" in d)
+        os.kill(self.keeper, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.keeper, signal.SIGCONT)
+        os.kill(hello["pid"], signal.SIGKILL)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close")
+        time.sleep(0.6)
+        self.assertIn(int(shell_pid), self.children(self.keeper))  # re-parented to the keeper
+        os.kill(self.keeper, signal.SIGCONT)
+        # A new daemon: another pid and instance, the same keeper, the shell its child no longer.
+        peer, again = self.connect()
+        self.assertNotEqual((again["pid"], again["instance"]), (hello["pid"], hello["instance"]))
+        self.assertEqual(int(self.read_pid_file()), self.keeper)
+        _, opened = peer.open("k1", **{"from": 0})
+        self.assertFalse(opened["spawned"])
+        peer.input("k1", 3, b"echo again-$X-$$\r")
+        out = peer.output("k1", lambda d: b"again-kept-" + shell_pid + b"\r\n" in d)
+        self.assertIn(b"while-away", out)
+        # The shell ends: the keeper collects it (its parent now) and tells the daemon its status,
+        # which may come after the PTY's end (that EXIT then says null): a later reader is told it.
+        peer.input("k1", 4, b"exit 7\r")
+        peer.wait_for(lambda fr: fr[0] == "EXIT")
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            peer.send(holder.json_frame(holder.T_OPEN, {"id": "k1", "from": -1, "cols": 80, "rows": 24, "mode": "read"}))
+            (exit_frame,) = peer.wait_for(lambda fr: fr[0] == "EXIT")
+            if exit_frame[1]["status"] == 7 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(exit_frame[1]["status"], 7)
+
+    def test_a_new_shell_after_the_restart_is_handed_to_the_keeper_too(self):
+        peer, hello = self.connect()
+        os.kill(hello["pid"], signal.SIGKILL)
+        peer, again = self.connect()
+        peer.open("k2")
+        peer.input("k2", 1, b"Y=second; echo ok\r")
+        peer.output("k2", lambda d: b"ok\r\n" in d)
+        os.kill(again["pid"], signal.SIGKILL)
+        peer, third = self.connect()
+        peer.open("k2", **{"from": 0})
+        peer.input("k2", 2, b"echo got-$Y\r")
+        peer.output("k2", lambda d: b"got-second\r\n" in d)
+
+    def test_an_in_place_upgrade_keeps_the_keeper_and_a_later_hard_death_the_shells(self):
+        peer, hello = self.connect()
+        peer.open("k4")
+        peer.input("k4", 1, b"Z=upgraded; echo ok\r")
+        peer.output("k4", lambda d: b"ok\r\n" in d)
+        os.kill(hello["pid"], signal.SIGUSR2)  # execs the file again, the same pid (header)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (upgrade)")
+        peer, upgraded = self.connect()
+        self.assertEqual((upgraded["pid"], upgraded["instance"]), (hello["pid"], hello["instance"]))
+        # A shell started by the upgraded daemon (the user database is the real one after the exec):
+        # the keeper is told of it too.
+        peer.open("k5")
+        peer.input("k5", 1, b"W=after; echo ok-$W\r")
+        peer.output("k5", lambda d: b"ok-after\r\n" in d)
+        os.kill(upgraded["pid"], signal.SIGKILL)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (kill)")
+        peer, again = self.connect()
+        self.assertNotEqual(again["pid"], hello["pid"])
+        peer.open("k4", **{"from": 0})
+        peer.input("k4", 2, b"echo still-$Z\r")
+        peer.output("k4", lambda d: b"still-upgraded\r\n" in d)
+        _, opened = peer.open("k5", **{"from": 0})
+        self.assertFalse(opened["spawned"])
+        peer.input("k5", 2, b"echo still-$W\r")
+        peer.output("k5", lambda d: b"still-after\r\n" in d)
+        peer.send(holder.json_frame(holder.T_KILL, {"id": "k5"}))  # a login shell of this machine's user: hung up here
+
+    def test_a_daemon_without_a_keeper_upgraded_in_place_becomes_kept(self):
+        # A release before the keeper: the daemon itself is the process started (LAUNCH_BARE).
+        self.kill_all()
+        os.unlink(self.pid_file)
+        self.sock_path = os.path.join(self.dir, "run-bare", "holder.sock")  # the killed daemon may not be gone yet
+        argv = ["--socket", self.sock_path, "--state-dir", os.path.join(self.dir, "state"), "--pid-file", self.pid_file]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", "-c", LAUNCH_BARE, os.path.join(HERE, "labdeck-holder"), self.dir] + argv,
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True,
+        )
+        peer, hello = self.connect()
+        self.assertEqual(hello["pid"], self.proc.pid)
+        peer.open("k6")
+        peer.input("k6", 1, b"V=bare; echo shell-$$\r")
+        shell = peer.output("k6", lambda d: re.search(rb"shell-\d+\r\n", d) is not None)
+        shell_pid = re.search(rb"shell-(\d+)", shell).group(1)
+        os.kill(hello["pid"], signal.SIGUSR2)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (upgrade)")
+        peer, upgraded = self.connect()
+        # The process that was the daemon keeps the shells as their keeper; its child serves them,
+        # the same instance: a reader goes on at its offset.
+        self.assertEqual(upgraded["instance"], hello["instance"])
+        self.assertEqual(sorted(self.children(self.proc.pid)), sorted([int(shell_pid), upgraded["pid"]]))
+        self.assertEqual(self.read_pid_file(), str(self.proc.pid))
+        with open("/proc/%d/comm" % self.proc.pid) as f:
+            self.assertEqual(f.read().strip(), "labdeck-keeper")
+        _, opened = peer.open("k6", **{"from": len(shell)})
+        self.assertEqual(opened["start"], len(shell))
+        os.kill(upgraded["pid"], signal.SIGKILL)
+        self.wait_until(lambda: peer.read() or peer.eof, "the connection to close (kill)")
+        peer, again = self.connect()
+        self.assertNotEqual(again["instance"], hello["instance"])
+        peer.open("k6", **{"from": 0})
+        peer.input("k6", 2, b"echo again-$V-$$\r")
+        peer.output("k6", lambda d: b"again-bare-" + shell_pid + b"\r\n" in d)
+        # The shell's end reaches the daemon from the keeper (the shell's parent).
+        peer.input("k6", 3, b"exit 5\r")
+        peer.wait_for(lambda fr: fr[0] == "EXIT")
+
+    def test_sigterm_to_the_keeper_stops_the_daemon_and_the_keeper(self):
+        peer, hello = self.connect()
+        peer.open("k3")
+        peer.input("k3", 1, b"echo up\r")
+        peer.output("k3", lambda d: b"up\r\n" in d)
+        os.kill(self.keeper, signal.SIGTERM)
+        self.assertEqual(self.proc.wait(timeout=WAIT_S), 0)
+        self.assertFalse(os.path.exists(self.sock_path))
+        self.wait_until(lambda: not os.path.exists("/proc/%d" % hello["pid"]), "the daemon to end")
+
+    def test_a_second_start_finds_the_first_listening_and_exits(self):
+        self.connect()
+        second = subprocess.run(
+            [sys.executable, "-B", "-c", LAUNCH, os.path.join(HERE, "labdeck-holder"), self.dir, "--socket", self.sock_path],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT_S,
+        )
+        self.assertEqual(second.returncode, 0)
+        self.assertIn(b"already listens", second.stderr)
 
 
 if __name__ == "__main__":

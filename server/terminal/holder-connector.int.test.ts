@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import headlessPkg from "@xterm/headless";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNetnsHosts, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
+import { createNetnsHosts, holderDaemonPid, type NetnsHost, type NetnsHostSet } from "../testing/netns-hosts";
 import type { MachineState, SessionOverReason } from "./protocol";
 import { Terminal, type Viewer } from "./terminal";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
@@ -129,8 +129,12 @@ async function restartHolder(host: NetnsHost): Promise<void> {
   await startHolder(host);
 }
 
-/** The holder dies (SIGKILL): no holder answers on the host until startHolder. */
+/**
+ * The holder dies (SIGKILL), its keeper first (else it would start a new daemon with the same
+ * shells): no holder answers on the host until startHolder.
+ */
 async function killHolder(host: NetnsHost): Promise<void> {
+  process.kill(host.keeperPid!, "SIGKILL");
   process.kill(host.holderPid!, "SIGKILL");
   await fs.rm(holderPidFile(host), { force: true });
 }
@@ -158,7 +162,8 @@ async function startHolder(host: NetnsHost): Promise<void> {
     pidFile,
   ]);
   await expect.poll(async () => (await fs.readFile(pidFile, "utf8").catch(() => "")).trim() !== "", { timeout: 10_000 }).toBe(true);
-  host.holderPid = Number((await fs.readFile(pidFile, "utf8")).trim());
+  host.keeperPid = Number((await fs.readFile(pidFile, "utf8")).trim());
+  host.holderPid = await holderDaemonPid(host.keeperPid);
 }
 
 /**

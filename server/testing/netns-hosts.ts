@@ -36,8 +36,10 @@ export interface NetnsHost {
   namespace: string;
   /** sshd pid (the listener); changes when restartSshd() starts a new one. */
   pid: number;
-  /** pid of the terminal holder (server/holder/) on this host, if one was started. */
+  /** pid of the terminal holder's daemon (server/holder/: what its HELLO says) on this host, if one was started. */
   holderPid?: number;
+  /** pid of the holder's keeper (the process started, parent of the daemon; its --pid-file), if one was started. */
+  keeperPid?: number;
 }
 
 export interface NetnsHostSet {
@@ -415,7 +417,8 @@ async function startHost(p: HostSpec): Promise<StartedHost> {
   if (outcome !== "ready") {
     throw new Error(`${describe} ${outcome.reason} before answering; sshd log:\n${await logTail(files.logPath)}`);
   }
-  const holderPid = p.holder ? await waitForPidFile(files.holderPidPath, path.join(work, "holder.log")) : undefined;
+  const keeperPid = p.holder ? await waitForPidFile(files.holderPidPath, path.join(work, "holder.log")) : undefined;
+  const holderPid = keeperPid ? await holderDaemonPid(keeperPid) : undefined;
   return {
     info: {
       name: p.name,
@@ -428,6 +431,7 @@ async function startHost(p: HostSpec): Promise<StartedHost> {
       namespace: ns,
       pid,
       holderPid,
+      keeperPid,
     },
     configPath: files.configPath,
     child,
@@ -521,7 +525,23 @@ function spawnSshd(ns: string, files: HostFiles, p: HostSpec): ChildProcess {
   }
 }
 
-/** The holder's pid, once it has written its pid file (it does so after binding its socket). */
+/**
+ * The pid of the holder daemon a keeper runs (its child running labdeck-holder; the keeper's other
+ * children are shells of a daemon that died), waiting while the keeper starts a new one.
+ */
+export async function holderDaemonPid(keeperPid: number): Promise<number> {
+  const deadline = Date.now() + HOLDER_READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const children = await fs.readFile(`/proc/${keeperPid}/task/${keeperPid}/children`, "utf8").catch(() => "");
+    for (const pid of children.split(" ").filter(Boolean).map(Number)) {
+      if ((await processCommandLine(pid))?.includes("labdeck-holder")) return pid;
+    }
+    await sleep(READY_POLL_INTERVAL_MS);
+  }
+  throw new Error(`the holder keeper ${keeperPid} runs no daemon after ${HOLDER_READY_TIMEOUT_MS} ms`);
+}
+
+/** The keeper's pid, once it has written its pid file (its daemon has bound the socket). */
 async function waitForPidFile(file: string, logFile: string): Promise<number> {
   const deadline = Date.now() + HOLDER_READY_TIMEOUT_MS;
   while (Date.now() < deadline) {

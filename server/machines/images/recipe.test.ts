@@ -16,7 +16,7 @@ describe("image variants", () => {
   it("keeps debian-base's hash stable: it changes only with the guest files (the terminal holder file included)", () => {
     // The image carries server/holder/labdeck-holder: editing that file changes this hash
     // (a new image is built), as it should.
-    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("cdbf411909d3950a");
+    expect(recipeHash(DEBIAN_BASE_RECIPE)).toBe("3576896529b23051");
   });
 
   it("registers debian-base (Debian only) and the Kubernetes and kubespray variants (upstream)", () => {
