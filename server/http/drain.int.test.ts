@@ -87,7 +87,15 @@ describe("SIGTERM drains a real server process", () => {
     await expect.poll(() => output.includes("LABDECK_READY") || proc.exitCode !== null, { timeout: 90_000, interval: 100 }).toBe(true);
     expect(output, output).toContain("LABDECK_READY");
 
-    // A terminal socket (the close code comes to every open socket, before or after hello).
+    // Wait until the server's grader is in the middle of a check (its claim is held; its first claim
+    // waits a few seconds after the start), then open a socket and signal.
+    const inFlight = async () => {
+      const s = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
+      return s.checkUntil !== null && s.checkUntil.getTime() > Date.now();
+    };
+    await expect.poll(inFlight, { timeout: 90_000 }).toBe(true);
+    // A terminal socket (the close code comes to every open socket, before or after hello; opened
+    // now, as one that never says hello is closed after 5 s).
     const ws = new WebSocket(`ws://127.0.0.1:${port}${TERMINAL_WS_PATH}`, { headers: { origin: `http://127.0.0.1:${port}` } });
     const runs = async () => (await stack.db.checkRun.aggregate({ where: { sessionId }, _sum: { count: true } }))._sum.count ?? 0;
     // What the check's record count was when the socket closed: the close comes first in the drain.
@@ -96,12 +104,6 @@ describe("SIGTERM drains a real server process", () => {
     );
     await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
 
-    // Wait until the server's grader is in the middle of a check (its claim is held), then signal.
-    const inFlight = async () => {
-      const s = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
-      return s.checkUntil !== null && s.checkUntil.getTime() > Date.now();
-    };
-    await expect.poll(inFlight, { timeout: 90_000 }).toBe(true);
     const before = await runs();
     // The database's clock, as the run's record is stamped by it.
     const [clock] = await stack.db.$queryRaw<{ now: Date }[]>`SELECT now() AT TIME ZONE 'UTC' AS now`;
