@@ -125,6 +125,7 @@ export async function composePlatform(input: PlatformInput): Promise<Platform> {
     (sessionId, machine) => machinePoweredOff(db, provider, sessionId, machine),
     recorder,
     (sessionId, terminal) => dbEpochStore(db, sessionId, terminal),
+    pool,
   );
   const grader = new Grader({ db, labs, pool, bus, log }, settings.grader);
   const sweeper = new SessionSweeper({ db, provider, terminals, log }, { idleMs: settings.idleMs });

@@ -85,6 +85,8 @@ const lostBecause = new WeakMap<Client, string>();
 
 export class SshExecPool {
   private readonly connections = new Map<string, PooledConnection>();
+  /** Connections handed off (handOff) until taken or their time is up. */
+  private readonly handed = new Map<string, { client: Promise<Client>; timer: NodeJS.Timeout }>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor() {
@@ -204,6 +206,47 @@ export class SshExecPool {
   closeAll(): void {
     clearInterval(this.sweeper);
     for (const key of [...this.connections.keys()]) this.dropKey(key);
+    for (const key of [...this.handed.keys()])
+      this.take({ key })?.then(
+        (c) => c.end(),
+        () => undefined,
+      );
+  }
+
+  /**
+   * Leaves the pooled connection to a machine for its next taker (take) instead of the pool's next
+   * run: a machine just restored has no other connection, and its terminal's own login would be
+   * one more SSH handshake (2-4 s of a one-vCPU guest under TCG). Ended when not taken in `ttlMs`.
+   */
+  handOff(endpoint: SshEndpoint, ttlMs: number): void {
+    const key = endpointKey(endpoint);
+    const entry = this.connections.get(key);
+    if (!entry) return;
+    this.connections.delete(key);
+    this.take({ key })?.then(
+      (c) => c.end(),
+      () => undefined,
+    );
+    const timer = setTimeout(
+      () =>
+        this.take({ key })?.then(
+          (c) => c.end(),
+          () => undefined,
+        ),
+      ttlMs,
+    );
+    timer.unref();
+    this.handed.set(key, { client: entry.client, timer });
+  }
+
+  /** The connection handed off for `endpoint`, once (the taker ends it); undefined when there is none. */
+  take(endpoint: SshEndpoint | { key: string }): Promise<Client> | undefined {
+    const key = "key" in endpoint ? endpoint.key : endpointKey(endpoint);
+    const handed = this.handed.get(key);
+    if (!handed) return undefined;
+    this.handed.delete(key);
+    clearTimeout(handed.timer);
+    return handed.client;
   }
 
   private connection(endpoint: SshEndpoint): Promise<Client> {
@@ -213,16 +256,19 @@ export class SshExecPool {
       existing.lastUsed = Date.now();
       return existing.client;
     }
+    // The listeners act on this entry only: a connection handed off (handOff) is no longer the key's.
+    const mine = () => this.connections.get(key) === entry;
     const client = connectSsh(endpoint).then((c) => {
       c.on("error", (error: Error) => {
         lostBecause.set(c, error.message);
-        this.dropKey(key);
+        if (mine()) this.dropKey(key);
       });
-      c.on("close", () => this.connections.delete(key));
+      c.on("close", () => mine() && this.connections.delete(key));
       return c;
     });
-    client.catch(() => this.connections.delete(key));
-    this.connections.set(key, { client, lastUsed: Date.now() });
+    client.catch(() => mine() && this.connections.delete(key));
+    const entry: PooledConnection = { client, lastUsed: Date.now() };
+    this.connections.set(key, entry);
     return client;
   }
 

@@ -19,6 +19,7 @@ import type { MachineState, SessionOverReason } from "./protocol";
 import { Terminal, type Viewer } from "./terminal";
 import { connectSsh, type SshEndpoint } from "../ssh/connect";
 import { connectHolder } from "../holder/client";
+import { SshExecPool } from "../ssh/exec";
 import { HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderFile } from "../holder/install";
 import { dbEpochStore, type EpochStore } from "./epochs";
@@ -480,6 +481,38 @@ describe("holder connector", () => {
     await t.viewer.waitForText("parent=python3\r\n");
     expect(t.viewer.text()).not.toContain("端末ホルダーがない");
     t.terminal.close("learner");
+  }, 60_000);
+
+  it("takes the login a restore's fix-up left for it (SshExecPool.handOff): one SSH connection, not two; a login is taken once", async () => {
+    const host = set.hosts[2]!;
+    const e = endpoint(host);
+    /** This process's established SSH connections to the host (the client side, in the root namespace). */
+    const connections = async () =>
+      (await promisify(execFile)("ss", ["-Htn", "state", "established", "dst", `${host.host}:22`])).stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean).length;
+    const before = await connections();
+    const pool = new SshExecPool();
+    try {
+      expect((await pool.run(e, "echo fixed-up", 30)).outcome).toBe("pass");
+      expect(await connections()).toBe(before + 1);
+      pool.handOff(e, 20_000);
+      let taken = 0;
+      const terminal = new Terminal(
+        new HolderConnector(e, holderTerminalId("lab-session-handoff"), { takeConnection: (x) => (taken++, pool.take(x)) }),
+      );
+      terminals.push(terminal);
+      const viewer = new TextViewer();
+      terminal.attach(viewer, 0, { cols: 100, rows: 30 });
+      await typeUntilShown({ terminal, viewer }, 'echo "parent=$(cat /proc/$PPID/comm)"\r', "parent=python3\r\n");
+      expect(taken).toBe(1);
+      expect(await connections()).toBe(before + 1);
+      expect(pool.take(e)).toBeUndefined();
+      terminal.close("learner");
+    } finally {
+      pool.closeAll();
+    }
   }, 60_000);
 
   it("leaves the direct shell for the holder once the holder answers again, saying so", async () => {

@@ -65,6 +65,8 @@ export interface HolderConnectorOptions {
   holderRetryMs?: readonly number[];
   /** How often a direct shell asks whether the holder answers again, ms; default HOLDER_PROBE_MS. */
   holderProbeMs?: number;
+  /** A login to the machine another part left for its terminal (SshExecPool.handOff), tried before a new one. */
+  takeConnection?: (endpoint: SshEndpoint) => Promise<Client> | undefined;
 }
 
 /**
@@ -183,7 +185,8 @@ export class HolderConnector implements PtyConnector {
   private async reachHolder(): Promise<{ client: Client; link: HolderLink } | { error: Error }> {
     const waits = this.options.holderRetryMs ?? HOLDER_RETRY_MS;
     for (let attempt = 0; ; attempt++) {
-      const client = await connectSsh(this.endpoint);
+      const handed = attempt === 0 ? await this.options.takeConnection?.(this.endpoint)?.catch(() => undefined) : undefined;
+      const client = handed ?? (await connectSsh(this.endpoint));
       try {
         return { client, link: await connectHolder(client) };
       } catch (error) {

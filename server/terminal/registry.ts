@@ -9,6 +9,7 @@ import { Terminal } from "./terminal";
 import { hangUpHolderTerminal, HolderConnector, holderTerminalId } from "./holder-connector";
 import { holderTabName, terminalName } from "./tab-names";
 import type { SshEndpoint } from "../ssh/connect";
+import type { SshExecPool } from "../ssh/exec";
 import type { RecordingTap } from "./recording-tap";
 import type { EpochStore } from "./epochs";
 
@@ -39,6 +40,8 @@ export class TerminalRegistry {
      * process alone. Not by the holder terminal id: that is the same on every machine of a session.
      */
     private readonly epochs?: (sessionId: string, terminal: string) => EpochStore,
+    /** Logins other parts left for a machine's terminal (a restore's fix-up: SshExecPool.handOff). */
+    private readonly connections?: Pick<SshExecPool, "take">,
   ) {}
 
   /** Terminal `number` (1: the first shell, tabs.ts) of a machine, created on first use; null when there is no such terminal. */
@@ -49,13 +52,18 @@ export class TerminalRegistry {
     if (!entry) {
       const terminalId = holderTerminalId(sessionId, holderTabName(number));
       const epochs = this.epochs?.(sessionId, name);
+      // Only the machine's first shell takes a handed-off login: one per restore.
+      const takeConnection = number === 1 && this.connections ? (e: SshEndpoint) => this.connections!.take(e) : undefined;
       if (epochs) this.epochStores.set(key, epochs);
       entry = this.lookup(sessionId, machine, number).then((endpoint) =>
         endpoint
-          ? new Terminal(new HolderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs }), {
-              onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
-              isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
-            })
+          ? new Terminal(
+              new HolderConnector(endpoint, terminalId, { recording: this.recorder?.tap(sessionId, name), epochs, takeConnection }),
+              {
+                onEvent: (e) => this.onEvent?.({ sessionId, ...e }),
+                isPoweredOff: this.isPoweredOff && (() => this.isPoweredOff!(sessionId, machine)),
+              },
+            )
           : null,
       );
       // A failed or empty lookup is not cached: the machine may exist on the next attempt.

@@ -29,6 +29,8 @@ export const LAB_START = "lab-start";
 export const SUSPENDED = "suspended";
 /** Longest the fix-up after a restore may run in the guest, s (a TCG guest that just woke up is slow). */
 const AFTER_RESTORE_TIMEOUT_S = 60;
+/** How long a restored machine's fix-up login waits for its terminal to take it (SshExecPool.handOff), ms. */
+const HANDOFF_TTL_MS = 20_000;
 /** A restored guest whose SSH does not answer yet is tried again this often, ms. */
 const RESTORE_RETRY_MS = 500;
 /** Host randomness mixed into a restored guest's pool, bytes. */
@@ -120,8 +122,12 @@ export async function afterRestore(
     // Never a pooled connection from before: the restored guest knows nothing of it.
     exec.close(endpoint);
     const result = await exec.run(endpoint, afterRestoreScript({ epochMs: Date.now(), restartHolder }), AFTER_RESTORE_TIMEOUT_S);
+    if (result.outcome === "pass") {
+      // The machine's terminal reconnects next: it takes this login instead of making its own.
+      exec.handOff(endpoint, HANDOFF_TTL_MS);
+      return;
+    }
     exec.close(endpoint);
-    if (result.outcome === "pass") return;
     if (result.outcome !== "unreachable" || Date.now() + RESTORE_RETRY_MS > deadline || wait?.vm.hasExited()) {
       throw new Error(
         `${endpoint.name}: fixing up the restored machine failed (${result.outcome}, exit ${result.exitCode}): ${result.output}`,
