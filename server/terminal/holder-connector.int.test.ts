@@ -484,7 +484,7 @@ describe("holder connector", () => {
   }, 60_000);
 
   it("takes the login a restore's fix-up left for it (SshExecPool.handOff): one SSH connection, not two; a login is taken once", async () => {
-    const host = set.hosts[2]!;
+    const host = set.hosts[0]!;
     const e = endpoint(host);
     /** This process's established SSH connections to the host (the client side, in the root namespace). */
     const connections = async () =>
