@@ -112,9 +112,15 @@ function open(
   h: NetnsHost,
   sessionId: string,
   recording?: RecordingTap,
-  options: { epochs?: EpochStore; offset?: number } = {},
+  options: { epochs?: EpochStore; offset?: number; holderRetryMs?: readonly number[] } = {},
 ): { terminal: Terminal; viewer: TextViewer } {
-  const terminal = new Terminal(new HolderConnector(endpoint(h), holderTerminalId(sessionId), { recording, epochs: options.epochs }));
+  const terminal = new Terminal(
+    new HolderConnector(endpoint(h), holderTerminalId(sessionId), {
+      recording,
+      epochs: options.epochs,
+      holderRetryMs: options.holderRetryMs,
+    }),
+  );
   terminals.push(terminal);
   const viewer = new TextViewer();
   terminal.attach(viewer, options.offset ?? 0, { cols: 100, rows: 30 });
@@ -292,7 +298,11 @@ describe("holder connector", () => {
     const host = set.hosts[0]!;
     const labSession = await db.labSession.create({ data: { labSlug: "reboot", learnerId: "reboot-learner", provider: "static" } });
     const recorder = new TerminalRecorder(db, { maxSessionBytes: 64 * 1024 * 1024, retentionDays: 1 });
-    const { terminal, viewer } = open(host, "lab-session-reboot", recorder.tap(labSession.id, "node01"));
+    // What is tested is the reboot line: on a loaded host the holder's restart may outlast the
+    // default 7.5 s of tries before the direct shell, so this terminal tries longer.
+    const { terminal, viewer } = open(host, "lab-session-reboot", recorder.tap(labSession.id, "node01"), {
+      holderRetryMs: [500, 1_000, 2_000, 4_000, 8_000, 16_000],
+    });
     const watcher = new TextViewer("read");
     terminal.attach(watcher, 0);
     // Typed once the shell has prompted (input typed before that is echoed ahead of its prompt).
