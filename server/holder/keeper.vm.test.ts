@@ -15,7 +15,7 @@ import type { ProvisionedMachine } from "../machines/provider";
 import { qemuProvider, type QemuProvider } from "../machines/qemu/provider";
 import { IMAGE_BUILD_TIMEOUT_MS, testImage } from "../machines/qemu/test-image";
 import { connectSsh } from "../ssh/connect";
-import { killDaemonAndResume } from "../testing/keeper-scenario";
+import { exec as execOn, killDaemonAndResume } from "../testing/keeper-scenario";
 import { connectHolder, HolderTerminal } from "./client";
 
 /** One VM booting under TCG on a shared 2-core host: 21-27 s quiet, minutes under load. */
@@ -28,18 +28,8 @@ let provider: QemuProvider;
 let machines: ProvisionedMachine[] = [];
 let ssh: Client;
 
-/** Runs a command as root on the VM and resolves with its stdout. */
-function exec(command: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    ssh.exec(command, (error, channel) => {
-      if (error) return reject(error);
-      let out = "";
-      channel.on("data", (d: Buffer) => (out += d.toString()));
-      channel.stderr.resume();
-      channel.on("close", () => resolve(out.trim()));
-    });
-  });
-}
+/** Runs a command as root on the VM and resolves with its stdout, trimmed. */
+const exec = async (command: string): Promise<string> => (await execOn(ssh, command)).trim();
 
 beforeAll(async () => {
   const image = await testImage();

@@ -206,11 +206,7 @@ export class SshExecPool {
   closeAll(): void {
     clearInterval(this.sweeper);
     for (const key of [...this.connections.keys()]) this.dropKey(key);
-    for (const key of [...this.handed.keys()])
-      this.take({ key })?.then(
-        (c) => c.end(),
-        () => undefined,
-      );
+    for (const key of [...this.handed.keys()]) this.endHanded(key);
   }
 
   /**
@@ -223,25 +219,26 @@ export class SshExecPool {
     const entry = this.connections.get(key);
     if (!entry) return;
     this.connections.delete(key);
-    this.take({ key })?.then(
-      (c) => c.end(),
-      () => undefined,
-    );
-    const timer = setTimeout(
-      () =>
-        this.take({ key })?.then(
-          (c) => c.end(),
-          () => undefined,
-        ),
-      ttlMs,
-    );
+    this.endHanded(key);
+    const timer = setTimeout(() => this.endHanded(key), ttlMs);
     timer.unref();
     this.handed.set(key, { client: entry.client, timer });
   }
 
   /** The connection handed off for `endpoint`, once (the taker ends it); undefined when there is none. */
-  take(endpoint: SshEndpoint | { key: string }): Promise<Client> | undefined {
-    const key = "key" in endpoint ? endpoint.key : endpointKey(endpoint);
+  take(endpoint: SshEndpoint): Promise<Client> | undefined {
+    return this.takeKey(endpointKey(endpoint));
+  }
+
+  /** Ends the connection handed off under `key`, if any. */
+  private endHanded(key: string): void {
+    this.takeKey(key)?.then(
+      (c) => c.end(),
+      () => undefined,
+    );
+  }
+
+  private takeKey(key: string): Promise<Client> | undefined {
     const handed = this.handed.get(key);
     if (!handed) return undefined;
     this.handed.delete(key);

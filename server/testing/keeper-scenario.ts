@@ -25,7 +25,7 @@ const STEP_TIMEOUT_MS = 60_000;
 const POLL_MS = 50;
 
 /** Runs `command` on its own exec channel; resolves with stdout when it ends. */
-function exec(ssh: Client, command: string): Promise<string> {
+export function exec(ssh: Client, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
     ssh.exec(command, (error, channel) => {
       if (error) return reject(error);
