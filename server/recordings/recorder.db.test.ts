@@ -35,11 +35,16 @@ it("three processes reading overlapping parts of one log write each byte once, i
   // Each "process" attaches at a different point (a takeover repaints a tail) and reads in its own piece sizes.
   const starts = [0, 5000, 20000];
   const sizes = [997, 4096, 333];
+  const taps = recorders.map((r) => r.tap(id, "node01"));
+  for (const tap of taps) tap.resize(100, 30);
+  // The first process made the recording at its first output before the others attached, as
+  // whoever attaches later finds it (the row starts where its first writer's bytes start).
+  taps[0]!.output("boot-1", 0, log.subarray(0, sizes[0]));
+  await recorders[0]!.flushAll();
   await Promise.all(
     recorders.map(async (r, i) => {
-      const tap = r.tap(id, "node01");
-      tap.resize(100, 30);
-      for (let at = starts[i]!; at < log.length; at += sizes[i]!) {
+      const tap = taps[i]!;
+      for (let at = i === 0 ? sizes[0]! : starts[i]!; at < log.length; at += sizes[i]!) {
         tap.output("boot-1", at, log.subarray(at, at + sizes[i]!));
         if (at % 7 === 0) await r.flushAll();
       }

@@ -5,8 +5,8 @@
  * The bytes come from the one stream a process reads from the machine's terminal holder
  * (holder-connector.ts hands each OUTPUT frame with its holder log offset to `output`). Several
  * processes may be attached to the same terminal (the learner's, an instructor's, the next one
- * after a restart): each buffers what it reads and, at flush, trims it against the recording's
- * `holderEnd` and moves `holderEnd` on with a conditional update in the same transaction that
+ * after a restart): each buffers what it reads and, at flush, locks the recording's row, trims
+ * what it read against the row's `holderEnd` and moves `holderEnd` on in the same transaction that
  * inserts the chunk. Whoever reaches an offset first writes it; the others drop those bytes. So
  * nothing is recorded twice, and after a takeover the next process continues where the holder's
  * log says the recording stopped.
@@ -30,8 +30,8 @@ export const MAX_CHUNK_BYTES = 256 * 1024;
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** Live output held while a catch-up runs, bytes; beyond, the catch-up is given up (the gap stays, logged). */
 export const CATCH_UP_HOLD_BYTES = 8 * 1024 * 1024;
-/** Conditional writes retried when another process moved the recording on meanwhile. */
-const CAS_ATTEMPTS = 5;
+/** How long a write may wait for a database connection, and then for its turn on the recording's row, ms. */
+const WRITE_WAIT_MS = 30_000;
 
 /** Lines shown to viewers that wait for the next output byte, per terminal; beyond, the oldest go (a terminal left on the direct shell). */
 export const WAITING_NOTICES = 16;
@@ -256,67 +256,40 @@ export class TerminalRecorder {
     } while (from < data.length);
   }
 
-  private async writePiece(
-    sessionId: string,
-    machine: string,
-    piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] },
-  ): Promise<void> {
-    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const row = await this.recording(sessionId, machine, piece);
-      if (!row || row.truncated) return;
-      let { bytes, events } = piece;
-      let holderEnd = row.holderEnd;
-      let bootId = row.bootId;
-      let first = BigInt(piece.start); // holder offset of bytes[0] after trimming
-      if (bytes.length > 0) {
-        if (piece.bootId !== row.bootId) {
-          // The machine rebooted: its holder's log starts again at 0 under a new boot id.
-          bootId = piece.bootId;
-          holderEnd = BigInt(piece.start);
+  private async writePiece(sessionId: string, machine: string, piece: Piece): Promise<void> {
+    const recording = await this.recording(sessionId, machine, piece);
+    if (!recording) return;
+    // The writers of one terminal (several processes) take turns on its row: each trims against
+    // the holderEnd the one before it left. A bounded retry of a conditional update instead lost
+    // chunks when three processes flushed at once on a loaded machine.
+    await this.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "TerminalRecording" WHERE "id" = ${recording.id} FOR UPDATE`;
+        const row = await tx.terminalRecording.findUnique({ where: { id: recording.id } });
+        if (!row || row.truncated) return;
+        const trimmed = trimPiece(piece, row);
+        if (!trimmed) return;
+        let { bytes, events } = trimmed;
+        const used = await tx.terminalRecording.aggregate({ where: { sessionId }, _sum: { bytes: true } });
+        const room = this.options.maxSessionBytes - (used._sum.bytes ?? 0);
+        const truncated = bytes.length > room;
+        if (truncated) {
+          events = splitEvents(events, 0, Math.max(0, room), false);
+          bytes = bytes.subarray(0, Math.max(0, room));
         }
-        const skip = Number(holderEnd - BigInt(piece.start));
-        if (skip >= bytes.length) {
-          // Every byte is already recorded by another process; keep only resizes, if any (a notice
-          // went with the byte after it, which that process wrote with the lines it showed there).
-          events = events.filter((e) => e[1] === "r");
-          bytes = Buffer.alloc(0);
-        } else if (skip > 0) {
-          events = splitEvents(events, skip, bytes.length, true);
-          bytes = bytes.subarray(skip);
-          first = holderEnd;
-        }
-        // skip < 0: nobody read those bytes (every process was away longer than the holder's
-        // repaint tail); the recording continues from here.
-      }
-      if (bytes.length === 0 && events.length === 0) return;
-      const used = await this.db.terminalRecording.aggregate({ where: { sessionId }, _sum: { bytes: true } });
-      const room = this.options.maxSessionBytes - (used._sum.bytes ?? 0);
-      const truncated = bytes.length > room;
-      if (truncated) {
-        events = splitEvents(events, 0, Math.max(0, room), false);
-        bytes = bytes.subarray(0, Math.max(0, room));
-      }
-      const newEnd = bytes.length > 0 ? first + BigInt(bytes.length) : holderEnd;
-      const won = await this.db.$transaction(async (tx) => {
-        const moved = await tx.terminalRecording.updateMany({
-          where: { id: row.id, bootId: row.bootId, holderEnd: row.holderEnd, truncated: false },
-          data: { bootId, holderEnd: newEnd, bytes: { increment: bytes.length }, truncated },
+        const holderEnd = bytes.length > 0 ? trimmed.first + BigInt(bytes.length) : trimmed.holderEnd;
+        await tx.terminalRecording.update({
+          where: { id: row.id },
+          data: { bootId: trimmed.bootId, holderEnd, bytes: { increment: bytes.length }, truncated },
         });
-        if (moved.count !== 1) return false;
         await tx.recordingChunk.create({ data: { recordingId: row.id, offset: row.bytes, events, data: new Uint8Array(bytes) } });
-        return true;
-      });
-      if (won) return;
-    }
-    this.options.log?.warn({ sessionId, machine }, "recording chunk dropped: too many concurrent writers");
+      },
+      { maxWait: WRITE_WAIT_MS, timeout: WRITE_WAIT_MS },
+    );
   }
 
   /** The recording row, made on first output (its time zero is then). */
-  private async recording(
-    sessionId: string,
-    machine: string,
-    piece: { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] },
-  ) {
+  private async recording(sessionId: string, machine: string, piece: Piece) {
     const where = { sessionId_machine: { sessionId, machine } };
     const existing = await this.db.terminalRecording.findUnique({ where });
     if (existing) return existing;
@@ -334,6 +307,45 @@ export class TerminalRecorder {
       throw error;
     }
   }
+}
+
+/** Bytes read from a holder log, with their events, to be written as one chunk row. */
+type Piece = { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[] };
+
+/**
+ * A piece trimmed against what the recording already holds: the bytes another process wrote
+ * first are dropped (and their events). Null when nothing is left to write. `first`: the holder
+ * offset of the first byte left.
+ */
+export function trimPiece(
+  piece: Piece,
+  row: { bootId: string; holderEnd: bigint },
+): { bytes: Buffer; events: ChunkEvent[]; bootId: string; holderEnd: bigint; first: bigint } | null {
+  let { bytes, events } = piece;
+  let { holderEnd, bootId } = row;
+  let first = BigInt(piece.start);
+  if (bytes.length > 0) {
+    if (piece.bootId !== row.bootId) {
+      // The machine rebooted: its holder's log starts again at 0 under a new boot id.
+      bootId = piece.bootId;
+      holderEnd = BigInt(piece.start);
+    }
+    const skip = Number(holderEnd - BigInt(piece.start));
+    if (skip >= bytes.length) {
+      // Every byte is already recorded by another process; keep only resizes, if any (a notice
+      // went with the byte after it, which that process wrote with the lines it showed there).
+      events = events.filter((e) => e[1] === "r");
+      bytes = Buffer.alloc(0);
+    } else if (skip > 0) {
+      events = splitEvents(events, skip, bytes.length, true);
+      bytes = bytes.subarray(skip);
+      first = holderEnd;
+    }
+    // skip < 0: nobody read those bytes (every process was away longer than the holder's
+    // repaint tail); the recording continues from here.
+  }
+  if (bytes.length === 0 && events.length === 0) return null;
+  return { bytes, events, bootId, holderEnd, first };
 }
 
 /**
