@@ -22,7 +22,7 @@ const ROOMS = [
   ["sessions", ["^server/sessions/"]],
   ["auth", ["^server/auth/"]],
   ["http", ["^server/http/", "^server/ops/http[.]ts$"]],
-  ["features", ["^server/(cohorts|preview|recordings)/"]],
+  ["features", ["^server/(cohorts|exams|preview|recordings)/"]],
   ["compose", ["^server/(compose|cli)/", "^server/services[.]ts$", "^server[.]ts$"]],
   ["components", ["^components/"]],
   ["app", ["^app/", "^proxy[.]ts$", "^i18n/"]],

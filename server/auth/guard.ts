@@ -94,17 +94,20 @@ export async function requireSession(
   db: Db,
   user: CurrentUser,
   sessionId: string,
-  need: "owner" | "watch",
-): Promise<{ id: string; labSlug: string; learnerId: string; state: LabSessionState; access: "owner" | "watch" }> {
-  const session = await db.labSession.findUnique({
+  need: "owner" | "watch" | "input",
+): Promise<{ id: string; labSlug: string; learnerId: string; state: LabSessionState; access: "owner" | "watch"; inputClosed: boolean }> {
+  const row = await db.labSession.findUnique({
     where: { id: sessionId },
-    select: { id: true, labSlug: true, learnerId: true, state: true },
+    select: { id: true, labSlug: true, learnerId: true, state: true, inputClosedAt: true },
   });
+  const session = row && { id: row.id, labSlug: row.labSlug, learnerId: row.learnerId, state: row.state, inputClosed: row.inputClosedAt !== null };
   const access = session ? await accessTo(db, user, session.learnerId) : null;
   if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId)))
     throw new Denied(403, "cohortEnded");
   if (!session || !access) throw new Denied(404, "noSuchSession");
-  if (need === "owner" && access !== "owner") throw new Denied(403, "ownerOnly");
+  if (need !== "watch" && access !== "owner") throw new Denied(403, "ownerOnly");
+  // "input": the learner acts on the machines; an exam handed in takes nothing more.
+  if (need === "input" && session.inputClosed) throw new Denied(409, "inputClosed");
   return { ...session, access };
 }
 

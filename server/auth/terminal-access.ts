@@ -28,6 +28,9 @@ export function terminalAuthorizer(auth: Auth, db: Db): TerminalAuthorizer {
     }
     if (claims.mode === "write" && access !== "owner")
       return { code: CloseCode.forbidden, reason: recheck ? "accessRevoked" : "read-only access" };
+    // An exam handed in: no more input, from any process (the hand-in publishes an access notice).
+    if (claims.mode === "write" && (await db.labSession.count({ where: { id: claims.sid, inputClosedAt: { not: null } } })) > 0)
+      return { code: CloseCode.forbidden, reason: "inputClosed" };
     if (recheck) {
       // The session may have ended on another process (a cohort ended there): say so, as its own terminals do.
       const session = await db.labSession.findUnique({ where: { id: claims.sid }, select: { state: true, endReason: true } });

@@ -73,7 +73,7 @@ const MACHINES =
 
 /**
  * Claims up to `limit` due polls for grader `owner`: ready sessions whose due time has come (or
- * was never set) and whose check nobody runs, most overdue first; rows another process is
+ * was never set) and whose check nobody runs, sessions graded at the end excepted (exams), most overdue first; rows another process is
  * claiming at this moment are skipped, not waited for.
  */
 export async function claimDue(db: Db, owner: string, limit: number): Promise<ClaimedSession[]> {
@@ -84,6 +84,7 @@ export async function claimDue(db: Db, owner: string, limit: number): Promise<Cl
     picked AS (
       SELECT s."id" FROM "LabSession" s, t
        WHERE s."state" = 'ready' AND s."completedAt" IS NULL
+         AND NOT s."gradedAtEnd"
          AND (s."checkUntil" IS NULL OR s."checkUntil" < t.at)
          AND (s."gradeDueAt" IS NULL OR s."gradeDueAt" <= t.at)
        ORDER BY s."gradeDueAt" ASC NULLS FIRST
@@ -108,6 +109,7 @@ export async function claimNow(db: Db, owner: string, sessionId: string): Promis
     UPDATE "LabSession" s
        SET "checkUntil" = (now() AT TIME ZONE 'UTC') + make_interval(secs => ${CHECK_LEASE_S}::int), "checkBy" = ${owner}
      WHERE s."id" = ${sessionId} AND s."state" = 'ready' AND s."completedAt" IS NULL
+       AND NOT s."gradedAtEnd"
        AND (s."checkUntil" IS NULL OR s."checkUntil" < (now() AT TIME ZONE 'UTC'))
     RETURNING s."id", s."labSlug", s."labVersion", s."currentStepId", ${PROOF}, ${MACHINES}`,
   );

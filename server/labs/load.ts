@@ -51,7 +51,15 @@ export type LoadedStep = LabStep & {
   shortcuts: Fixture[];
   /** `alternatives/*.sh`, by file name: other correct fixes the check must accept. */
   alternatives: Fixture[];
+  /** Exam only: the task's weighted checks (`checks:`, else check.sh worth all its points). */
+  scoring?: ScoringCheck[];
 };
+
+/** One weighted check of an exam task, with its script. */
+export type ScoringCheck = { id: string; title: string; points: number; script: LabScript };
+
+/** The id of the one check of an exam task without `checks:` (its check.sh). */
+export const WHOLE_TASK_CHECK = "check";
 
 export type Fixture = LabScript & {
   /** File name without `.sh`. */
@@ -167,7 +175,15 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
         readFixtures(`${base}/${STEP_FIXTURE_DIRS.shortcuts}`, field),
         readFixtures(`${base}/${STEP_FIXTURE_DIRS.alternatives}`, field),
       ]);
-      return { ...step, textMarkdown: text.content, hintMarkdown: hint.content, check, solution, shortcuts, alternatives };
+      const scoring =
+        manifest.mode !== "exam"
+          ? undefined
+          : step.checks
+            ? await Promise.all(
+                step.checks.map(async (c, j) => ({ ...c, script: await readPart(`${base}/check-${c.id}.sh`, `${field}.checks[${j}]`, true) })),
+              )
+            : [{ id: WHOLE_TASK_CHECK, title: step.title, points: step.points, script: check }];
+      return { ...step, textMarkdown: text.content, hintMarkdown: hint.content, check, solution, shortcuts, alternatives, scoring };
     }),
   );
   const setup: Record<string, LabScript[]> = {};

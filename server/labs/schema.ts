@@ -66,6 +66,17 @@ export const FIXTURE_EXPECT_OUTPUT = /^#\s*expect-output:\s*(.+?)\s*$/gm;
 export const FIXTURE_EXPECT_AFTER_REBOOT = /^#\s*expect-after-reboot:\s*(.+?)\s*$/gm;
 export const FIXTURE_REBOOT = /^#\s*reboot:\s*yes\s*$/m;
 
+/** One weighted check of an exam task (partial credit). */
+export const ExamCheck = z.strictObject({
+  id: z.string().regex(STEP_ID_PATTERN, `must match ${STEP_ID_PATTERN}`).describe("The check's file is steps/<task id>/check-<id>.sh"),
+  title: z.string().trim().min(1).max(200).describe("What it checks, shown in the exam's result"),
+  points: z.number().int().min(1).max(100).describe("Points it is worth"),
+});
+export type ExamCheck = z.infer<typeof ExamCheck>;
+
+/** Bounds of an exam's duration, minutes. */
+export const MAX_EXAM_MINUTES = 300;
+
 export const LabStep = z
   .strictObject({
     id: z.string().regex(STEP_ID_PATTERN, `must match ${STEP_ID_PATTERN}`).describe("Folder under steps/ with step.md, check.sh, hint.md, solution.sh"),
@@ -83,10 +94,19 @@ export const LabStep = z
       .boolean()
       .default(false)
       .describe(
-        "The step is about boot-time state: `labs test` reboots the machine after the solution and after each alternative and requires the check to pass again; `labs validate` warns when it has no shortcuts/",
+        "The step is about boot-time state: `labs test` reboots the machine after the solution and after each alternative and requires the check to pass again; `labs validate` warns when it has no shortcuts/. In an exam: the task's checks run again on a new boot of its machine, and only what holds scores",
+      ),
+    points: z.number().int().min(1).max(100).default(1).describe("Exam only: the task's weight, in points"),
+    checks: z
+      .array(ExamCheck)
+      .min(1)
+      .max(10)
+      .optional()
+      .describe(
+        "Exam only: partial credit, checks each worth some of the task's points (their points add up to the task's), each `steps/<id>/check-<check id>.sh`; without it, check.sh is worth all of them",
       ),
   })
-  .describe("One step of the lab");
+  .describe("One step of the lab, or one task of an exam");
 export type LabStep = z.infer<typeof LabStep>;
 
 export const LabManifest = z
@@ -158,6 +178,19 @@ export const LabManifest = z
         });
       })
       .describe("Ordered steps; each unlocks when the previous one's check passes"),
+    mode: z
+      .enum(["lab", "exam"])
+      .default("lab")
+      .describe(
+        "lab: steps unlock one by one as their checks pass; exam: the steps are tasks, all open, timed, with no results until the end, scored at the end (also after a reboot for verifyByReboot tasks)",
+      ),
+    exam: z
+      .strictObject({
+        durationMinutes: z.number().int().min(1).max(MAX_EXAM_MINUTES).describe("Time from the machines being ready to the automatic submission"),
+        passPercent: z.number().int().min(1).max(100).default(66).describe("Share of the points needed to pass, percent"),
+      })
+      .optional()
+      .describe("Exam only (mode: exam): its time and pass mark"),
     checkLib: LabRelativePath.optional().describe(
       "Shell file put before every check of this lab, after the platform's checklib.sh: the helpers its checks share",
     ),
@@ -176,9 +209,31 @@ export const LabManifest = z
         ctx.addIssue({ code: "custom", path: ["steps", i, "solutionMachine"], message: `unknown machine "${step.solutionMachine}"` });
       }
     });
+    examRules(lab, ctx);
     for (const name of Object.keys(lab.setup)) {
       if (!machines.has(name)) ctx.addIssue({ code: "custom", path: ["setup", name], message: `unknown machine "${name}"` });
     }
   })
   .describe("labs/<slug>/lab.yaml");
 export type LabManifest = z.infer<typeof LabManifest>;
+
+/** An exam has its time and pass mark; a task's checks share out its points; a lab has no exam fields. */
+function examRules(
+  lab: { mode: "lab" | "exam"; exam?: unknown; steps: { points: number; checks?: ExamCheck[] | undefined }[] },
+  ctx: z.RefinementCtx,
+): void {
+  if (lab.mode === "exam" && !lab.exam) ctx.addIssue({ code: "custom", path: ["exam"], message: "an exam needs exam: { durationMinutes, passPercent }" });
+  if (lab.mode === "lab" && lab.exam) ctx.addIssue({ code: "custom", path: ["exam"], message: "only for mode: exam" });
+  lab.steps.forEach((step, i) => {
+    if (lab.mode === "lab" && step.checks) ctx.addIssue({ code: "custom", path: ["steps", i, "checks"], message: "only for mode: exam" });
+    if (!step.checks) return;
+    const sum = step.checks.reduce((total, check) => total + check.points, 0);
+    if (sum !== step.points)
+      ctx.addIssue({ code: "custom", path: ["steps", i, "checks"], message: `the checks' points add up to ${sum}, the task is worth ${step.points}` });
+    const ids = new Set<string>();
+    step.checks.forEach((check, j) => {
+      if (ids.has(check.id)) ctx.addIssue({ code: "custom", path: ["steps", i, "checks", j, "id"], message: `duplicate check id "${check.id}"` });
+      ids.add(check.id);
+    });
+  });
+}

@@ -55,6 +55,11 @@ export interface StartRequest {
    * first step; none: pinned to the current lab on first use (server/sessions/lab-versions.ts).
    */
   labVersion?: { hash: string; firstStepId: string | null };
+  /**
+   * Graded once at the end, not polled (an exam): the grader skips it, it is never suspended as
+   * idle, and its time limit is at least `atLeastMinutes` whatever the cohort's.
+   */
+  gradedAtEnd?: { atLeastMinutes: number };
 }
 
 /**
@@ -105,6 +110,7 @@ export async function startOrResumeSession(
         currentStepId: request.labVersion?.firstStepId ?? null,
         leaseUntil: new Date(Date.now() + LEASE_MS),
         startStage: "machines",
+        gradedAtEnd: request.gradedAtEnd !== undefined,
       },
     });
   } catch (error) {
@@ -196,7 +202,7 @@ async function provideMachines(
   }
   const now = new Date();
   const clock = request.clockStartsAt && request.clockStartsAt > now ? request.clockStartsAt : now;
-  const limitMinutes = await sessionLimitMinutes(db, id, request.limitMinutes);
+  const limitMinutes = atLeast(await sessionLimitMinutes(db, id, request.limitMinutes), request.gradedAtEnd?.atLeastMinutes);
   const expiresAt = limitMinutes ? new Date(clock.getTime() + limitMinutes * 60_000) : null;
   if (
     !(await advance(db, id, ["starting"], "ready", {
@@ -212,6 +218,11 @@ async function provideMachines(
     throw new Error("the lab session was ended while it was starting");
   }
   return db.labSession.findUniqueOrThrow({ where: { id }, include: { machines: { select: { name: true } } } });
+}
+
+/** A time limit no shorter than `floor` minutes (none stays none). */
+function atLeast(minutes: number | undefined, floor: number | undefined): number | undefined {
+  return minutes !== undefined && floor !== undefined ? Math.max(minutes, floor) : minutes;
 }
 
 /**
@@ -426,7 +437,8 @@ export async function sweepSessions(
   if (provider.suspend) {
     // The cohort's idle time, else the session's own, else the platform's; 0 never suspends.
     const ready = await db.labSession.findMany({
-      where: { state: "ready" },
+      // A session graded at the end (an exam) is never suspended: its clock runs on the server.
+      where: { state: "ready", gradedAtEnd: false },
       select: { id: true, lastActivityAt: true, idleMinutes: true, cohort: { select: { idleMinutes: true } } },
     });
     const idle = ready.filter((s) => {

@@ -185,10 +185,10 @@ export type SessionOverReason = z.infer<typeof SessionOverReason>;
 
 /**
  * Close reason of a socket whose access ended while it was open (the gateway re-decides on an
- * access notice: sign-out, removal from a cohort, an ended cohort): 4401 `signedOut`, 4403
- * `accessRevoked` or `cohortEnded`. The browser words them and does not retry.
+ * access notice: sign-out, removal from a cohort, an ended cohort, an exam handed in): 4401
+ * `signedOut`, 4403 `accessRevoked`, `cohortEnded` or `inputClosed`. The browser words them and does not retry.
  */
-export const RevokedReason = z.enum(["signedOut", "accessRevoked", "cohortEnded"]);
+export const RevokedReason = z.enum(["signedOut", "accessRevoked", "cohortEnded", "inputClosed"]);
 export type RevokedReason = z.infer<typeof RevokedReason>;
 
 /** Close codes after which reconnecting cannot help. */

@@ -43,10 +43,10 @@ export function verifyTerminalToken(secret: Buffer, token: string, now = Date.no
 /**
  * The mode of the tokens a viewer gets: write for the owner of a session still in use, read for a
  * watcher and for everyone once the session is ending or ended (its output can still be read;
- * nothing typed there would reach a machine that is going away).
+ * nothing typed there would reach a machine that is going away) or its input is closed (an exam handed in).
  */
-export function tokenMode(access: "owner" | "watch", state: LabSessionState): "write" | "read" {
-  return access === "owner" && state !== "ending" && state !== "ended" ? "write" : "read";
+export function tokenMode(access: "owner" | "watch", state: LabSessionState, inputClosed = false): "write" | "read" {
+  return access === "owner" && !inputClosed && state !== "ending" && state !== "ended" ? "write" : "read";
 }
 
 /** One token per machine of a session, all with the same mode, for `sub`. */

@@ -18,7 +18,7 @@ const Body = z.object({ machine: MachineName });
 export const POST = apiRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
-  await requireSession(services.db, user, id, "owner");
+  await requireSession(services.db, user, id, "input");
   const { machine } = Body.parse(await jsonBody(request));
   const tab = await openTab(services.db, id, machine);
   services.sweeper.activity(id);

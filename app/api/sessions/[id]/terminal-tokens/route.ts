@@ -16,7 +16,7 @@ export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request,
   const { id } = await context.params;
   const session = await requireSession(services.db, user, id, "watch");
   const machines = await services.db.machine.findMany({ where: { sessionId: id }, select: { name: true }, orderBy: { name: "asc" } });
-  const mode = tokenMode(session.access, session.state);
+  const mode = tokenMode(session.access, session.state, session.inputClosed);
   return Response.json({
     sessionId: id,
     mode,

@@ -9,7 +9,7 @@ export const dynamic = "force-dynamic";
 export const POST = apiRoute<{ params: Promise<{ id: string; stepId: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id, stepId } = await context.params;
-  const session = await requireSession(services.db, user, id, "owner");
+  const session = await requireSession(services.db, user, id, "input");
   services.sweeper.activity(id);
   // The hint of the session's own lab version.
   const { lab } = await sessionLabById(services.db, services.labs, session.id);

@@ -16,7 +16,7 @@ export const dynamic = "force-dynamic";
 export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id, name } = await context.params;
-  await requireSession(services.db, user, id, "owner");
+  await requireSession(services.db, user, id, "input");
   const wait = await consume(services.db, "machineReboot", user.id);
   if (wait) return tooManyRequests(request, wait);
   services.sweeper.activity(id);

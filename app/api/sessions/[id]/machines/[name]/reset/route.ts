@@ -16,7 +16,7 @@ export const dynamic = "force-dynamic";
 export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id, name } = await context.params;
-  const session = await requireSession(services.db, user, id, "owner");
+  const session = await requireSession(services.db, user, id, "input");
   services.sweeper.activity(id);
   if (!services.provider.reset) return apiError(request, 501, "machineActionUnsupported");
   // The setup of the session's own lab version.

@@ -12,7 +12,7 @@ export const dynamic = "force-dynamic";
 export const POST = apiRoute<{ params: Promise<{ id: string; name: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id, name } = await context.params;
-  await requireSession(services.db, user, id, "owner");
+  await requireSession(services.db, user, id, "input");
   services.sweeper.activity(id);
   if (!services.provider.reboot) return apiError(request, 501, "machineActionUnsupported");
   if (!(await restartMachine(services.db, services.provider, id, name))) return apiError(request, 404, "noSuchMachine");

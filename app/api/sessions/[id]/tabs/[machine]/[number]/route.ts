@@ -21,7 +21,7 @@ const Params = z.object({ machine: MachineName, number: z.coerce.number().int().
 export const DELETE = apiRoute<{ params: Promise<{ id: string; machine: string; number: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const raw = await context.params;
-  await requireSession(services.db, user, raw.id, "owner");
+  await requireSession(services.db, user, raw.id, "input");
   const parsed = Params.safeParse(raw);
   if (!parsed.success) throw new Denied(404, "noSuchTab");
   const { machine, number } = parsed.data;
