@@ -30,6 +30,7 @@ import { PreviewProxy } from "../preview/proxy";
 import { TerminalRecorder } from "../recordings/recorder";
 import { machineEndpoint, machinePoweredOff } from "../sessions/lab-sessions";
 import { prewarmRecentSessions } from "../sessions/prewarm";
+import { ExamScorer, type ExamScorerOptions } from "../exams/scoring";
 import { SessionSweeper } from "../sessions/sweeper";
 import { openTabs, tabIsOpen, terminalEndpoint } from "../sessions/tabs";
 import { SshExecPool } from "../ssh/exec";
@@ -48,6 +49,8 @@ export interface PlatformSettings {
   /** Idle time after which sweeps suspend a session, ms (0: never). */
   idleMs: number;
   recorder: { maxSessionBytes: number; retentionDays: number };
+  /** Exam hand-ins and scoring (default EXAM_SCORER_DEFAULTS). */
+  exams?: ExamScorerOptions;
 }
 
 export function settingsFromEnv(env: Env): PlatformSettings {
@@ -132,6 +135,19 @@ export async function composePlatform(input: PlatformInput): Promise<Platform> {
   const watchers = new WatchRegistry({ db, bus });
   // Jobs a stopped process left running are resumed by whichever process holds them next.
   const provisioner = new Provisioner({ db, provider, labs, pool, bus, log });
+  // Exams past their deadline are handed in and scored by whichever process claims them.
+  const exams = new ExamScorer(
+    {
+      db,
+      pool,
+      provider,
+      labs,
+      log,
+      onHandIn: (learnerId) => void bus.publishAccessChange(learnerId),
+      onChange: (sessionId) => void bus.publishSessionChange(sessionId),
+    },
+    settings.exams,
+  );
   const services: Services = {
     env,
     db,
@@ -146,6 +162,7 @@ export async function composePlatform(input: PlatformInput): Promise<Platform> {
     sweeper,
     watchers,
     provisioner,
+    exams,
     refuseUnbuiltImage: (lab) => refuseUnbuiltImage({ provider, env }, lab),
     previewBase: () => preview,
   };
@@ -195,7 +212,7 @@ function lifecycle(parts: {
   log: Logger;
 }): Pick<Platform, "startBackground" | "drain" | "stop"> {
   const { services, machines, recorder, gateway, previewProxy, log } = parts;
-  const { db, labs, grader, sweeper, provisioner, pool, watchers, bus, terminals } = services;
+  const { db, labs, grader, sweeper, provisioner, exams, pool, watchers, bus, terminals } = services;
   // One sweeper over all processes: a lease row, taken over when its holder stops renewing.
   const sweeperRole = new SingletonRole({ db, log }, "sweeper", {
     start: () => {
@@ -209,6 +226,7 @@ function lifecycle(parts: {
     (draining ??= (async () => {
       gateway.closeAll();
       // Gives the sweeper role and this process's provisioning jobs to another process at once.
+      exams.stop();
       await Promise.all([sweeperRole.stop(), provisioner.stop()]);
       const checks = grader.checksInFlight;
       return { checks, drained: await grader.drain(timeoutMs) };
@@ -228,6 +246,7 @@ function lifecycle(parts: {
       );
       sweeperRole.start();
       provisioner.start();
+      exams.start();
       recorder.startPruning();
     },
     drain,

@@ -9,6 +9,7 @@ import type { WatchRegistry } from "../cohorts/watchers";
 import { previewBase, type Env } from "../config";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
+import type { ExamScorer } from "../exams/scoring";
 import type { Progress } from "../grader/progress";
 import type { TabView } from "../terminal/tab-names";
 import type { Grader } from "../grader/grader";
@@ -50,6 +51,8 @@ export interface Services {
   watchers: WatchRegistry;
   /** Pre-provisioning jobs: started here, resumed here when their process died. */
   provisioner: Provisioner;
+  /** Exam hand-ins by deadline and scoring (server/exams/). */
+  exams: ExamScorer;
   /** The web preview's base (server/preview/), known once the server listens; unset: from env alone. */
   previewBase?: () => PreviewBase;
 }

@@ -19,6 +19,8 @@ import { parseEnv } from "../config";
 import { createDb, type Db } from "../db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
+import { examStartRequest, openAttempt } from "../exams/attempts";
+import type { ExamScorer } from "../exams/scoring";
 import type { Grader, GraderOptions } from "../grader/grader";
 import type { LabCatalog } from "../labs/catalog";
 import { runLabSetup } from "../labs/setup";
@@ -61,6 +63,8 @@ export interface Stack {
   watchers: WatchRegistry;
   /** Pre-provisioning jobs; not started (tests call startJob or resumeAbandoned). */
   provisioner: Provisioner;
+  /** Exam hand-ins and scoring; not started (tests call tick() or scoreNow()). */
+  exams: ExamScorer;
   /**
    * Starts (or resumes) a session of lab `slug` for `learnerId`. A lab that exists in the labs
    * directory gets its setup run; any other slug just gets the three machines.
@@ -175,7 +179,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       authorize: options.terminalAuth === "sign-in" ? undefined : acceptSignedTokenOnly,
     });
     cleanups.push(() => platform.stop());
-    const { auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner } = platform.services;
+    const { auth, provider, terminals, labs, pool, bus, grader, sweeper, watchers, provisioner, exams } = platform.services;
     const server = http.createServer((_req, res) => res.writeHead(404).end());
     server.on("upgrade", (req, socket, head) => {
       if (!platform.gateway.handle(req, socket, head)) socket.destroy();
@@ -207,6 +211,7 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
       sweeper,
       watchers,
       provisioner,
+      exams,
       async startSession(learnerId, slug = "test-lab") {
         // As the session route does: a new session pins the lab's current version.
         const version = await currentLabVersion(db, labs, slug).catch(() => null);
@@ -220,8 +225,10 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
             machines: lab?.manifest.machines ?? LAB_MACHINES,
             limitMinutes: 60,
             labVersion: version ? { hash: version.hash, firstStepId: version.lab.steps[0]?.id ?? null } : undefined,
+            ...(lab ? examStartRequest(lab) : {}),
           },
           lab ? (sid) => runLabSetup(pool, lab, (m) => machineEndpoint(db, sid, m)) : undefined,
+          { onStarted: (sid) => void (lab ? openAttempt(db, sid, learnerId, lab) : undefined) },
         );
         return session.id;
       },

@@ -10,6 +10,7 @@
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
+import { examStartRequest, openAttempt } from "@/server/exams/attempts";
 import { apiError, tooManyRequests } from "@/server/http/route";
 import { apiRoute } from "@/server/compose/route";
 import { consume } from "@/server/throttle";
@@ -42,7 +43,15 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   if (refusal) return apiError(request, 503, refusal.worded, { detail: refusal.detail });
   const waitForReady = new URL(request.url).searchParams.get("async") !== "1";
   let onStarted: (sessionId: string) => void = () => undefined;
-  const begun = new Promise<{ starting: string }>((resolve) => (onStarted = (sessionId) => resolve({ starting: sessionId })));
+  const begun = new Promise<{ starting: string }>(
+    (resolve) =>
+      (onStarted = (sessionId) => {
+        // An exam's attempt is made with its session (its clock starts once the machines are ready).
+        void openAttempt(services.db, sessionId, user.id, lab)
+          .catch((error: Error) => log.warn({ sessionId, err: error.message }, "exam attempt not made; the exam page makes it"))
+          .finally(() => resolve({ starting: sessionId }));
+      }),
+  );
   const start = startOrResumeSession(
     services.db,
     services.provider,
@@ -56,6 +65,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
       cohortId: limits?.cohortId,
       limitMinutes: services.env.LABDECK_SESSION_MINUTES,
       labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
+      ...examStartRequest(lab),
     },
     (sessionId, onScript) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine), undefined, onScript),
     { onStarted, queue: true },

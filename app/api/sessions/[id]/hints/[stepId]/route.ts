@@ -14,7 +14,8 @@ export const POST = apiRoute<{ params: Promise<{ id: string; stepId: string }> }
   // The hint of the session's own lab version.
   const { lab } = await sessionLabById(services.db, services.labs, session.id);
   const step = lab.steps.find((s) => s.id === stepId);
-  if (!step) return apiError(request, 404, "noSuchStep");
+  // An exam gives no hints (its solutions come with the result).
+  if (!step || lab.manifest.mode === "exam") return apiError(request, 404, "noSuchStep");
   const progress = await services.grader.progress(id);
   if (progress.steps.find((s) => s.id === stepId)?.state === "locked") return apiError(request, 403, "stepLocked");
   await services.db.hintReveal.upsert({
