@@ -96,7 +96,11 @@ async function main(argv: string[]): Promise<number> {
     const { labs, errors } = await listLabs(labsDir);
     for (const lab of labs) {
       const fixtures = lab.steps.reduce((n, s) => n + s.shortcuts.length + s.alternatives.length, 0);
-      process.stdout.write(`ok    ${lab.slug} (${lab.steps.length} steps${fixtures ? `, ${fixtures} fixtures` : ""})\n`);
+      const exam = lab.manifest.mode === "exam" && lab.manifest.exam;
+      const examNote = exam
+        ? `exam: ${lab.steps.reduce((n, s) => n + s.points, 0)} points, ${exam.durationMinutes} min, pass ${exam.passPercent} %; `
+        : "";
+      process.stdout.write(`ok    ${lab.slug} (${examNote}${lab.steps.length} steps${fixtures ? `, ${fixtures} fixtures` : ""})\n`);
       for (const warning of labWarnings(lab)) process.stdout.write(`warn  ${formatLabIssue(warning)}\n`);
     }
     for (const error of errors) process.stdout.write(`error ${error.slug ?? "?"}\n${indent(error.message)}\n`);

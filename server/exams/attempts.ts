@@ -165,7 +165,10 @@ export async function switchTask(db: Db, lab: Lab, sessionId: string, taskId: st
       data: { currentTaskId: taskId },
     });
     if (moved.count === 0) return;
-    const attempt = await tx.examAttempt.findUniqueOrThrow({ where: { sessionId }, select: { id: true, _count: { select: { switches: true } } } });
+    const attempt = await tx.examAttempt.findUniqueOrThrow({
+      where: { sessionId },
+      select: { id: true, _count: { select: { switches: true } } },
+    });
     if (attempt._count.switches < MAX_TASK_SWITCHES) await tx.examTaskSwitch.create({ data: { attemptId: attempt.id, taskId } });
   });
 }

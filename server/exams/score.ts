@@ -37,7 +37,10 @@ export function scoringChecks(step: LoadedStep): { id: string; title: string; po
   return step.scoring ?? [{ id: WHOLE_TASK_CHECK, title: step.title, points: step.points ?? 1 }];
 }
 
-export function scoreExam(lab: Pick<Lab, "steps">, results: readonly CheckResultRow[]): { tasks: TaskScore[]; score: number; maxScore: number } {
+export function scoreExam(
+  lab: Pick<Lab, "steps">,
+  results: readonly CheckResultRow[],
+): { tasks: TaskScore[]; score: number; maxScore: number } {
   const byKey = new Map(results.map((r) => [`${r.taskId}\u0000${r.checkId}\u0000${r.phase}`, r]));
   const verdict = (taskId: string, checkId: string, phase: ExamPhase): CheckVerdict | null => {
     const row = byKey.get(`${taskId}\u0000${checkId}\u0000${phase}`);

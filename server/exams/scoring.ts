@@ -143,7 +143,10 @@ export class ExamScorer {
     const { db, log } = this.deps;
     const renewal = setInterval(() => void this.renew().catch(() => undefined), this.options.leaseMs / 3);
     try {
-      const session = await db.labSession.findUniqueOrThrow({ where: { id: sessionId }, select: { id: true, labSlug: true, labVersion: true } });
+      const session = await db.labSession.findUniqueOrThrow({
+        where: { id: sessionId },
+        select: { id: true, labSlug: true, labVersion: true },
+      });
       const { lab } = await sessionLab(db, this.deps.labs, session);
       const started = Date.now();
       await this.runPhase(attemptId, sessionId, lab, "now", lab.steps);
@@ -167,10 +170,19 @@ export class ExamScorer {
    * check at a time on each. After a reboot, a check counts only on the new boot (`boots`:
    * machine -> boot id before the reboot).
    */
-  private async runPhase(attemptId: string, sessionId: string, lab: Lab, phase: ExamPhase, steps: LoadedStep[], boots?: Map<string, string | null>) {
+  private async runPhase(
+    attemptId: string,
+    sessionId: string,
+    lab: Lab,
+    phase: ExamPhase,
+    steps: LoadedStep[],
+    boots?: Map<string, string | null>,
+  ) {
     const { db, pool } = this.deps;
     const done = new Set(
-      (await db.examCheckResult.findMany({ where: { attemptId, phase }, select: { taskId: true, checkId: true } })).map((r) => `${r.taskId}\u0000${r.checkId}`),
+      (await db.examCheckResult.findMany({ where: { attemptId, phase }, select: { taskId: true, checkId: true } })).map(
+        (r) => `${r.taskId}\u0000${r.checkId}`,
+      ),
     );
     const byMachine = new Map<string, LoadedStep[]>();
     for (const step of steps) byMachine.set(step.machine, [...(byMachine.get(step.machine) ?? []), step]);
@@ -186,7 +198,18 @@ export class ExamScorer {
               ? await this.onNewBoot(endpoint, body, step.timeoutSeconds, boots?.get(machine))
               : { outcome: "error", exitCode: null, output: `${machine}: not a machine of this session`, durationMs: 0 };
             await db.examCheckResult.createMany({
-              data: [{ attemptId, taskId: step.id, checkId: check.id, phase, machine, outcome: result.outcome, output: result.output, durationMs: result.durationMs }],
+              data: [
+                {
+                  attemptId,
+                  taskId: step.id,
+                  checkId: check.id,
+                  phase,
+                  machine,
+                  outcome: result.outcome,
+                  output: result.output,
+                  durationMs: result.durationMs,
+                },
+              ],
               skipDuplicates: true,
             });
           }
@@ -208,7 +231,11 @@ export class ExamScorer {
     const { facts, output } = takeBootFacts(result.output, nonce);
     if (result.outcome !== "pass") return { ...result, output };
     if (!facts || facts.bootId === bootBefore || bootBefore === null)
-      return { ...result, outcome: "fail", output: `${output}\n(the machine is not on a new boot: the check cannot judge what holds after a reboot)`.trim() };
+      return {
+        ...result,
+        outcome: "fail",
+        output: `${output}\n(the machine is not on a new boot: the check cannot judge what holds after a reboot)`.trim(),
+      };
     return { ...result, output };
   }
 
@@ -263,7 +290,15 @@ export class ExamScorer {
     const { score, maxScore } = scoreExam(lab, results);
     const done = await db.examAttempt.updateMany({
       where: { id: attemptId, state: "scoring", leaseBy: this.owner },
-      data: { state: "scored", score, maxScore, passed: passes(score, maxScore, attempt.passPercent), scoredAt: new Date(), leaseUntil: null, leaseBy: null },
+      data: {
+        state: "scored",
+        score,
+        maxScore,
+        passed: passes(score, maxScore, attempt.passPercent),
+        scoredAt: new Date(),
+        leaseUntil: null,
+        leaseBy: null,
+      },
     });
     if (done.count === 1) this.deps.onChange(sessionId);
   }

@@ -138,6 +138,10 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
     }
     return { file: displayPath(file), content: content ?? "" };
   };
+  const readOptional = async (relative: string): Promise<LabScript> => {
+    const file = path.join(dir, relative);
+    return { file: displayPath(file), content: (await readTextFile(slug, file)) ?? "" };
+  };
   /** A fixture folder's `*.sh`, sorted by name; anything else in it is an issue (a typo would silently not run). */
   const readFixtures = async (relative: string, field: string): Promise<Fixture[]> => {
     let entries;
@@ -169,7 +173,8 @@ export async function loadLab(labsDir: string, slug: string): Promise<Lab> {
       const field = `steps[${i}]`;
       const [text, hint, check, solution, shortcuts, alternatives] = await Promise.all([
         readPart(`${base}/${STEP_FILES.text}`, field, false),
-        readPart(`${base}/${STEP_FILES.hint}`, field, false),
+        // An exam gives no hints (its solutions come with the result): hint.md is optional there.
+        manifest.mode === "exam" ? readOptional(`${base}/${STEP_FILES.hint}`) : readPart(`${base}/${STEP_FILES.hint}`, field, false),
         readPart(`${base}/${STEP_FILES.check}`, field, true),
         readPart(`${base}/${STEP_FILES.solution}`, field, true),
         readFixtures(`${base}/${STEP_FIXTURE_DIRS.shortcuts}`, field),

@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+systemctl disable --now legacy-metrics-agent.service

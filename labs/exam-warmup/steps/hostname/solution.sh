@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+hostname > /root/hostname.txt
