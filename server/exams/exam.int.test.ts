@@ -13,6 +13,7 @@ import { parseEnv } from "../config";
 import { setServices } from "../compose/services";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { refuseUnbuiltImage } from "../machines/qemu/image-status";
+import { markerLabel, sessionMarkers } from "../recordings/asciicast";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { signInCookie } from "../testing/sign-in";
 import { startTestStack, type TestStack } from "../testing/stack";
@@ -145,6 +146,9 @@ describe("while the exam runs", () => {
     for (const task of ["greeting", "greeting", "permissions", "greeting"]) expect((await go(task)).status).toBe(204);
     const switches = await stack.db.examTaskSwitch.findMany({ where: { attempt: { sessionId } }, orderBy: { at: "asc" } });
     expect(switches.map((s) => s.taskId)).toEqual(["greeting", "permissions", "greeting"]);
+    // The recording's markers: the replay jumps to where the learner moved to each task.
+    const markers = await sessionMarkers(stack.db, sessionId, new Map([["greeting", "あいさつ"], ["permissions", "共有"]]));
+    expect(markers.map(markerLabel)).toEqual(["→ あいさつ", "→ 共有", "→ あいさつ"]);
   });
 });
 

@@ -20,7 +20,8 @@ const DEFAULT_SIZE = { cols: 80, rows: 24 };
 
 export interface RecordingMarker {
   at: Date;
-  kind: "step" | "check";
+  /** step: passed; check: a Check run; task: an exam's learner moved to that task. */
+  kind: "step" | "check" | "task";
   stepId: string;
   /** Step title where the lab has it, else the id. */
   title: string;
@@ -34,21 +35,24 @@ export interface Cast {
   events: CastEvent[];
 }
 
-/** "✓ <step title>" for an unlock, "Check <step title>: pass|fail|…" for a Check run. */
+/** "✓ <step title>" for an unlock, "Check <step title>: pass|fail|…" for a Check run, "→ <task title>" for an exam's task switch. */
 export function markerLabel(m: RecordingMarker): string {
+  if (m.kind === "task") return `→ ${m.title}`;
   return m.kind === "step" ? `✓ ${m.title}` : `Check ${m.title}: ${m.outcome}`;
 }
 
-/** The session's markers: step completions and manual check runs, oldest first. */
+/** The session's markers: step completions, manual check runs and an exam's task switches, oldest first. */
 export async function sessionMarkers(db: Db, sessionId: string, titles: Map<string, string>): Promise<RecordingMarker[]> {
-  const [completions, checks] = await Promise.all([
+  const [completions, checks, switches] = await Promise.all([
     db.stepCompletion.findMany({ where: { sessionId }, select: { stepId: true, completedAt: true } }),
     db.checkRun.findMany({ where: { sessionId, trigger: "manual" }, select: { stepId: true, createdAt: true, outcome: true } }),
+    db.examTaskSwitch.findMany({ where: { attempt: { sessionId } }, select: { taskId: true, at: true } }),
   ]);
   const title = (id: string) => titles.get(id) ?? id;
   return [
     ...completions.map((c) => ({ at: c.completedAt, kind: "step" as const, stepId: c.stepId, title: title(c.stepId) })),
     ...checks.map((c) => ({ at: c.createdAt, kind: "check" as const, stepId: c.stepId, title: title(c.stepId), outcome: c.outcome })),
+    ...switches.map((s) => ({ at: s.at, kind: "task" as const, stepId: s.taskId, title: title(s.taskId) })),
   ].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
 
