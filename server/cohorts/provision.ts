@@ -25,6 +25,7 @@ import { isNoCapacity, type MachineProvider } from "../machines/provider";
 import type { SshExecPool } from "../ssh/exec";
 import { machineEndpoint, startOrResumeSession } from "../sessions/lab-sessions";
 import { recordAudit } from "../audit";
+import { examStartRequest, openAttempt } from "../exams/attempts";
 import { CohortRuleError, getCohortOrThrow, type CohortView } from "./cohorts";
 import { getProvisionJob, toView, type ProvisionFailure, type ProvisionJobView } from "./provision-jobs";
 
@@ -243,8 +244,11 @@ export class Provisioner {
           // suspended as idle nor expired before the learners arrive.
           clockStartsAt: cohort.startsAt,
           labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null },
+          ...examStartRequest(lab),
         },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
+        // An exam's attempt comes with its session; its clock starts when the learner opens it.
+        { onStarted: (sid) => void openAttempt(db, sid, item.learnerId, lab).catch(() => undefined) },
       );
       this.deps.bus?.publishSessionChange(session.id);
       await settleItem(db, jobId, item.id, { state: "done" });

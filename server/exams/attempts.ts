@@ -1,6 +1,6 @@
 /**
  * Exam attempts: one per exam session (a lab with `mode: exam`). The clock is the server's: the
- * attempt starts when the session's machines are ready and its deadline is a row, so reloads,
+ * attempt starts when its learner opens it with the machines ready and its deadline is a row, so reloads,
  * lost connections and restarts do not stop it. A hand-in (the learner's, or the deadline's, by
  * whichever process sees it first) moves it to `scoring` and closes the session's input in one
  * statement; scoring.ts takes it from there. While it runs the learner sees tasks and their own
@@ -40,17 +40,18 @@ export async function openAttempt(db: Db, sessionId: string, learnerId: string, 
 }
 
 /**
- * Starts the clock of attempts whose session has become ready (all, or one session's): the
- * deadline is the session's readyAt plus the exam's duration, whenever this runs.
+ * Starts the clock of a session's attempt when its learner first opens the exam with the machines
+ * ready (a set made ahead of class waits for them): deadline = now + the exam's duration. From
+ * then on the clock runs on the server, page or no page.
  */
-export async function startClocks(db: Db, sessionId?: string): Promise<number> {
+export async function startClock(db: Db, sessionId: string): Promise<number> {
   return db.$executeRaw`
     UPDATE "ExamAttempt" a
-       SET "state" = 'running'::"ExamState", "startedAt" = s."readyAt",
-           "deadline" = s."readyAt" + make_interval(mins => a."durationMinutes")
+       SET "state" = 'running'::"ExamState", "startedAt" = (now() AT TIME ZONE 'UTC'),
+           "deadline" = (now() AT TIME ZONE 'UTC') + make_interval(mins => a."durationMinutes")
       FROM "LabSession" s
-     WHERE a."sessionId" = s."id" AND a."state" = 'starting'::"ExamState" AND s."readyAt" IS NOT NULL
-       AND (${sessionId ?? null}::text IS NULL OR a."sessionId" = ${sessionId ?? null}::text)`;
+     WHERE a."sessionId" = ${sessionId} AND s."id" = a."sessionId" AND a."state" = 'starting'::"ExamState"
+       AND s."state" = 'ready'::"LabSessionState"`;
 }
 
 /**
@@ -96,11 +97,12 @@ export interface ExamView {
 const Marks = z.record(z.string(), z.object({ flagged: z.boolean().default(false), done: z.boolean().default(false) }));
 
 /** The exam page's view of a session's attempt; 404 when the session is no exam. */
-export async function examView(db: Db, lab: Lab, sessionId: string): Promise<ExamView> {
+export async function examView(db: Db, lab: Lab, sessionId: string, viewer: "owner" | "watch"): Promise<ExamView> {
   const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { learnerId: true, gradedAtEnd: true } });
   // Made with the session; made here if that write was lost (the session is an exam's all the same).
   if (session?.gradedAtEnd) await openAttempt(db, sessionId, session.learnerId, lab);
-  await startClocks(db, sessionId);
+  // The learner opening it starts the clock; a watcher looking does not.
+  if (viewer === "owner") await startClock(db, sessionId);
   const attempt = await db.examAttempt.findUnique({ where: { sessionId } });
   if (!attempt) throw new Denied(404, "noSuchExam");
   return {
@@ -127,7 +129,6 @@ function requireTask(lab: Lab, taskId: string): void {
 
 /** The attempt's state when an action needs it running: 404 without one, 409 when not running. */
 async function requireRunning(db: Db, sessionId: string): Promise<void> {
-  await startClocks(db, sessionId);
   const attempt = await db.examAttempt.findUnique({ where: { sessionId }, select: { state: true } });
   if (!attempt) throw new Denied(404, "noSuchExam");
   if (attempt.state !== "running") throw new Denied(409, "examNotRunning");

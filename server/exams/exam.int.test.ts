@@ -14,6 +14,7 @@ import { setServices } from "../compose/services";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { refuseUnbuiltImage } from "../machines/qemu/image-status";
 import { markerLabel, sessionMarkers } from "../recordings/asciicast";
+import { startClock } from "./attempts";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { signInCookie } from "../testing/sign-in";
 import { startTestStack, type TestStack } from "../testing/stack";
@@ -79,14 +80,21 @@ afterAll(async () => {
 }, 60_000);
 
 describe("while the exam runs", () => {
-  it("the clock is the server's: running from the machines being ready, deadline = readyAt + 15 min; the view has no checks, hints or solutions", async () => {
+  it("the clock is the server's: a watcher looking does not start it; the learner opening it does (deadline = then + 15 min); the view has no checks, hints or solutions", async () => {
+    const watched = (await (await view("admin")).json()) as { state: string; deadline: string | null };
+    expect([watched.state, watched.deadline]).toEqual(["starting", null]);
     const response = await view();
     expect(response.status).toBe(200);
     const body = (await response.json()) as Record<string, unknown> & { tasks: Record<string, unknown>[]; deadline: string };
     const session = await stack.db.labSession.findUniqueOrThrow({ where: { id: sessionId } });
     expect(session.gradedAtEnd).toBe(true);
     expect(body.state).toBe("running");
-    expect(new Date(body.deadline).getTime()).toBe(session.readyAt!.getTime() + 15 * 60_000);
+    const attempt = await stack.db.examAttempt.findUniqueOrThrow({ where: { sessionId } });
+    expect(attempt.startedAt!.getTime()).toBeGreaterThanOrEqual(session.readyAt!.getTime());
+    expect(Math.abs(attempt.startedAt!.getTime() - Date.now())).toBeLessThan(10_000);
+    expect(new Date(body.deadline).getTime()).toBe(attempt.startedAt!.getTime() + 15 * 60_000);
+    // A reload does not move it.
+    expect(((await (await view()).json()) as { deadline: string }).deadline).toBe(body.deadline);
     expect(body.tasks.map((t) => [t.id, t.points])).toEqual([
       ["greeting", 30],
       ["hostname", 30],
@@ -147,7 +155,14 @@ describe("while the exam runs", () => {
     const switches = await stack.db.examTaskSwitch.findMany({ where: { attempt: { sessionId } }, orderBy: { at: "asc" } });
     expect(switches.map((s) => s.taskId)).toEqual(["greeting", "permissions", "greeting"]);
     // The recording's markers: the replay jumps to where the learner moved to each task.
-    const markers = await sessionMarkers(stack.db, sessionId, new Map([["greeting", "あいさつ"], ["permissions", "共有"]]));
+    const markers = await sessionMarkers(
+      stack.db,
+      sessionId,
+      new Map([
+        ["greeting", "あいさつ"],
+        ["permissions", "共有"],
+      ]),
+    );
     expect(markers.map(markerLabel)).toEqual(["→ あいさつ", "→ 共有", "→ あいさつ"]);
   });
 });
@@ -225,7 +240,7 @@ describe("hand-in and scoring", () => {
 
   it("an exam past its deadline is handed in with no page open, and a scoring a dead process held is resumed once its lease runs out, each check run once", async () => {
     const late = await stack.startSession(users.late.id, EXAM);
-    await stack.exams.tick(); // starts its clock
+    await startClock(stack.db, late); // its learner opened it
     const attempt = await stack.db.examAttempt.findUniqueOrThrow({ where: { sessionId: late } });
     expect(attempt.state).toBe("running");
     const deadline = new Date(Date.now() - 1_000);
@@ -265,7 +280,7 @@ describe("hand-in and scoring", () => {
 
   it("the tick hands in by deadline: a running exam past it is scoring (or scored) with input closed", async () => {
     const other = await stack.startSession(users.other.id, EXAM);
-    await stack.exams.tick();
+    await startClock(stack.db, other);
     await stack.db.examAttempt.update({ where: { sessionId: other }, data: { deadline: new Date(Date.now() - 1) } });
     await stack.exams.tick();
     const attempt = await stack.db.examAttempt.findUniqueOrThrow({ where: { sessionId: other } });

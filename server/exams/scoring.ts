@@ -1,6 +1,6 @@
 /**
- * Scoring of handed-in exams, in every process: each tick starts the clocks of exams whose
- * machines became ready, hands in those past their deadline (even with no page open), and claims
+ * Scoring of handed-in exams, in every process: each tick hands in the exams past their deadline
+ * (even with no page open), and claims
  * attempts to score under a lease in the attempt's row, so a process that dies mid-way is taken
  * over and nothing is scored twice. A scoring runs every task's checks once (a result row per
  * task, check and phase: a resumed scoring runs only what is missing); then it reboots, in
@@ -18,7 +18,7 @@ import type { CurrentLabs } from "../labs/versions";
 import type { MachineProvider } from "../machines/provider";
 import { machineEndpoint, requestReboot, restartMachine } from "../sessions/lab-sessions";
 import type { ScriptResult, SshExecPool } from "../ssh/exec";
-import { handIn, startClocks } from "./attempts";
+import { handIn } from "./attempts";
 import { passes, scoreExam, scoringChecks } from "./score";
 
 export interface ExamScorerDeps {
@@ -81,12 +81,11 @@ export class ExamScorer {
     this.timer = null;
   }
 
-  /** One round: clocks, deadlines, claims. Exposed for tests. */
+  /** One round: deadlines, then claims. Exposed for tests. */
   async tick(): Promise<void> {
     if (this.ticking) return;
     this.ticking = true;
     try {
-      await startClocks(this.deps.db);
       for (const { sessionId, learnerId } of await handIn(this.deps.db, "time")) {
         this.deps.log.info({ sessionId }, "exam handed in by its deadline");
         this.deps.onHandIn(learnerId);

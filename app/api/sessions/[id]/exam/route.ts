@@ -1,6 +1,7 @@
 /**
  * GET /api/sessions/:id/exam — the exam page's view of a session's exam while it runs: tasks,
- * the server's deadline and clock, the learner's own marks; never a check result. The owner and
+ * the server's deadline and clock, the learner's own marks; never a check result. The learner's
+ * first GET with the machines ready starts the clock. The owner and
  * those who may watch the session; 404 for a session that is no exam.
  */
 import { requireSession, requireUser } from "@/server/auth/guard";
@@ -13,7 +14,7 @@ export const dynamic = "force-dynamic";
 export const GET = apiRoute<{ params: Promise<{ id: string }> }>(async (request, context, services) => {
   const user = await requireUser(services.auth, request.headers);
   const { id } = await context.params;
-  await requireSession(services.db, user, id, "watch");
+  const session = await requireSession(services.db, user, id, "watch");
   const { lab } = await sessionLabById(services.db, services.labs, id);
-  return Response.json(await examView(services.db, lab, id));
+  return Response.json(await examView(services.db, lab, id, session.access));
 });
