@@ -32,6 +32,7 @@ export const CohortInput = z
     idleMinutes: optionalMinutes(24 * 60)
       .optional()
       .describe("Inactivity before a session is suspended, minutes"),
+    examAttempts: z.coerce.number().int().min(1).max(10).optional().describe("Sittings per learner of each exam, within startsAt..endsAt"),
   })
   .refine((c) => !c.startsAt || !c.endsAt || c.endsAt > c.startsAt, { path: ["endsAt"], message: "must be after startsAt" })
   .refine((c) => new Set(c.labs).size === c.labs.length, { path: ["labs"], message: "a lab is listed twice" });
@@ -90,6 +91,7 @@ export interface CohortView {
   labs: string[];
   sessionMinutes: number | null;
   idleMinutes: number | null;
+  examAttempts: number;
   endedAt: Date | null;
   createdAt: Date;
 }
@@ -102,6 +104,7 @@ const COHORT_VIEW = {
   labs: true,
   sessionMinutes: true,
   idleMinutes: true,
+  examAttempts: true,
   endedAt: true,
   createdAt: true,
 } as const;
@@ -187,7 +190,7 @@ async function moveDeadlines(
       ELSE GREATEST(s."readyAt", c."startsAt") + make_interval(mins => ${to}::int)
     END
     FROM "Cohort" c
-    WHERE c."id" = s."cohortId" AND s."cohortId" = ${cohortId} AND s."state" IN ('ready', 'suspended')
+    WHERE c."id" = s."cohortId" AND s."cohortId" = ${cohortId} AND s."state" IN ('ready', 'suspended') AND NOT s."gradedAtEnd"
       AND (s."expiresAt" IS NOT NULL OR (${to}::int IS NOT NULL AND s."readyAt" IS NOT NULL))
     RETURNING s."id"`;
   return rows.map((r) => r.id);
@@ -448,20 +451,26 @@ export async function extendSession(
   });
 }
 
+/** A learner's cohort for a lab: its limits, and an exam's window and sittings. */
+export interface CohortLimits {
+  cohortId: string;
+  sessionMinutes: number | null;
+  idleMinutes: number | null;
+  startsAt: Date | null;
+  endsAt: Date | null;
+  examAttempts: number;
+}
+
 /**
  * The cohort a learner's new session of `labSlug` runs under, with its limits: the newest live
  * cohort (not ended) they learn in that has the lab. Null when none applies (platform defaults).
  * The session keeps the cohort's id and reads its limits from the cohort (startOrResumeSession).
  */
-export async function cohortLimitsFor(
-  db: Db,
-  learnerId: string,
-  labSlug: string,
-): Promise<{ cohortId: string; sessionMinutes: number | null; idleMinutes: number | null } | null> {
+export async function cohortLimitsFor(db: Db, learnerId: string, labSlug: string): Promise<CohortLimits | null> {
   const cohort = await db.cohort.findFirst({
     where: { endedAt: null, labs: { has: labSlug }, members: { some: { userId: learnerId, role: "learner" } } },
     orderBy: { createdAt: "desc" },
-    select: { id: true, sessionMinutes: true, idleMinutes: true },
+    select: { id: true, sessionMinutes: true, idleMinutes: true, startsAt: true, endsAt: true, examAttempts: true },
   });
-  return cohort ? { cohortId: cohort.id, sessionMinutes: cohort.sessionMinutes, idleMinutes: cohort.idleMinutes } : null;
+  return cohort ? { cohortId: cohort.id, ...cohort } : null;
 }

@@ -29,6 +29,27 @@ export function examStartRequest(lab: Pick<Lab, "manifest">): { gradedAtEnd?: { 
   return exam ? { gradedAtEnd: { atLeastMinutes: exam.durationMinutes + SCORING_MARGIN_MINUTES } } : {};
 }
 
+/**
+ * Why a learner may not start a new sitting of an exam now (a message key), or null: outside
+ * their cohort's window (startsAt..endsAt), or with its sittings used. A live sitting is joined,
+ * never refused; staff and exams open to all without a cohort are not limited.
+ */
+export async function refuseExamStart(
+  db: Db,
+  learnerId: string,
+  lab: Pick<Lab, "slug" | "manifest">,
+  cohort: { cohortId: string; startsAt: Date | null; endsAt: Date | null; examAttempts: number } | null,
+  now = new Date(),
+): Promise<"examNotOpen" | "examClosed" | "examAttemptsUsed" | null> {
+  if (!examOf(lab) || !cohort) return null;
+  const live = await db.labSession.count({ where: { learnerId, labSlug: lab.slug, state: { in: ["starting", "ready", "suspended"] } } });
+  if (live > 0) return null;
+  if (cohort.startsAt && now < cohort.startsAt) return "examNotOpen";
+  if (cohort.endsAt && now > cohort.endsAt) return "examClosed";
+  const used = await db.examAttempt.count({ where: { learnerId, labSlug: lab.slug, session: { cohortId: cohort.cohortId } } });
+  return used >= cohort.examAttempts ? "examAttemptsUsed" : null;
+}
+
 /** Makes the attempt of a new exam session (none twice: one per session). */
 export async function openAttempt(db: Db, sessionId: string, learnerId: string, lab: Pick<Lab, "slug" | "manifest">): Promise<void> {
   const exam = examOf(lab);

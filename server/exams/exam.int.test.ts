@@ -36,8 +36,8 @@ const PASSWORD = "correct horse battery";
 const EXAM = "exam-warmup";
 
 let stack: TestStack;
-const users = {} as Record<"owner" | "other" | "admin" | "late", UserView>;
-const cookies = {} as Record<"owner" | "other" | "admin" | "late" | "anonymous", string>;
+const users = {} as Record<"owner" | "other" | "admin" | "late" | "cohorted", UserView>;
+const cookies = {} as Record<"owner" | "other" | "admin" | "late" | "cohorted" | "anonymous", string>;
 let sessionId: string;
 
 function request(who: keyof typeof cookies, path: string, init: RequestInit = {}): Request {
@@ -65,6 +65,7 @@ beforeAll(async () => {
     ["other", "learner"],
     ["admin", "admin"],
     ["late", "learner"],
+    ["cohorted", "learner"],
   ] as const) {
     users[key] = await createUserWithPassword(stack.db, stack.auth, { email: `${key}@example.test`, name: key, role, password: PASSWORD });
     cookies[key] = await signInCookie(stack.auth, users[key].email, PASSWORD);
@@ -287,5 +288,36 @@ describe("hand-in and scoring", () => {
     expect(["scoring", "scored"]).toContain(attempt.state);
     expect(attempt.submittedBy).toBe("time");
     expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: other } })).inputClosedAt).not.toBeNull();
+  }, 120_000);
+});
+
+describe("a cohort's exam", () => {
+  it("opens at the cohort's start, closes at its end, and gives as many sittings as the cohort says", async () => {
+    const start = () => labSessionRoute.POST(request("cohorted", `/api/labs/${EXAM}/session`, { method: "POST" }), params({ slug: EXAM }));
+    const hour = 60 * 60_000;
+    const cohort = await stack.db.cohort.create({
+      data: { name: "exam day", labs: [EXAM], startsAt: new Date(Date.now() + hour), examAttempts: 1 },
+    });
+    await stack.db.cohortMember.create({ data: { cohortId: cohort.id, userId: users.cohorted.id, role: "learner" } });
+    const early = await start();
+    expect([early.status, ((await early.json()) as { code: string }).code]).toEqual([409, "examNotOpen"]);
+    await stack.db.cohort.update({
+      where: { id: cohort.id },
+      data: { startsAt: new Date(Date.now() - hour), endsAt: new Date(Date.now() - 1_000) },
+    });
+    expect(((await (await start()).json()) as { code: string }).code).toBe("examClosed");
+    await stack.db.cohort.update({ where: { id: cohort.id }, data: { endsAt: new Date(Date.now() + hour) } });
+    const first = await start();
+    expect(first.status).toBe(200);
+    const sitting = ((await first.json()) as { sessionId: string }).sessionId;
+    expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sitting } })).cohortId).toBe(cohort.id);
+    // The live sitting is joined, not refused.
+    expect(((await (await start()).json()) as { sessionId: string }).sessionId).toBe(sitting);
+    await stack.db.labSession.update({ where: { id: sitting }, data: { state: "ended", endedAt: new Date() } }); // the sitting is over
+    expect(((await (await start()).json()) as { code: string }).code).toBe("examAttemptsUsed");
+    await stack.db.cohort.update({ where: { id: cohort.id }, data: { examAttempts: 2 } });
+    const second = await start();
+    expect(second.status).toBe(200);
+    expect(((await second.json()) as { sessionId: string }).sessionId).not.toBe(sitting);
   }, 120_000);
 });

@@ -10,7 +10,7 @@
  */
 import { requireUser } from "@/server/auth/guard";
 import { cohortLimitsFor } from "@/server/cohorts/cohorts";
-import { examStartRequest, openAttempt } from "@/server/exams/attempts";
+import { examStartRequest, openAttempt, refuseExamStart } from "@/server/exams/attempts";
 import { apiError, tooManyRequests } from "@/server/http/route";
 import { apiRoute } from "@/server/compose/route";
 import { consume } from "@/server/throttle";
@@ -39,6 +39,9 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
   if (user.role === "learner" && !limits && !lab.manifest.openToAll) return apiError(request, 403, "labNotAllowed");
   // The demo mode's machines are this server's own host: a lab that changes the machine would change it.
   if (services.env.LABDECK_MACHINES === "netns-demo" && lab.manifest.changesMachine) return apiError(request, 409, "labNeedsRealMachines");
+  // An exam: within the cohort's window, and no more sittings than the cohort gives (staff try it freely).
+  const examRefusal = user.role === "learner" ? await refuseExamStart(services.db, user.id, lab, limits) : null;
+  if (examRefusal) return apiError(request, 409, examRefusal);
   const refusal = await services.refuseUnbuiltImage(lab);
   if (refusal) return apiError(request, 503, refusal.worded, { detail: refusal.detail });
   const waitForReady = new URL(request.url).searchParams.get("async") !== "1";

@@ -11,6 +11,9 @@ CREATE TYPE "ExamPhase" AS ENUM ('now', 'afterReboot');
 ALTER TABLE "LabSession" ADD COLUMN     "gradedAtEnd" BOOLEAN NOT NULL DEFAULT false,
 ADD COLUMN     "inputClosedAt" TIMESTAMP(3);
 
+-- AlterTable
+ALTER TABLE "Cohort" ADD COLUMN     "examAttempts" INTEGER NOT NULL DEFAULT 1;
+
 -- CreateTable
 CREATE TABLE "ExamAttempt" (
     "id" TEXT NOT NULL,
