@@ -6,6 +6,7 @@
 import { useTranslations } from "next-intl";
 import { useEffect, useRef, useState } from "react";
 import { clockText, dueAlert, remainingMs, type AlertMinutes } from "./countdown";
+import type { ExamFeed } from "./useExam";
 
 /** How often the countdown is redrawn, ms. */
 const TICK_MS = 1_000;
@@ -42,6 +43,22 @@ export function useCountdown(deadline: string | null, offsetMs: number): Countdo
   }, [leftMs]);
 
   return { leftMs, alert, dismiss: () => setAlert(null) };
+}
+
+/**
+ * The exam's countdown while it runs (none before the time starts or after the submission), and
+ * whether it has reached 0:00: the server then submits by itself, and the attempt is asked for
+ * at once rather than at the next poll.
+ */
+export function useExamClock(feed: ExamFeed): Countdown & { timeUp: boolean } {
+  const { exam, offsetMs, refresh } = feed;
+  const running = exam?.state === "running";
+  const countdown = useCountdown(running ? exam.deadline : null, offsetMs);
+  const timeUp = countdown.leftMs === 0;
+  useEffect(() => {
+    if (timeUp) refresh();
+  }, [timeUp, refresh]);
+  return { ...countdown, alert: running ? countdown.alert : null, timeUp };
 }
 
 export function ExamClock({ leftMs }: { leftMs: number | null }) {

@@ -7,14 +7,14 @@
  */
 import { useTranslations } from "next-intl";
 import Link from "next/link";
-import { useEffect, useMemo, useState } from "react";
+import { useMemo, useState } from "react";
 import { Group, Panel, Separator } from "react-resizable-panels";
 import { useSessionId } from "@/components/lab/LabGuide";
 import { RecordingNotice } from "@/components/lab/RecordingNotice";
 import { StartProgress } from "@/components/lab/StartProgress";
 import { labPreviewUrl, TerminalTabs } from "@/components/lab/TerminalTabs";
 import { MachineSwitchProvider, type MachineSwitch } from "@/components/lesson/machine-switch";
-import { ExamAlert, ExamClock, useCountdown } from "./ExamClock";
+import { ExamAlert, ExamClock, useExamClock } from "./ExamClock";
 import type { ExamTask } from "./exam-api";
 import { ExamPanel } from "./ExamPanel";
 import { ReadOnlyNotice } from "./ExamStatus";
@@ -43,14 +43,8 @@ export function ExamWorkspace(props: { lab: ExamWorkspaceLab; lessonMarkdown: st
   );
   const { sessionId, sessionError } = useSessionId(lab.slug);
   const feed = useExam(sessionId);
+  const countdown = useExamClock(feed);
   const running = feed.exam?.state === "running";
-  const countdown = useCountdown(running ? (feed.exam?.deadline ?? null) : null, feed.offsetMs);
-  const timeUp = countdown.leftMs === 0;
-  const { refresh } = feed;
-  // At 0:00 the server submits by itself: ask for the attempt now rather than at the next poll.
-  useEffect(() => {
-    if (timeUp) refresh();
-  }, [timeUp, refresh]);
   const feedWithStart = sessionError && !feed.error ? { ...feed, error: sessionError } : feed;
   return (
     <MachineSwitchProvider value={machineSwitch}>
@@ -65,7 +59,7 @@ export function ExamWorkspace(props: { lab: ExamWorkspaceLab; lessonMarkdown: st
             {(running || feed.exam?.state === "starting") && <ExamClock leftMs={countdown.leftMs} />}
           </div>
         </div>
-        <ExamAlert alert={running ? countdown.alert : null} onDismiss={countdown.dismiss} />
+        <ExamAlert alert={countdown.alert} onDismiss={countdown.dismiss} />
         <div className="min-h-0 flex-1">
           <Group orientation="horizontal" id="exam-workspace">
             <Panel id="exam" defaultSize="42%" minSize="20%" className="bg-white">
@@ -74,7 +68,7 @@ export function ExamWorkspace(props: { lab: ExamWorkspaceLab; lessonMarkdown: st
                 feed={feedWithStart}
                 tasks={tasks}
                 lessonMarkdown={lessonMarkdown}
-                timeUp={timeUp}
+                timeUp={countdown.timeUp}
                 onOpenTask={(task) => setActiveTerminal((active) => (active?.split("#")[0] === task.machine ? active : task.machine))}
               />
             </Panel>
