@@ -120,7 +120,8 @@ function Verdict({ label, run }: { label: string; run: CheckRun | null }) {
   return (
     <div className="mt-1 pl-6 text-xs">
       <p>
-        <span className="text-slate-500">{label}: </span>
+        <span className="text-slate-500">{label}</span>
+        {": "}
         <span className={outcome === "pass" ? "text-emerald-700" : "font-semibold text-red-700"}>{t(`outcome.${outcome}`)}</span>
       </p>
       {run && run.outcome !== "pass" && (
