@@ -3,6 +3,7 @@ import { notFound } from "next/navigation";
 import { cache } from "react";
 import { ExamWorkspace } from "@/components/exam/ExamWorkspace";
 import { LabWorkspace } from "@/components/lab/LabWorkspace";
+import { examTasks } from "./exam-tasks";
 import { pageUser } from "@/server/compose/page";
 import { LabError, labsDirFromEnv, loadLab, type Lab } from "@/server/labs/load";
 import { labVersionHash, storedLabVersion } from "@/server/labs/versions";
@@ -44,31 +45,14 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
   return { title: `${lab.manifest.title} — Labdeck` };
 }
 
-/**
- * An exam (`mode: exam` in lab.yaml): its steps are the tasks. Read through a widened type until
- * the lab schema on this branch has `mode` and a step's `points` (a step without points is worth 1).
- */
-function examOf(lab: Lab): { points(step: Lab["steps"][number]): number } | null {
-  if ((lab.manifest as { mode?: string }).mode !== "exam") return null;
-  return { points: (step) => (step as { points?: number }).points ?? 1 };
-}
-
 export default async function LabPage({ params }: Props) {
   const { slug } = await params;
   const user = await pageUser(`/labs/${encodeURIComponent(slug)}`);
   const { lab, version } = await labForUser(slug, user.id);
   const workspaceLab = { slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines, version };
-  const exam = examOf(lab);
-  if (exam) {
-    return (
-      <ExamWorkspace
-        lab={workspaceLab}
-        lessonMarkdown={lab.lessonMarkdown}
-        // Only what the learner may see: a task's checks, hint and solution stay on the server.
-        tasks={lab.steps.map((step) => ({ id: step.id, title: step.title, machine: step.machine, points: exam.points(step), textMarkdown: step.textMarkdown }))}
-      />
-    );
-  }
+  // Only what the learner may see: a task's checks, hint and solution stay on the server.
+  const tasks = examTasks(lab);
+  if (tasks) return <ExamWorkspace lab={workspaceLab} lessonMarkdown={lab.lessonMarkdown} tasks={tasks} />;
   return (
     <LabWorkspace
       lab={workspaceLab}
