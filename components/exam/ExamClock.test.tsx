@@ -140,6 +140,15 @@ describe("ExamClock", () => {
     expect(alertShown()).toBeNull();
   });
 
+  it("stops asking every 10 s once the attempt is scored", async () => {
+    state = "scored";
+    renderHeader();
+    await advance(60_000);
+    expect(gets).toBe(1);
+    await act(async () => window.dispatchEvent(new Event("focus")));
+    expect(gets).toBe(2); // coming back to the page still asks
+  });
+
   it("does not count before the time starts", async () => {
     state = "starting";
     renderHeader();

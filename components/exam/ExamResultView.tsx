@@ -26,7 +26,7 @@ export function ExamResultView({ sessionId, result }: { sessionId: string; resul
         </p>
         <p className="mt-2 text-lg">
           {t("score", { n: result.score, max: result.maxScore })}{" "}
-          <span className="text-slate-600">({t("percent", { n: result.percent })})</span>
+          <span className="text-slate-600">({t("percent", { n: Math.round(result.percent * 10) / 10 })})</span>
         </p>
         <p className="mt-1 text-sm text-slate-700">{t("passMark", { n: result.passPercent })}</p>
         <p className="mt-2 text-xs text-slate-500">

@@ -1,8 +1,9 @@
 "use client";
 /**
  * The exam attempt as the server has it (GET /api/sessions/:id/exam), asked again every
- * EXAM_POLL_MS and whenever the page comes back into view, so a submission by time (the state
- * turns "scoring") and the start of the time are seen without a reload. Keeps how far the
+ * EXAM_POLL_MS (until it is scored) and whenever the page comes back into view, so a submission
+ * by time (the state turns "scoring"), the start of the time and the end of the scoring are seen
+ * without a reload. Keeps how far the
  * server's clock is ahead of the page's, for the countdown.
  */
 import { useTranslations } from "next-intl";
@@ -35,6 +36,8 @@ export function useExam(sessionId: string | undefined): ExamFeed {
   const [offsetMs, setOffsetMs] = useState(0);
   const [error, setError] = useState<string>();
   const latest = useRef(0);
+  /** A scored attempt changes no more: the timer stops asking (a focus still asks). */
+  const scored = useRef(false);
 
   const refresh = useCallback(() => {
     if (!sessionId) return;
@@ -43,6 +46,7 @@ export function useExam(sessionId: string | undefined): ExamFeed {
     fetchExam(sessionId).then(
       (view) => {
         if (ask !== latest.current) return; // an older answer than one already shown
+        scored.current = view.state === "scored";
         setOffsetMs(clockOffsetMs(view.serverNow, sentAt, Date.now()));
         setExam(view);
         setError(undefined);
@@ -54,7 +58,7 @@ export function useExam(sessionId: string | undefined): ExamFeed {
   useEffect(() => {
     if (!sessionId) return;
     refresh();
-    const timer = setInterval(refresh, EXAM_POLL_MS);
+    const timer = setInterval(() => scored.current || refresh(), EXAM_POLL_MS);
     const onVisible = () => document.visibilityState === "visible" && refresh();
     window.addEventListener("focus", refresh);
     document.addEventListener("visibilitychange", onVisible);
