@@ -41,7 +41,10 @@ export function useTaskNavigation(
     if (taskId === currentId) return;
     setChosen(taskId);
     onOpen?.(taskId);
-    if (running && synced.current) tell(taskId);
+    // Also when the sync above has not run yet (a click in the render the time started): this is the task to tell.
+    if (!running) return;
+    synced.current = true;
+    tell(taskId);
   }
   return { currentId, select };
 }
