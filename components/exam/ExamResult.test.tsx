@@ -157,7 +157,7 @@ describe("ExamResultView", () => {
     expect(check.dataset.outcome).toBe("pass");
     expect(check.dataset.afterReboot).toBe("fail");
     const verdicts = [...check.querySelectorAll("div > p")].map((p) => p.textContent);
-    expect(verdicts).toEqual(["At submission: Passed", "After the reboot: Failed"]);
+    expect(verdicts).toEqual(["At submission:Passed", "After the reboot:Failed"]);
     expect(within(check).getByText("swap is back: /swap.img").tagName).toBe("PRE");
     expect(within(check).getByText("0 / 9 points")).toBeTruthy();
     expect(swap.dataset.points).toBe("0"); // a pass that did not survive the reboot scores nothing
@@ -168,7 +168,7 @@ describe("ExamResultView", () => {
     render(withIntl(<ExamResultView sessionId="s1" result={{ ...RESULT, passed: true, score: 14, percent: 70 }} />, "ja"));
     expect(screen.getByTestId("exam-summary").textContent).toContain("合格");
     expect(screen.getByTestId("exam-summary").textContent).toContain("14 / 20点");
-    expect(within(checkItem("swap", "check")).getByText("再起動後")).toBeTruthy();
+    expect(within(checkItem("swap", "check")).getByText("再起動後：")).toBeTruthy();
     expect(within(taskItem("etcd")).getByText("controlplane ・ 取り組んだ時間 12分34秒")).toBeTruthy();
   });
 });

@@ -26,7 +26,7 @@ export function ExamResultView({ sessionId, result }: { sessionId: string; resul
         </p>
         <p className="mt-2 text-lg">
           {t("score", { n: result.score, max: result.maxScore })}{" "}
-          <span className="text-slate-600">({t("percent", { n: Math.round(result.percent * 10) / 10 })})</span>
+          <span className="text-slate-600">{t("percent", { n: Math.round(result.percent * 10) / 10 })}</span>
         </p>
         <p className="mt-1 text-sm text-slate-700">{t("passMark", { n: result.passPercent })}</p>
         <p className="mt-2 text-xs text-slate-500">
@@ -121,8 +121,7 @@ function Verdict({ label, run }: { label: string; run: CheckRun | null }) {
     <div className="mt-1 pl-6 text-xs">
       <p>
         <span className="text-slate-500">{label}</span>
-        {": "}
-        <span className={outcome === "pass" ? "text-emerald-700" : "font-semibold text-red-700"}>{t(`outcome.${outcome}`)}</span>
+        <span className={`ml-1 ${outcome === "pass" ? "text-emerald-700" : "font-semibold text-red-700"}`}>{t(`outcome.${outcome}`)}</span>
       </p>
       {run && run.outcome !== "pass" && (
         <pre className="mt-1 max-h-48 overflow-auto rounded bg-slate-50 px-2 py-1.5 font-mono leading-5 whitespace-pre-wrap text-slate-800">
