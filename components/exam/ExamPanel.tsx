@@ -31,7 +31,8 @@ type Props = {
 export function ExamPanel({ sessionId, feed, lessonMarkdown, timeUp, onOpenTask, ...props }: Props) {
   const t = useTranslations("exam");
   const { exam } = feed;
-  const tasks = exam?.tasks ?? props.tasks;
+  // The server's list once it has one (it may hold the tasks back while the machines start).
+  const tasks = exam?.tasks.length ? exam.tasks : props.tasks;
   const ids = tasks.map((task) => task.id);
   const { currentId, select } = useTaskNavigation(sessionId, feed, ids, (id) => {
     const task = tasks.find((x) => x.id === id);
