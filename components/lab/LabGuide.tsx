@@ -84,9 +84,10 @@ function useVersionFollow(pageVersion: string, sessionVersion: string | undefine
 
 /**
  * The lab session's id, from the same start-or-resume request the terminals make (sessionTokens
- * shares it). Retried while the session cannot start; the error is kept to show meanwhile.
+ * shares it). Retried while the session cannot start; the error is kept to show meanwhile. Also
+ * the exam's (components/exam/ExamWorkspace.tsx).
  */
-function useSessionId(slug: string): { sessionId: string | undefined; sessionError: string | undefined } {
+export function useSessionId(slug: string): { sessionId: string | undefined; sessionError: string | undefined } {
   const t = useTranslations("terminal");
   const tRef = useRef(t);
   tRef.current = t;

@@ -47,18 +47,18 @@ export function progressEventsUrl(sessionId: string): string {
 }
 
 export async function fetchProgress(sessionId: string, signal?: AbortSignal): Promise<Progress> {
-  return request(`${sessionPath(sessionId)}/progress`, { signal }, Progress);
+  return requestJson(`${sessionPath(sessionId)}/progress`, { signal }, Progress);
 }
 
 /** Runs the current step's check now (it can take up to the step's timeout) and returns the new progress. */
 export async function runCheck(sessionId: string): Promise<Progress> {
-  return (await request(`${sessionPath(sessionId)}/check`, { method: "POST" }, CheckResponse)).progress;
+  return (await requestJson(`${sessionPath(sessionId)}/check`, { method: "POST" }, CheckResponse)).progress;
 }
 
 /** Reveals a step's hint (the server records that it was shown) and returns its Markdown. */
 export async function revealHint(sessionId: string, stepId: string): Promise<string> {
   const url = `${sessionPath(sessionId)}/hints/${encodeURIComponent(stepId)}`;
-  return (await request(url, { method: "POST" }, HintResponse)).hint;
+  return (await requestJson(url, { method: "POST" }, HintResponse)).hint;
 }
 
 /** Parses one `progress` event's data; undefined for anything that is not valid Progress JSON. */
@@ -72,7 +72,11 @@ export function parseProgressEvent(data: unknown): Progress | undefined {
   }
 }
 
-async function request<T>(url: string, init: RequestInit, schema: z.ZodType<T>): Promise<T> {
+/**
+ * One JSON request of the session API, its answer parsed with `schema`; a refusal, a lost
+ * connection or an answer that does not parse is a GraderApiError. Shared with the exam (components/exam/exam-api.ts).
+ */
+export async function requestJson<T>(url: string, init: RequestInit, schema: z.ZodType<T>): Promise<T> {
   let response: Response;
   try {
     response = await fetch(url, { ...init, cache: "no-store" });

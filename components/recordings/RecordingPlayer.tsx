@@ -22,9 +22,18 @@ function formatTime(seconds: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
-export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; recordings: RecordingInfo[] }) {
+export function RecordingPlayer(props: {
+  sessionId: string;
+  recordings: RecordingInfo[];
+  /** The machine shown first, when it has a recording (else the first). */
+  initialMachine?: string;
+  /** A marker's label to start at, once, on the first recording loaded (`task:<id>`, an exam task). */
+  jumpTo?: string;
+}) {
+  const { sessionId, recordings } = props;
   const t = useTranslations("recording");
-  const [machine, setMachine] = useState(recordings[0]?.machine);
+  const [machine, setMachine] = useState(recordings.find((r) => r.machine === props.initialMachine)?.machine ?? recordings[0]?.machine);
+  const pendingJump = useRef(props.jumpTo);
   const [markers, setMarkers] = useState<Marker[]>([]);
   const [status, setStatus] = useState<"loading" | "ready" | "failed">("loading");
   const [position, setPosition] = useState<number | null>(null);
@@ -51,8 +60,13 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
         if (disposed) return;
         player.current = create({ data: cast }, element, { fit: "width", idleTimeLimit: IDLE_TIME_LIMIT_S, terminalFontSize: "small" });
         player.current.addEventListener("marker", ({ time }) => setPosition(time));
-        setMarkers(markersOf(cast));
+        const found = markersOf(cast);
+        setMarkers(found);
         setStatus("ready");
+        const start = found.find((m) => m.label === pendingJump.current);
+        pendingJump.current = undefined;
+        // A failed seek leaves the player at the start, still usable.
+        if (start) void jumpOn(player.current, start.index).catch(() => undefined);
       } catch {
         if (!disposed) setStatus("failed");
       }
@@ -66,12 +80,12 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
   }, [sessionId, machine]);
 
   /** `index`: the marker's number among all of the file's markers (markersOf), as the player counts them. */
-  const jump = async (index: number) => {
-    const p = player.current;
+  async function jumpOn(p: Player | null, index: number) {
     if (!p) return;
     await p.seek({ marker: index });
     setPosition(p.getCurrentTime());
-  };
+  }
+  const jump = (index: number) => jumpOn(player.current, index);
 
   const current = recordings.find((r) => r.machine === machine);
   return (
@@ -96,26 +110,34 @@ export function RecordingPlayer({ sessionId, recordings }: { sessionId: string; 
         {current?.truncated && <p className="text-xs text-amber-800">{t("truncated")}</p>}
         <div ref={container} className="min-h-0" data-testid="replay-player" />
       </div>
-      <aside className="w-72 shrink-0">
-        <h2 className="mb-2 text-sm font-semibold">{t("markers")}</h2>
-        {markers.length === 0 && status === "ready" && <p className="text-xs text-slate-500">{t("noMarkers")}</p>}
-        <ol className="space-y-1">
-          {markers.map((m, i) => (
-            <li key={`${i}-${m.time}`}>
-              <button
-                type="button"
-                onClick={() => void jump(m.index)}
-                data-testid="replay-marker"
-                data-time={m.time}
-                className="w-full rounded px-2 py-1 text-left text-xs hover:bg-sky-50"
-              >
-                <span className="mr-2 font-mono text-slate-500">{formatTime(m.time)}</span>
-                {m.label}
-              </button>
-            </li>
-          ))}
-        </ol>
-      </aside>
+      <MarkerList markers={markers} ready={status === "ready"} onJump={(index) => void jump(index)} />
     </div>
+  );
+}
+
+/** The recording's step (and exam task) markers, each a button that moves the player to it. */
+function MarkerList({ markers, ready, onJump }: { markers: Marker[]; ready: boolean; onJump(index: number): void }) {
+  const t = useTranslations("recording");
+  return (
+    <aside className="w-72 shrink-0">
+      <h2 className="mb-2 text-sm font-semibold">{t("markers")}</h2>
+      {markers.length === 0 && ready && <p className="text-xs text-slate-500">{t("noMarkers")}</p>}
+      <ol className="space-y-1">
+        {markers.map((m, i) => (
+          <li key={`${i}-${m.time}`}>
+            <button
+              type="button"
+              onClick={() => onJump(m.index)}
+              data-testid="replay-marker"
+              data-time={m.time}
+              className="w-full rounded px-2 py-1 text-left text-xs hover:bg-sky-50"
+            >
+              <span className="mr-2 font-mono text-slate-500">{formatTime(m.time)}</span>
+              {m.label}
+            </button>
+          </li>
+        ))}
+      </ol>
+    </aside>
   );
 }

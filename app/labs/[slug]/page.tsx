@@ -1,7 +1,9 @@
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { cache } from "react";
+import { ExamWorkspace } from "@/components/exam/ExamWorkspace";
 import { LabWorkspace } from "@/components/lab/LabWorkspace";
+import { examTasks } from "./exam-tasks";
 import { pageUser } from "@/server/compose/page";
 import { LabError, labsDirFromEnv, loadLab, type Lab } from "@/server/labs/load";
 import { labVersionHash, storedLabVersion } from "@/server/labs/versions";
@@ -47,9 +49,13 @@ export default async function LabPage({ params }: Props) {
   const { slug } = await params;
   const user = await pageUser(`/labs/${encodeURIComponent(slug)}`);
   const { lab, version } = await labForUser(slug, user.id);
+  const workspaceLab = { slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines, version };
+  // Only what the learner may see: a task's checks, hint and solution stay on the server.
+  const tasks = examTasks(lab);
+  if (tasks) return <ExamWorkspace lab={workspaceLab} lessonMarkdown={lab.lessonMarkdown} tasks={tasks} />;
   return (
     <LabWorkspace
-      lab={{ slug: lab.slug, title: lab.manifest.title, machines: lab.manifest.machines, version }}
+      lab={workspaceLab}
       lessonMarkdown={lab.lessonMarkdown}
       // Only what the learner may see: a step's check, hint and solution stay on the server.
       steps={lab.steps.map(({ id, title, machine, textMarkdown }) => ({ id, title, machine, textMarkdown }))}

@@ -15,8 +15,13 @@ export const dynamic = "force-dynamic";
  * for instructors of the learner's live cohort and admins (opened from the cohort dashboard).
  * Anyone else gets 404, like a session that does not exist.
  */
-export default async function ReplayPage({ params }: { params: Promise<{ sessionId: string }> }) {
-  const { sessionId } = await params;
+export default async function ReplayPage(props: {
+  params: Promise<{ sessionId: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const { sessionId } = await props.params;
+  // `?machine=node01&marker=task:etcd` (an exam result's link): that machine's recording, at the marker.
+  const { machine, marker } = await props.searchParams;
   const user = await pageUser(`/replay/${sessionId}`);
   const { db, labs } = getServicesOrThrow();
   const session = await requireRecordingAccess(db, user, sessionId).catch((error: unknown) => {
@@ -46,7 +51,12 @@ export default async function ReplayPage({ params }: { params: Promise<{ session
       {recordings.length === 0 ? (
         <p className="p-4 text-sm text-slate-500">{t("none")}</p>
       ) : (
-        <RecordingPlayer sessionId={sessionId} recordings={recordings} />
+        <RecordingPlayer
+          sessionId={sessionId}
+          recordings={recordings}
+          initialMachine={typeof machine === "string" ? machine : undefined}
+          jumpTo={typeof marker === "string" ? marker : undefined}
+        />
       )}
     </div>
   );
