@@ -17,7 +17,7 @@ function step(id: string, extra: Record<string, unknown> = {}): LoadedStep {
     shortcuts: [],
     alternatives: [],
     ...extra,
-  } as LoadedStep;
+  } as unknown as LoadedStep;
 }
 
 function lab(manifest: Record<string, unknown>, steps: LoadedStep[]): Lab {

@@ -5,17 +5,14 @@
 import type { ExamTask } from "@/components/exam/exam-api";
 import type { Lab } from "@/server/labs/load";
 
-/**
- * The exam's tasks, or null for a lab that is not an exam. `mode` and a step's `points` are read
- * through a widened type until this branch's lab schema has them (a step without points is worth 1).
- */
+/** The exam's tasks, or null for a lab that is not an exam (a step stored before points is worth 1). */
 export function examTasks(lab: Lab): ExamTask[] | null {
-  if ((lab.manifest as { mode?: string }).mode !== "exam") return null;
+  if (lab.manifest.mode !== "exam") return null;
   return lab.steps.map((step) => ({
     id: step.id,
     title: step.title,
     machine: step.machine,
-    points: (step as { points?: number }).points ?? 1,
+    points: step.points ?? 1,
     textMarkdown: step.textMarkdown,
   }));
 }
