@@ -14,7 +14,7 @@ import { setServices } from "../compose/services";
 import { createUserWithPassword, type UserView } from "../auth/users";
 import { refuseUnbuiltImage } from "../machines/qemu/image-status";
 import { markerLabel, sessionMarkers } from "../recordings/asciicast";
-import { startClock } from "./attempts";
+import { startClock, submitExam } from "./attempts";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { signInCookie } from "../testing/sign-in";
 import { startTestStack, type TestStack } from "../testing/stack";
@@ -30,6 +30,7 @@ import * as resultRoute from "@/app/api/sessions/[id]/exam/result/route";
 import * as hintRoute from "@/app/api/sessions/[id]/hints/[stepId]/route";
 import * as tokensRoute from "@/app/api/sessions/[id]/terminal-tokens/route";
 import * as tabsRoute from "@/app/api/sessions/[id]/tabs/route";
+import * as cohortResultsRoute from "@/app/api/cohorts/[id]/exams/[slug]/results/route";
 
 const ORIGIN = "http://127.0.0.1:3000";
 const PASSWORD = "correct horse battery";
@@ -318,6 +319,33 @@ describe("a cohort's exam", () => {
     await stack.db.cohort.update({ where: { id: cohort.id }, data: { examAttempts: 2 } });
     const second = await start();
     expect(second.status).toBe(200);
-    expect(((await second.json()) as { sessionId: string }).sessionId).not.toBe(sitting);
+    const secondId = ((await second.json()) as { sessionId: string }).sessionId;
+    expect(secondId).not.toBe(sitting);
+
+    // Its instructors' table and CSV: the latest sitting, scored.
+    await examRoute.GET(request("cohorted", `/api/sessions/${secondId}/exam`), params({ id: secondId })); // opened: the clock runs
+    await submitExam(stack.db, secondId);
+    await stack.exams.scoreNow(secondId);
+    const results = (id: keyof typeof cookies, format = "") =>
+      cohortResultsRoute.GET(
+        request(id, `/api/cohorts/${cohort.id}/exams/${EXAM}/results${format}`),
+        params({ id: cohort.id, slug: EXAM }),
+      );
+    expect((await results("anonymous")).status).toBe(401);
+    expect((await results("cohorted")).status).toBe(403);
+    const table = (await (await results("admin")).json()) as {
+      tasks: { id: string }[];
+      rows: { email: string; state: string; sessionId: string; score: number }[];
+    };
+    expect(table.tasks.map((t) => t.id)).toEqual(["greeting", "hostname", "permissions"]);
+    expect(table.rows.map((r) => [r.email, r.state, r.sessionId])).toEqual([["cohorted@example.test", "scored", secondId]]);
+    const csv = await results("admin", "?format=csv");
+    expect(csv.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    const bytes = Buffer.from(await csv.arrayBuffer());
+    expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]); // the BOM Excel needs (fetch's text() would drop it)
+    const [header, row] = bytes.subarray(3).toString("utf8").split("\r\n");
+    expect(header).toContain("氏名,メールアドレス,状態,得点");
+    expect(header).toContain("node01 にあいさつのファイルを作る(点)");
+    expect(row).toContain("cohorted@example.test,scored,");
   }, 120_000);
 });
