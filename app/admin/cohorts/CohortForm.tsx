@@ -14,6 +14,7 @@ export interface CohortFormValues {
   labs: string[];
   sessionMinutes: number | null;
   idleMinutes: number | null;
+  examAttempts?: number;
 }
 
 export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug: string; title: string }[]; disabled?: boolean }) {
@@ -48,6 +49,17 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
       <DateField name="endsAt" label={t("endsAt")} zoneNote={zoneNote} defaultValue={toInput(initial?.endsAt ?? null)} />
       <MinutesField name="sessionMinutes" label={t("sessionMinutes")} defaultValue={initial?.sessionMinutes ?? null} />
       <MinutesField name="idleMinutes" label={t("idleMinutes")} defaultValue={initial?.idleMinutes ?? null} />
+      <label className="text-sm">
+        {t("examAttempts")}
+        <input
+          name="examAttempts"
+          type="number"
+          min={1}
+          max={10}
+          defaultValue={initial?.examAttempts ?? 1}
+          className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
+        />
+      </label>
       {initial?.id && (
         <p className="text-xs text-slate-600 sm:col-span-2" data-testid="limits-note">
           {t("limitsApplyToRunning")}
@@ -104,6 +116,7 @@ function useCohortSave(id: string | undefined, timeZone: string) {
       labs: form.getAll("labs"),
       sessionMinutes: form.get("sessionMinutes") || null,
       idleMinutes: form.get("idleMinutes") || null,
+      examAttempts: form.get("examAttempts") || undefined,
     };
     setBusy(true);
     setMessage(null);
