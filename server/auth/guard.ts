@@ -100,7 +100,13 @@ export async function requireSession(
     where: { id: sessionId },
     select: { id: true, labSlug: true, learnerId: true, state: true, inputClosedAt: true },
   });
-  const session = row && { id: row.id, labSlug: row.labSlug, learnerId: row.learnerId, state: row.state, inputClosed: row.inputClosedAt !== null };
+  const session = row && {
+    id: row.id,
+    labSlug: row.labSlug,
+    learnerId: row.learnerId,
+    state: row.state,
+    inputClosed: row.inputClosedAt !== null,
+  };
   const access = session ? await accessTo(db, user, session.learnerId) : null;
   if (session && !access && user.role === "instructor" && (await taughtInEndedCohort(db, user.id, session.learnerId)))
     throw new Denied(403, "cohortEnded");
