@@ -1,3 +1,4 @@
+import Link from "next/link";
 import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
 import { Denied } from "@/server/denied";
@@ -39,14 +40,30 @@ export default async function CohortDashboardPage({
   }
   const cohort = await getCohortOrThrow(db, id);
   const initial = await cohortDashboard(db, labs, id, lab);
-  const titles = await Promise.all(
-    cohort.labs.map(async (slug) => ({ slug, title: (await labs.get(slug).catch(() => null))?.manifest.title ?? slug })),
+  const manifests = await Promise.all(
+    cohort.labs.map(async (slug) => ({ slug, manifest: (await labs.get(slug).catch(() => null))?.manifest })),
   );
+  const titles = manifests.map(({ slug, manifest }) => ({ slug, title: manifest?.title ?? slug }));
+  const exams = manifests.filter(({ manifest }) => manifest?.mode === "exam");
   const t = await getTranslations("dashboard");
+  const te = await getTranslations("examResults");
   return (
     <div className="min-h-0 flex-1 overflow-y-auto">
       <div className="mx-auto max-w-7xl px-6 py-6">
         <h1 className="text-xl font-bold">{t("title", { name: cohort.name })}</h1>
+        {exams.length > 0 && (
+          <nav className="mt-2 flex flex-wrap gap-4 text-sm" data-testid="exam-results-links">
+            {exams.map(({ slug, manifest }) => (
+              <Link
+                key={slug}
+                href={`/cohorts/${encodeURIComponent(id)}/exams/${encodeURIComponent(slug)}`}
+                className="font-semibold text-sky-700 hover:underline"
+              >
+                {te("dashboardLink", { lab: manifest?.title ?? slug })}
+              </Link>
+            ))}
+          </nav>
+        )}
         <CohortDashboard cohortId={id} labs={titles} initial={initial} isAdmin={user.role === "admin"} />
       </div>
     </div>

@@ -20,8 +20,8 @@ export const GET = cohortRoute<{ params: Promise<{ id: string; slug: string }> }
   const h = MESSAGES[localeFromHeaders(request.headers)].examCsv;
   const csv = resultsCsv(results, {
     ...h,
-    taskPoints: (title) => h.taskPoints.replace("{title}", title),
-    taskMinutes: (title) => h.taskMinutes.replace("{title}", title),
+    taskPoints: (title) => h.taskPoints.replace("{name}", () => title),
+    taskMinutes: (title) => h.taskMinutes.replace("{name}", () => title),
   });
   return new Response(csv, {
     headers: {
