@@ -56,6 +56,7 @@ describe("loadLab", () => {
       image: "debian-base",
       machines: ["controlplane", "node01", "node02"],
       lesson: "lesson.md",
+      mode: "lab",
       changesMachine: false,
       openToAll: false,
       network: { internet: false },
@@ -312,6 +313,61 @@ describe("lab steps", () => {
     });
     const err = await labErrorOf(() => loadLab(labsDir, "badsetup"));
     expect(err.message).toMatch(/steps\[0\]\.timeoutSeconds/);
+  });
+});
+
+describe("exams in lab.yaml (mode: exam)", () => {
+  const exam = (steps: string, head = "mode: exam\nexam: { durationMinutes: 30 }\n") => `${validManifest}${head}steps:\n${steps}`;
+  const files = (id: string, extra: Record<string, string> = {}) => ({
+    [`steps/${id}/step.md`]: "do it\n",
+    [`steps/${id}/check.sh`]: "#!/bin/bash\ntrue\n",
+    [`steps/${id}/solution.sh`]: "#!/bin/bash\ntrue\n",
+    ...extra,
+  });
+  async function executable(slug: string, paths: string[]) {
+    for (const p of paths) await chmod(path.join(labsDir, slug, p), 0o755);
+  }
+
+  it("loads tasks with points and weighted checks (check-<id>.sh), no hint.md needed; the pass mark defaults to 66 %", async () => {
+    await writeLab("ex", {
+      "lab.yaml": exam(
+        "  - { id: one, title: 一, machine: node01, points: 10, checks: [{ id: a, title: A, points: 4 }, { id: b, title: B, points: 6 }] }\n  - { id: two, title: 二, machine: node02, points: 5, verifyByReboot: true }\n",
+      ),
+      "lesson.md": "#\n",
+      ...files("one", { "steps/one/check-a.sh": "#!/bin/bash\necho a\n", "steps/one/check-b.sh": "#!/bin/bash\necho b\n" }),
+      ...files("two"),
+    });
+    await executable("ex", ["steps/one/check.sh", "steps/one/solution.sh", "steps/one/check-a.sh", "steps/one/check-b.sh", "steps/two/check.sh", "steps/two/solution.sh"]);
+    const lab = await loadLab(labsDir, "ex");
+    expect(lab.manifest.exam).toEqual({ durationMinutes: 30, passPercent: 66 });
+    expect(lab.steps[0]!.scoring!.map((c) => [c.id, c.points, c.script.content.trim().split("\n")[1]])).toEqual([
+      ["a", 4, "echo a"],
+      ["b", 6, "echo b"],
+    ]);
+    expect(lab.steps[1]!.scoring!.map((c) => [c.id, c.points])).toEqual([["check", 5]]);
+    expect(lab.steps[1]!.hintMarkdown).toBe("");
+  });
+
+  it("refuses checks whose points do not add up to the task's, a duplicate check id, a missing check file, and exam fields in a lab", async () => {
+    await writeLab("exbad", {
+      "lab.yaml": exam("  - { id: one, title: 一, machine: node01, points: 10, checks: [{ id: a, title: A, points: 4 }, { id: a, title: B, points: 4 }] }\n"),
+      "lesson.md": "#\n",
+      ...files("one"),
+    });
+    const err = await labErrorOf(() => loadLab(labsDir, "exbad"));
+    expect(err.message).toMatch(/steps\[0\]\.checks: the checks' points add up to 8, the task is worth 10/);
+    expect(err.message).toMatch(/steps\[0\]\.checks\[1\]\.id: duplicate check id "a"/);
+    await writeLab("exmissing", {
+      "lab.yaml": exam("  - { id: one, title: 一, machine: node01, points: 4, checks: [{ id: a, title: A, points: 4 }] }\n"),
+      "lesson.md": "#\n",
+      ...files("one"),
+    });
+    await executable("exmissing", ["steps/one/check.sh", "steps/one/solution.sh"]);
+    expect((await labErrorOf(() => loadLab(labsDir, "exmissing"))).message).toMatch(/steps\[0\]\.checks\[0\]: file not found: .*check-a\.sh/);
+    await writeLab("notexam", { "lab.yaml": exam("  - { id: one, title: 一, machine: node01 }\n", "exam: { durationMinutes: 30 }\n"), "lesson.md": "#\n" });
+    expect((await labErrorOf(() => loadLab(labsDir, "notexam"))).message).toMatch(/exam: only for mode: exam/);
+    await writeLab("notime", { "lab.yaml": exam("  - { id: one, title: 一, machine: node01 }\n", "mode: exam\n"), "lesson.md": "#\n" });
+    expect((await labErrorOf(() => loadLab(labsDir, "notime"))).message).toMatch(/an exam needs exam:/);
   });
 });
 
