@@ -178,7 +178,7 @@ export class ExamScorer {
     steps: LoadedStep[],
     boots?: Map<string, string | null>,
   ) {
-    const { db, pool } = this.deps;
+    const { db } = this.deps;
     const done = new Set(
       (await db.examCheckResult.findMany({ where: { attemptId, phase }, select: { taskId: true, checkId: true } })).map(
         (r) => `${r.taskId}\u0000${r.checkId}`,
