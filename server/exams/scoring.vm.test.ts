@@ -61,6 +61,31 @@ async function bootIds(): Promise<Record<string, string>> {
   return Object.fromEntries(await Promise.all(MACHINES.map(async (m) => [m, await bootId(m)] as const)));
 }
 
+/**
+ * What the reboot phase did to a machine, from the guest's persistent journal (the image keeps
+ * one): the boots since `bootBefore` (1: one reboot; 2: a clean reboot the scorer did not see in
+ * time, then its hard restart on top) and whether each of them ended by a clean reboot (systemd's
+ * reboot target reached, or journald stopped) or was cut off (a hard restart). Printed, not
+ * asserted: under load a slow clean reboot takes the designed hard path.
+ */
+async function rebootsSince(machine: string, bootBefore: string): Promise<string> {
+  const { output } = await onMachine(
+    machine,
+    "journalctl --list-boots --no-pager -q | awk '{print $2}'\necho ---\n" +
+      "for b in $(journalctl --list-boots --no-pager -q | awk '{print $2}'); do " +
+      'echo "$b $(journalctl -b "$b" -q --no-pager | grep -cE \'Reached target .*(System Reboot|reboot.target)|Journal stopped\')"; done\n',
+  );
+  const [list = "", marks = ""] = output.split("---\n");
+  const ids = list
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const clean = new Map(marks.split("\n").map((l) => l.trim().split(" ") as [string, string]));
+  const since = ids.slice(ids.indexOf(bootBefore.replaceAll("-", "")));
+  const ended = since.slice(0, -1).map((id) => (Number(clean.get(id) ?? 0) > 0 ? "clean reboot" : "cut off (hard restart)"));
+  return `${since.length - 1} boot(s) since the hand-in; the boots before the current one ended: ${ended.join(", ")}`;
+}
+
 function step(id: string) {
   const found = lab.steps.find((s) => s.id === id);
   if (!found) throw new Error(`no step ${id} in ${LAB}`);
@@ -176,6 +201,7 @@ describe("exam scoring on real VMs (cka-mock-exam)", () => {
       expect(scored.bootsBefore).toEqual(before);
       const after = await bootIds();
       for (const m of MACHINES) expect(after[m], `${m} rebooted`).not.toBe(before[m]);
+      for (const m of MACHINES) console.log(`${m}: ${await rebootsSince(m, before[m]!)}`);
 
       const rows = await results();
       const key = (r: { taskId: string; checkId: string }) => `${r.taskId}/${r.checkId}`;
