@@ -61,29 +61,58 @@ async function bootIds(): Promise<Record<string, string>> {
   return Object.fromEntries(await Promise.all(MACHINES.map(async (m) => [m, await bootId(m)] as const)));
 }
 
+/** A boot in a guest's persistent journal: guest clock, ms (0: no such entry). */
+interface JournalBoot {
+  id: string;
+  firstMs: number;
+  sshdMs: number;
+  lastMs: number;
+  clean: boolean;
+}
+
 /**
- * What the reboot phase did to a machine, from the guest's persistent journal (the image keeps
- * one): the boots since `bootBefore` (1: one reboot; 2: a clean reboot the scorer did not see in
- * time, then its hard restart on top) and whether each of them ended by a clean reboot (systemd's
- * reboot target reached, or journald stopped) or was cut off (a hard restart). Printed, not
- * asserted: under load a slow clean reboot takes the designed hard path.
+ * The boots a machine had since `bootBefore`, from its persistent journal (the image keeps one):
+ * when each began, when its sshd listened, when its journal ends and whether it ended by a clean
+ * reboot (systemd's reboot target reached, or journald stopped) or was cut off (a hard restart).
  */
-async function rebootsSince(machine: string, bootBefore: string): Promise<string> {
+async function bootsSince(machine: string, bootBefore: string): Promise<JournalBoot[]> {
   const { output } = await onMachine(
     machine,
-    "journalctl --list-boots --no-pager -q | awk '{print $2}'\necho ---\n" +
-      "for b in $(journalctl --list-boots --no-pager -q | awk '{print $2}'); do " +
-      'echo "$b $(journalctl -b "$b" -q --no-pager | grep -cE \'Reached target .*(System Reboot|reboot.target)|Journal stopped\')"; done\n',
+    [
+      "for b in $(journalctl --list-boots --no-pager -q | awk '{print $2}'); do",
+      '  j() { journalctl -b "$b" -q --no-pager -o short-unix "$@"; }',
+      "  first=$(j | head -n 1 | cut -d' ' -f1); last=$(j | tail -n 1 | cut -d' ' -f1)",
+      "  sshd=$(j | grep -m1 'Server listening on' | cut -d' ' -f1)",
+      "  clean=$(j | grep -cE 'Reached target .*(System Reboot|reboot.target)|Journal stopped')",
+      '  echo "boot $b ${first:-0} ${sshd:-0} ${last:-0} $clean"',
+      "done",
+      "",
+    ].join("\n"),
   );
-  const [list = "", marks = ""] = output.split("---\n");
-  const ids = list
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean);
-  const clean = new Map(marks.split("\n").map((l) => l.trim().split(" ") as [string, string]));
-  const since = ids.slice(ids.indexOf(bootBefore.replaceAll("-", "")));
-  const ended = since.slice(0, -1).map((id) => (Number(clean.get(id) ?? 0) > 0 ? "clean reboot" : "cut off (hard restart)"));
-  return `${since.length - 1} boot(s) since the hand-in; the boots before the current one ended: ${ended.join(", ")}`;
+  const boots = [...output.matchAll(/^boot (\w+) ([\d.]+) ([\d.]+) ([\d.]+) (\d+)$/gm)].map(
+    ([, id, first, sshd, last, clean]): JournalBoot => ({
+      id: id!,
+      firstMs: Number(first) * 1000,
+      sshdMs: Number(sshd) * 1000,
+      lastMs: Number(last) * 1000,
+      clean: Number(clean) > 0,
+    }),
+  );
+  const from = boots.findIndex((b) => b.id === bootBefore.replaceAll("-", ""));
+  expect(from, `${machine}: the boot before the hand-in in the journal:\n${output}`).toBeGreaterThanOrEqual(0);
+  return boots.slice(from);
+}
+
+/** One line per machine for the log: each boot since the hand-in, its times from `t0` (host clock, ms). */
+function describeBoots(machine: string, boots: JournalBoot[], t0: number): string {
+  const at = (ms: number) => (ms > 0 ? `+${((ms - t0) / 1000).toFixed(0)} s` : "-");
+  const parts = boots.map((b, i) =>
+    i === 0
+      ? `exam boot ended ${at(b.lastMs)} ${b.clean ? "(clean reboot)" : "(cut off)"}`
+      : `boot ${i} began ${at(b.firstMs)}, sshd ${at(b.sshdMs)}` +
+        (i < boots.length - 1 ? `, ended ${at(b.lastMs)} ${b.clean ? "(clean reboot)" : "(cut off: hard restart)"}` : ""),
+  );
+  return `${machine}: ${boots.length - 1} reboot(s); ${parts.join("; ")}`;
 }
 
 function step(id: string) {
@@ -201,7 +230,8 @@ describe("exam scoring on real VMs (cka-mock-exam)", () => {
       expect(scored.bootsBefore).toEqual(before);
       const after = await bootIds();
       for (const m of MACHINES) expect(after[m], `${m} rebooted`).not.toBe(before[m]);
-      for (const m of MACHINES) console.log(`${m}: ${await rebootsSince(m, before[m]!)}`);
+      // What each machine went through, from its own journal (times from the end of the now phase).
+      for (const m of MACHINES) console.log(describeBoots(m, await bootsSince(m, before[m]!), nowDoneAt));
 
       const rows = await results();
       const key = (r: { taskId: string; checkId: string }) => `${r.taskId}/${r.checkId}`;
