@@ -61,6 +61,22 @@ export const EXAM_SCORER_DEFAULTS: ExamScorerOptions = {
 /** Between boot id reads while waiting for a reboot, ms. */
 const BOOT_POLL_MS = 3_000;
 
+/**
+ * Whether a machine waiting for its new boot `elapsedMs` after a clean reboot request is due a
+ * hard restart: "ignored" when it still answers on its old boot past cleanRebootMs; "silent" when
+ * it has not answered past half of rebootMs (at least cleanRebootMs). Three TCG guests rebooting
+ * at once on a loaded host take minutes: no answer is no reason to restart a machine that may be
+ * well into its new boot (a restart would start that boot over); the old boot answering is.
+ */
+export function hardRestartDue(
+  answersOnOldBoot: boolean,
+  elapsedMs: number,
+  options: Pick<ExamScorerOptions, "cleanRebootMs" | "rebootMs">,
+): "ignored" | "silent" | null {
+  if (answersOnOldBoot) return elapsedMs > options.cleanRebootMs ? "ignored" : null;
+  return elapsedMs > Math.max(options.cleanRebootMs, options.rebootMs / 2) ? "silent" : null;
+}
+
 export class ExamScorer {
   private readonly owner = `exams-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   private timer: NodeJS.Timeout | null = null;
@@ -264,20 +280,16 @@ export class ExamScorer {
     if (bootBefore !== null && current !== null && current !== bootBefore) return; // rebooted before a takeover
     const started = Date.now();
     await requestReboot(db, pool, sessionId, machine).catch(() => false);
-    const { cleanRebootMs, rebootMs } = this.options;
     let hard = false;
-    while (Date.now() - started < rebootMs) {
+    while (Date.now() - started < this.options.rebootMs) {
       await new Promise((r) => setTimeout(r, BOOT_POLL_MS));
       const now = await this.bootId(sessionId, machine);
       if (now !== null && now !== bootBefore) return;
-      // Three TCG guests rebooting at once on a loaded host take minutes: no answer is no reason
-      // to restart a machine that may be well into its new boot; the old boot answering is.
       const elapsed = Date.now() - started;
-      const ignored = now !== null && elapsed > cleanRebootMs;
-      const silent = now === null && elapsed > Math.max(cleanRebootMs, rebootMs / 2);
-      if (!hard && (ignored || silent)) {
+      const due = hardRestartDue(now !== null, elapsed, this.options);
+      if (!hard && due) {
         hard = true;
-        const why = ignored ? "the machine ignored a clean reboot" : "no answer since the clean reboot request";
+        const why = due === "ignored" ? "the machine ignored a clean reboot" : "no answer since the clean reboot request";
         log.warn({ sessionId, machine, ms: elapsed }, `exam scoring: ${why}; restarting it`);
         await restartMachine(db, provider, sessionId, machine).catch(() => false);
       }

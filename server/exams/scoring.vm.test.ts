@@ -5,9 +5,10 @@
  * learner would (swap, ip-forward and memory solved; only overlay of the two modules, persisted;
  * port 10250 freed by `systemctl stop` alone, a state true only until the next boot that the boot
  * scan refuses), hands it in (input closed, state scoring), and scores it: every check once, then
- * a clean reboot of all three machines (each has a reboot-proof task), the reboot-proof checks
- * again on the new boots, 70 of 100 points and a pass at 66 %. A second scoring, and a takeover
- * after the last result row was written, reboot nothing and run no check again.
+ * a clean reboot of all three machines (each has a reboot-proof task; each guest's journal says
+ * its exam boot ended by that reboot), the reboot-proof checks again on the new boots, 70 of 100
+ * points and a pass at 66 %. A second scoring, and a takeover after the last result row was
+ * written, reboot nothing and run no check again.
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -231,7 +232,15 @@ describe("exam scoring on real VMs (cka-mock-exam)", () => {
       const after = await bootIds();
       for (const m of MACHINES) expect(after[m], `${m} rebooted`).not.toBe(before[m]);
       // What each machine went through, from its own journal (times from the end of the now phase).
-      for (const m of MACHINES) console.log(describeBoots(m, await bootsSince(m, before[m]!), nowDoneAt));
+      // Asserted: every machine's exam boot ended by a clean reboot (the scorer's request, honoured).
+      // Printed only: how many boots followed (1 unless a hard restart came on top; at load 10-20 a
+      // clean reboot of three TCG guests at once can outlast the scorer's patience, by design).
+      for (const m of MACHINES) {
+        const boots = await bootsSince(m, before[m]!);
+        console.log(describeBoots(m, boots, nowDoneAt));
+        expect(boots.length, `${m}: boots since the hand-in`).toBeGreaterThanOrEqual(2);
+        expect(boots[0]!.clean, `${m}: the exam boot ended by a clean reboot`).toBe(true);
+      }
 
       const rows = await results();
       const key = (r: { taskId: string; checkId: string }) => `${r.taskId}/${r.checkId}`;
