@@ -40,7 +40,11 @@ export interface ExamScorerOptions {
   leaseMs: number;
   /** Attempts scored at once by this process. */
   concurrency: number;
-  /** Longest wait for a machine's new boot after a clean reboot request before a hard restart, ms. */
+  /**
+   * A machine still answering on its old boot this long after a clean reboot request ignored it
+   * and is restarted hard, ms. One that does not answer (going down, or booting) gets until half
+   * of rebootMs (at least this) before a hard restart, which would start its boot over.
+   */
   cleanRebootMs: number;
   /** Longest wait for a new boot in all, ms. */
   rebootMs: number;
@@ -56,6 +60,22 @@ export const EXAM_SCORER_DEFAULTS: ExamScorerOptions = {
 
 /** Between boot id reads while waiting for a reboot, ms. */
 const BOOT_POLL_MS = 3_000;
+
+/**
+ * Whether a machine waiting for its new boot `elapsedMs` after a clean reboot request is due a
+ * hard restart: "ignored" when it still answers on its old boot past cleanRebootMs; "silent" when
+ * it has not answered past half of rebootMs (at least cleanRebootMs). Three TCG guests rebooting
+ * at once on a loaded host take minutes: no answer is no reason to restart a machine that may be
+ * well into its new boot (a restart would start that boot over); the old boot answering is.
+ */
+export function hardRestartDue(
+  answersOnOldBoot: boolean,
+  elapsedMs: number,
+  options: Pick<ExamScorerOptions, "cleanRebootMs" | "rebootMs">,
+): "ignored" | "silent" | null {
+  if (answersOnOldBoot) return elapsedMs > options.cleanRebootMs ? "ignored" : null;
+  return elapsedMs > Math.max(options.cleanRebootMs, options.rebootMs / 2) ? "silent" : null;
+}
 
 export class ExamScorer {
   private readonly owner = `exams-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
@@ -264,9 +284,12 @@ export class ExamScorer {
       await new Promise((r) => setTimeout(r, BOOT_POLL_MS));
       const now = await this.bootId(sessionId, machine);
       if (now !== null && now !== bootBefore) return;
-      if (!hard && Date.now() - started > this.options.cleanRebootMs) {
+      const elapsed = Date.now() - started;
+      const due = hardRestartDue(now !== null, elapsed, this.options);
+      if (!hard && due) {
         hard = true;
-        log.warn({ sessionId, machine }, "exam scoring: the machine ignored a clean reboot; restarting it");
+        const why = due === "ignored" ? "the machine ignored a clean reboot" : "no answer since the clean reboot request";
+        log.warn({ sessionId, machine, ms: elapsed }, `exam scoring: ${why}; restarting it`);
         await restartMachine(db, provider, sessionId, machine).catch(() => false);
       }
     }
