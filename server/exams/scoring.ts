@@ -55,7 +55,7 @@ export const EXAM_SCORER_DEFAULTS: ExamScorerOptions = {
   leaseMs: 60_000,
   concurrency: 4,
   cleanRebootMs: 90_000,
-  rebootMs: 240_000,
+  rebootMs: 360_000,
 };
 
 /** Between boot id reads while waiting for a reboot, ms. */
