@@ -15,6 +15,7 @@ import { createUserWithPassword, type UserView } from "../auth/users";
 import { refuseUnbuiltImage } from "../machines/qemu/image-status";
 import { markerLabel, sessionMarkers } from "../recordings/asciicast";
 import { startClock, submitExam } from "./attempts";
+import { previewAccess } from "../preview/access";
 import { machineEndpoint } from "../sessions/lab-sessions";
 import { signInCookie } from "../testing/sign-in";
 import { startTestStack, type TestStack } from "../testing/stack";
@@ -198,6 +199,22 @@ describe("hand-in and scoring", () => {
       params({ id: sessionId }),
     );
     expect(tab.status).toBe(409);
+    // Previews: the learner's own pages on the machines are no way back in; a watcher still looks.
+    const grant = async (who: "owner" | "admin", access: "owner" | "watch") => {
+      const si = (await stack.db.session.findFirstOrThrow({ where: { userId: users[who].id } })).id;
+      return previewAccess(stack.db)({
+        k: "grant",
+        sid: sessionId,
+        m: "node01",
+        p: 8080,
+        sub: users[who].id,
+        si,
+        access,
+        exp: Date.now() + 60_000,
+      });
+    };
+    expect(await grant("owner", "owner")).toBeNull();
+    expect(await grant("admin", "watch")).toBe("watch");
     const resubmit = await submitRoute.POST(
       request("owner", `/api/sessions/${sessionId}/exam/submit`, { method: "POST" }),
       params({ id: sessionId }),

@@ -16,9 +16,14 @@ export function previewAccess(db: Db): PreviewAccess {
     if (!signIn || signIn.userId !== claims.sub || signIn.expiresAt.getTime() <= Date.now()) return null;
     const user = await db.user.findUnique({ where: { id: claims.sub }, select: { id: true, email: true, name: true, role: true } });
     if (!user) return null;
-    const session = await db.labSession.findUnique({ where: { id: claims.sid }, select: { learnerId: true, state: true } });
+    const session = await db.labSession.findUnique({
+      where: { id: claims.sid },
+      select: { learnerId: true, state: true, inputClosedAt: true },
+    });
     if (!session || session.state !== "ready") return null;
     const access = await accessTo(db, { ...user, role: isRole(user.role) ? user.role : "learner" }, session.learnerId);
+    // An exam handed in: a page the learner serves from a machine (a web shell, say) is no way back in.
+    if (access === "owner" && session.inputClosedAt) return null;
     return access === claims.access ? access : null;
   };
 }
