@@ -107,7 +107,14 @@ describe("cohort limits for a learner's session", () => {
     expect(await cohortLimitsFor(db, learner.id, LAB)).toBeNull();
     const old = await createCohort(db, labs, { name: "Old", labs: [LAB], sessionMinutes: 30 }, null);
     await db.cohortMember.create({ data: { cohortId: old.id, userId: learner.id, role: "learner" } });
-    expect(await cohortLimitsFor(db, learner.id, LAB)).toEqual({ cohortId: old.id, sessionMinutes: 30, idleMinutes: null });
+    expect(await cohortLimitsFor(db, learner.id, LAB)).toEqual({
+      cohortId: old.id,
+      sessionMinutes: 30,
+      idleMinutes: null,
+      startsAt: null,
+      endsAt: null,
+      examAttempts: 1,
+    });
     const other = await createCohort(db, labs, { name: "No such lab in it", labs: [], sessionMinutes: 5 }, null);
     await db.cohortMember.create({ data: { cohortId: other.id, userId: learner.id, role: "learner" } });
     expect((await cohortLimitsFor(db, learner.id, LAB))?.cohortId).toBe(old.id);

@@ -472,5 +472,7 @@ export async function cohortLimitsFor(db: Db, learnerId: string, labSlug: string
     orderBy: { createdAt: "desc" },
     select: { id: true, sessionMinutes: true, idleMinutes: true, startsAt: true, endsAt: true, examAttempts: true },
   });
-  return cohort ? { cohortId: cohort.id, ...cohort } : null;
+  if (!cohort) return null;
+  const { id, ...limits } = cohort;
+  return { cohortId: id, ...limits };
 }
