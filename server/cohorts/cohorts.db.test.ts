@@ -114,6 +114,7 @@ describe("cohort limits for a learner's session", () => {
       startsAt: null,
       endsAt: null,
       examAttempts: 1,
+      examMinutes: null,
     });
     const other = await createCohort(db, labs, { name: "No such lab in it", labs: [], sessionMinutes: 5 }, null);
     await db.cohortMember.create({ data: { cohortId: other.id, userId: learner.id, role: "learner" } });

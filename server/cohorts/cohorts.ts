@@ -4,6 +4,7 @@
  * after the guard has said who may.
  */
 import { z } from "zod";
+import { MAX_EXAM_MINUTES } from "../labs/schema";
 import type { Db } from "../db/client";
 import type { EventBus } from "../events/bus";
 import type { MachineProvider } from "../machines/provider";
@@ -33,6 +34,7 @@ export const CohortInput = z
       .optional()
       .describe("Inactivity before a session is suspended, minutes"),
     examAttempts: z.coerce.number().int().min(1).max(10).optional().describe("Sittings per learner of each exam, within startsAt..endsAt"),
+    examMinutes: optionalMinutes(MAX_EXAM_MINUTES).optional().describe("An exam's time for this cohort, minutes (none: the exam's own)"),
   })
   .refine((c) => !c.startsAt || !c.endsAt || c.endsAt > c.startsAt, { path: ["endsAt"], message: "must be after startsAt" })
   .refine((c) => new Set(c.labs).size === c.labs.length, { path: ["labs"], message: "a lab is listed twice" });
@@ -92,6 +94,7 @@ export interface CohortView {
   sessionMinutes: number | null;
   idleMinutes: number | null;
   examAttempts: number;
+  examMinutes: number | null;
   endedAt: Date | null;
   createdAt: Date;
 }
@@ -105,6 +108,7 @@ const COHORT_VIEW = {
   sessionMinutes: true,
   idleMinutes: true,
   examAttempts: true,
+  examMinutes: true,
   endedAt: true,
   createdAt: true,
 } as const;
@@ -459,6 +463,7 @@ export interface CohortLimits {
   startsAt: Date | null;
   endsAt: Date | null;
   examAttempts: number;
+  examMinutes: number | null;
 }
 
 /**
@@ -470,7 +475,7 @@ export async function cohortLimitsFor(db: Db, learnerId: string, labSlug: string
   const cohort = await db.cohort.findFirst({
     where: { endedAt: null, labs: { has: labSlug }, members: { some: { userId: learnerId, role: "learner" } } },
     orderBy: { createdAt: "desc" },
-    select: { id: true, sessionMinutes: true, idleMinutes: true, startsAt: true, endsAt: true, examAttempts: true },
+    select: { id: true, sessionMinutes: true, idleMinutes: true, startsAt: true, endsAt: true, examAttempts: true, examMinutes: true },
   });
   if (!cohort) return null;
   const { id, ...limits } = cohort;

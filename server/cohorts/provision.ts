@@ -244,11 +244,11 @@ export class Provisioner {
           // suspended as idle nor expired before the learners arrive.
           clockStartsAt: cohort.startsAt,
           labVersion: { hash, firstStepId: lab.steps[0]?.id ?? null },
-          ...examStartRequest(lab),
+          ...examStartRequest(lab, cohort.examMinutes),
         },
         (sid) => runLabSetup(this.deps.pool, lab, (machine) => machineEndpoint(db, sid, machine)),
         // An exam's attempt comes with its session; its clock starts when the learner opens it.
-        { onStarted: (sid) => void openAttempt(db, sid, item.learnerId, lab).catch(() => undefined) },
+        { onStarted: (sid) => void openAttempt(db, sid, item.learnerId, lab, cohort.examMinutes).catch(() => undefined) },
       );
       this.deps.bus?.publishSessionChange(session.id);
       await settleItem(db, jobId, item.id, { state: "done" });

@@ -15,17 +15,21 @@ import type { Lab } from "../labs/load";
 /** Task switches kept per attempt (time per task, recording markers); beyond, switches are not recorded. */
 export const MAX_TASK_SWITCHES = 5_000;
 
-/** The exam fields of a lab with `mode: exam`; null for a lab. */
-export function examOf(lab: Pick<Lab, "manifest">): { durationMinutes: number; passPercent: number } | null {
-  return lab.manifest.mode === "exam" && lab.manifest.exam ? lab.manifest.exam : null;
+/**
+ * The exam fields of a lab with `mode: exam` (null for a lab), its time as `cohortMinutes` says
+ * when the learner's cohort sets one.
+ */
+export function examOf(lab: Pick<Lab, "manifest">, cohortMinutes?: number | null): { durationMinutes: number; passPercent: number } | null {
+  const exam = lab.manifest.mode === "exam" ? lab.manifest.exam : undefined;
+  return exam ? { ...exam, durationMinutes: cohortMinutes ?? exam.durationMinutes } : null;
 }
 
 /** Minutes an exam session lives past its duration, for the hand-in, the scoring and its reboots. */
 export const SCORING_MARGIN_MINUTES = 60;
 
 /** What a session start adds for an exam (graded at the end, living past its deadline); nothing for a lab. */
-export function examStartRequest(lab: Pick<Lab, "manifest">): { gradedAtEnd?: { atLeastMinutes: number } } {
-  const exam = examOf(lab);
+export function examStartRequest(lab: Pick<Lab, "manifest">, cohortMinutes?: number | null): { gradedAtEnd?: { atLeastMinutes: number } } {
+  const exam = examOf(lab, cohortMinutes);
   return exam ? { gradedAtEnd: { atLeastMinutes: exam.durationMinutes + SCORING_MARGIN_MINUTES } } : {};
 }
 
@@ -51,8 +55,14 @@ export async function refuseExamStart(
 }
 
 /** Makes the attempt of a new exam session (none twice: one per session). */
-export async function openAttempt(db: Db, sessionId: string, learnerId: string, lab: Pick<Lab, "slug" | "manifest">): Promise<void> {
-  const exam = examOf(lab);
+export async function openAttempt(
+  db: Db,
+  sessionId: string,
+  learnerId: string,
+  lab: Pick<Lab, "slug" | "manifest">,
+  cohortMinutes?: number | null,
+): Promise<void> {
+  const exam = examOf(lab, cohortMinutes);
   if (!exam) return;
   await db.examAttempt.createMany({
     data: [{ sessionId, learnerId, labSlug: lab.slug, durationMinutes: exam.durationMinutes, passPercent: exam.passPercent }],
@@ -119,9 +129,12 @@ const Marks = z.record(z.string(), z.object({ flagged: z.boolean().default(false
 
 /** The exam page's view of a session's attempt; 404 when the session is no exam. */
 export async function examView(db: Db, lab: Lab, sessionId: string, viewer: "owner" | "watch"): Promise<ExamView> {
-  const session = await db.labSession.findUnique({ where: { id: sessionId }, select: { learnerId: true, gradedAtEnd: true } });
+  const session = await db.labSession.findUnique({
+    where: { id: sessionId },
+    select: { learnerId: true, gradedAtEnd: true, cohort: { select: { examMinutes: true } } },
+  });
   // Made with the session; made here if that write was lost (the session is an exam's all the same).
-  if (session?.gradedAtEnd) await openAttempt(db, sessionId, session.learnerId, lab);
+  if (session?.gradedAtEnd) await openAttempt(db, sessionId, session.learnerId, lab, session.cohort?.examMinutes);
   // The learner opening it starts the clock; a watcher looking does not.
   if (viewer === "owner") await startClock(db, sessionId);
   const attempt = await db.examAttempt.findUnique({ where: { sessionId } });

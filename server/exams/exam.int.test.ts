@@ -314,7 +314,7 @@ describe("a cohort's exam", () => {
     const start = () => labSessionRoute.POST(request("cohorted", `/api/labs/${EXAM}/session`, { method: "POST" }), params({ slug: EXAM }));
     const hour = 60 * 60_000;
     const cohort = await stack.db.cohort.create({
-      data: { name: "exam day", labs: [EXAM], startsAt: new Date(Date.now() + hour), examAttempts: 1 },
+      data: { name: "exam day", labs: [EXAM], startsAt: new Date(Date.now() + hour), examAttempts: 1, examMinutes: 20 },
     });
     await stack.db.cohortMember.create({ data: { cohortId: cohort.id, userId: users.cohorted.id, role: "learner" } });
     const early = await start();
@@ -329,6 +329,8 @@ describe("a cohort's exam", () => {
     expect(first.status).toBe(200);
     const sitting = ((await first.json()) as { sessionId: string }).sessionId;
     expect((await stack.db.labSession.findUniqueOrThrow({ where: { id: sitting } })).cohortId).toBe(cohort.id);
+    // The cohort's exam time, not the exam's own 15 minutes.
+    expect((await stack.db.examAttempt.findUniqueOrThrow({ where: { sessionId: sitting } })).durationMinutes).toBe(20);
     // The live sitting is joined, not refused.
     expect(((await (await start()).json()) as { sessionId: string }).sessionId).toBe(sitting);
     await stack.db.labSession.update({ where: { id: sitting }, data: { state: "ended", endedAt: new Date() } }); // the sitting is over

@@ -15,6 +15,7 @@ export interface CohortFormValues {
   sessionMinutes: number | null;
   idleMinutes: number | null;
   examAttempts?: number;
+  examMinutes?: number | null;
 }
 
 export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug: string; title: string }[]; disabled?: boolean }) {
@@ -60,6 +61,7 @@ export function CohortForm(props: { initial?: CohortFormValues; catalog: { slug:
           className="mt-1 block w-full rounded border border-slate-300 px-2 py-1.5"
         />
       </label>
+      <MinutesField name="examMinutes" label={t("examMinutes")} defaultValue={initial?.examMinutes ?? null} />
       {initial?.id && (
         <p className="text-xs text-slate-600 sm:col-span-2" data-testid="limits-note">
           {t("limitsApplyToRunning")}
@@ -117,6 +119,7 @@ function useCohortSave(id: string | undefined, timeZone: string) {
       sessionMinutes: form.get("sessionMinutes") || null,
       idleMinutes: form.get("idleMinutes") || null,
       examAttempts: form.get("examAttempts") || undefined,
+      examMinutes: form.get("examMinutes") || null,
     };
     setBusy(true);
     setMessage(null);

@@ -50,7 +50,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
     (resolve) =>
       (onStarted = (sessionId) => {
         // An exam's attempt is made with its session (its clock starts once the machines are ready).
-        void openAttempt(services.db, sessionId, user.id, lab)
+        void openAttempt(services.db, sessionId, user.id, lab, limits?.examMinutes)
           .catch((error: Error) => log.warn({ sessionId, err: error.message }, "exam attempt not made; the exam page makes it"))
           .finally(() => resolve({ starting: sessionId }));
       }),
@@ -68,7 +68,7 @@ export const POST = apiRoute<{ params: Promise<{ slug: string }> }>(async (reque
       cohortId: limits?.cohortId,
       limitMinutes: services.env.LABDECK_SESSION_MINUTES,
       labVersion: { hash: version.hash, firstStepId: lab.steps[0]?.id ?? null },
-      ...examStartRequest(lab),
+      ...examStartRequest(lab, limits?.examMinutes),
     },
     (sessionId, onScript) => runLabSetup(services.pool, lab, (machine) => machineEndpoint(services.db, sessionId, machine), undefined, onScript),
     { onStarted, queue: true },

@@ -12,7 +12,8 @@ ALTER TABLE "LabSession" ADD COLUMN     "gradedAtEnd" BOOLEAN NOT NULL DEFAULT f
 ADD COLUMN     "inputClosedAt" TIMESTAMP(3);
 
 -- AlterTable
-ALTER TABLE "Cohort" ADD COLUMN     "examAttempts" INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE "Cohort" ADD COLUMN     "examAttempts" INTEGER NOT NULL DEFAULT 1,
+ADD COLUMN     "examMinutes" INTEGER;
 
 -- CreateTable
 CREATE TABLE "ExamAttempt" (
