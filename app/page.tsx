@@ -199,7 +199,17 @@ function LabCard({ lab, resume, t }: { lab: Lab; resume: boolean; t: HomeTransla
       data-lab={lab.slug}
       className="block h-full rounded-lg border border-slate-200 bg-white p-5 shadow-sm transition hover:border-sky-400 hover:shadow-md"
     >
-      <h2 className="text-lg font-semibold text-slate-900">{manifest.title}</h2>
+      <h2 className="text-lg font-semibold text-slate-900">
+        {manifest.mode === "exam" && (
+          <span
+            data-testid="exam-badge"
+            className="mr-2 rounded bg-amber-100 px-1.5 py-0.5 align-middle text-xs font-semibold text-amber-800"
+          >
+            {t("exam")}
+          </span>
+        )}
+        {manifest.title}
+      </h2>
       <p className="mt-2 text-sm leading-relaxed text-slate-700">{manifest.summary}</p>
       <dl className="mt-4 flex flex-wrap items-center gap-x-4 gap-y-1 text-xs text-slate-500">
         <div>

@@ -10,6 +10,10 @@ import { LabPage } from "./pom/LabPage";
 
 test("exam: countdown over a reload, marks and navigation, no result while it runs, hand-in, result", async ({ page }) => {
   const lab = new LabPage(page);
+  // The catalog marks exams as such.
+  await page.goto("/");
+  await expect(page.locator('[data-lab="exam-warmup"] [data-testid="exam-badge"]')).toHaveText("試験");
+  await expect(page.locator('[data-lab="hello-terminal"] [data-testid="exam-badge"]')).toHaveCount(0);
   await lab.goto("exam-warmup");
   const panel = page.getByTestId("exam-panel");
   await expect(panel).toHaveAttribute("data-state", "running", { timeout: 60_000 });
