@@ -1,13 +1,11 @@
 import Link from "next/link";
-import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
-import { Denied } from "@/server/denied";
 import { pageRole } from "@/server/compose/page";
-import { requireCohortView } from "@/server/cohorts/access";
 import { getCohortOrThrow } from "@/server/cohorts/cohorts";
 import { cohortDashboard } from "@/server/cohorts/dashboard";
 import { getServicesOrThrow } from "@/server/compose/services";
 import { CohortDashboard } from "./CohortDashboard";
+import { cohortPageRefusal } from "./cohort-page-guard";
 
 export const dynamic = "force-dynamic";
 
@@ -23,21 +21,8 @@ export default async function CohortDashboardPage({
   const { lab } = await searchParams;
   const user = await pageRole(`/cohorts/${id}`, "instructor", "admin");
   const { db, labs } = getServicesOrThrow();
-  try {
-    await requireCohortView(db, user, id);
-  } catch (error) {
-    // An instructor of an ended cohort is told so (403); anyone else learns nothing (404).
-    if (error instanceof Denied && error.code === "cohortEnded") {
-      const t = await getTranslations("revoked");
-      return (
-        <p className="mx-auto max-w-7xl px-6 py-6" data-testid="cohort-ended">
-          {t("cohortEnded")}
-        </p>
-      );
-    }
-    if (error instanceof Denied) notFound();
-    throw error;
-  }
+  const refusal = await cohortPageRefusal(db, user, id);
+  if (refusal) return refusal;
   const cohort = await getCohortOrThrow(db, id);
   const initial = await cohortDashboard(db, labs, id, lab);
   const manifests = await Promise.all(

@@ -3,11 +3,11 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { getTranslations } from "next-intl/server";
 import { ExamResultsTable } from "@/components/cohorts/ExamResultsTable";
-import { requireCohortView } from "@/server/cohorts/access";
 import { pageRole } from "@/server/compose/page";
 import { getServicesOrThrow } from "@/server/compose/services";
 import { Denied } from "@/server/denied";
 import { cohortExamResults } from "@/server/exams/cohort-results";
+import { cohortPageRefusal } from "../../cohort-page-guard";
 
 export const dynamic = "force-dynamic";
 
@@ -27,21 +27,8 @@ export default async function CohortExamResultsPage({ params }: Props) {
   const { id, slug } = await params;
   const user = await pageRole(`/cohorts/${id}/exams/${slug}`, "instructor", "admin");
   const { db, labs } = getServicesOrThrow();
-  try {
-    await requireCohortView(db, user, id);
-  } catch (error) {
-    // An instructor of an ended cohort is told so (403); anyone else learns nothing (404).
-    if (error instanceof Denied && error.code === "cohortEnded") {
-      const t = await getTranslations("revoked");
-      return (
-        <p className="mx-auto max-w-7xl px-6 py-6" data-testid="cohort-ended">
-          {t("cohortEnded")}
-        </p>
-      );
-    }
-    if (error instanceof Denied) notFound();
-    throw error;
-  }
+  const refusal = await cohortPageRefusal(db, user, id);
+  if (refusal) return refusal;
   const results = await cohortExamResults(db, labs, id, slug).catch((error: unknown) => {
     if (error instanceof Denied) notFound();
     throw error;
