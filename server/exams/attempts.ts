@@ -129,15 +129,19 @@ const Marks = z.record(z.string(), z.object({ flagged: z.boolean().default(false
 
 /** The exam page's view of a session's attempt; 404 when the session is no exam. */
 export async function examView(db: Db, lab: Lab, sessionId: string, viewer: "owner" | "watch"): Promise<ExamView> {
-  const session = await db.labSession.findUnique({
-    where: { id: sessionId },
-    select: { learnerId: true, gradedAtEnd: true, cohort: { select: { examMinutes: true } } },
-  });
-  // Made with the session; made here if that write was lost (the session is an exam's all the same).
-  if (session?.gradedAtEnd) await openAttempt(db, sessionId, session.learnerId, lab, session.cohort?.examMinutes);
+  // The page polls this: one read when the attempt exists and its clock runs; writes only before.
+  let attempt = await db.examAttempt.findUnique({ where: { sessionId } });
+  if (!attempt) {
+    // Made with the session; made here if that write was lost (the session is an exam's all the same).
+    const session = await db.labSession.findUnique({
+      where: { id: sessionId },
+      select: { learnerId: true, gradedAtEnd: true, cohort: { select: { examMinutes: true } } },
+    });
+    if (session?.gradedAtEnd) await openAttempt(db, sessionId, session.learnerId, lab, session.cohort?.examMinutes);
+  }
   // The learner opening it starts the clock; a watcher looking does not.
-  if (viewer === "owner") await startClock(db, sessionId);
-  const attempt = await db.examAttempt.findUnique({ where: { sessionId } });
+  if (viewer === "owner" && (!attempt || attempt.state === "starting") && (await startClock(db, sessionId)) > 0) attempt = null;
+  attempt ??= await db.examAttempt.findUnique({ where: { sessionId } });
   if (!attempt) throw new Denied(404, "noSuchExam");
   return {
     sessionId,
