@@ -7,40 +7,26 @@
  */
 import { useTranslations } from "next-intl";
 import Link from "next/link";
-import { useMemo, useState } from "react";
 import { Group, Panel, Separator } from "react-resizable-panels";
 import { useSessionId } from "@/components/lab/LabGuide";
 import { RecordingNotice } from "@/components/lab/RecordingNotice";
 import { StartProgress } from "@/components/lab/StartProgress";
-import { labPreviewUrl, TerminalTabs } from "@/components/lab/TerminalTabs";
-import { MachineSwitchProvider, type MachineSwitch } from "@/components/lesson/machine-switch";
+import { useMachineSwitch, type LabWorkspaceLab } from "@/components/lab/LabWorkspace";
+import { TerminalTabs } from "@/components/lab/TerminalTabs";
+import { MachineSwitchProvider } from "@/components/lesson/machine-switch";
 import { ExamAlert, ExamClock, useExamClock } from "./ExamClock";
 import type { ExamTask } from "./exam-api";
 import { ExamPanel } from "./ExamPanel";
 import { ReadOnlyNotice } from "./ExamStatus";
 import { useExam } from "./useExam";
 
-/** What the exam view needs to know about the exam's lab; plain data, passed from the server page. */
-export type ExamWorkspaceLab = {
-  slug: string;
-  title: string;
-  machines: string[];
-  /** The lab version the page's tasks are of. */
-  version: string;
-};
+/** What the exam view needs to know about the exam's lab: the lab view's (the version is its tasks'). */
+export type ExamWorkspaceLab = LabWorkspaceLab;
 
 export function ExamWorkspace(props: { lab: ExamWorkspaceLab; lessonMarkdown: string; tasks: readonly ExamTask[] }) {
   const t = useTranslations("lab");
   const { lab, lessonMarkdown, tasks } = props;
-  const [activeTerminal, setActiveTerminal] = useState(lab.machines[0]);
-  const machineSwitch = useMemo<MachineSwitch>(
-    () => ({
-      machines: lab.machines,
-      select: setActiveTerminal,
-      previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path),
-    }),
-    [lab.machines, lab.slug],
-  );
+  const { activeTerminal, setActiveTerminal, machineSwitch } = useMachineSwitch(lab);
   const { sessionId, sessionError } = useSessionId(lab.slug);
   const feed = useExam(sessionId);
   const countdown = useExamClock(feed);

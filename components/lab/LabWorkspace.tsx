@@ -30,15 +30,7 @@ export type LabWorkspaceLab = {
 export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: string; steps: readonly StepText[] }) {
   const t = useTranslations("lab");
   const { lab, lessonMarkdown, steps } = props;
-  const [activeTerminal, setActiveTerminal] = useState(lab.machines[0]);
-  const machineSwitch = useMemo<MachineSwitch>(
-    () => ({
-      machines: lab.machines,
-      select: setActiveTerminal,
-      previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path),
-    }),
-    [lab.machines, lab.slug],
-  );
+  const { activeTerminal, setActiveTerminal, machineSwitch } = useMachineSwitch(lab);
   return (
     <MachineSwitchProvider value={machineSwitch}>
       <div className="flex min-h-0 flex-1 flex-col" data-testid="lab-workspace" data-lab={lab.slug} data-lab-version={lab.version}>
@@ -74,4 +66,18 @@ export function LabWorkspace(props: { lab: LabWorkspaceLab; lessonMarkdown: stri
       </div>
     </MachineSwitchProvider>
   );
+}
+
+/** The terminal shown, and the lesson's way to switch it (and to open a machine's preview), for the lab and exam views. */
+export function useMachineSwitch(lab: Pick<LabWorkspaceLab, "slug" | "machines">) {
+  const [activeTerminal, setActiveTerminal] = useState(lab.machines[0]);
+  const machineSwitch = useMemo<MachineSwitch>(
+    () => ({
+      machines: lab.machines,
+      select: setActiveTerminal,
+      previewUrl: (machine, port, path) => labPreviewUrl(lab.slug, machine, port, path),
+    }),
+    [lab.machines, lab.slug],
+  );
+  return { activeTerminal, setActiveTerminal, machineSwitch };
 }
