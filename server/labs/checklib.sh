@@ -185,6 +185,26 @@ run_module_files() {
   return 0
 }
 
+# `require_modules MODULE...`: a now_problem for each module not loaded (/sys/module), a
+# boot_problem for each systemd-modules-load will not load at the next boot, naming a file under
+# /run or a line with an inline comment that defeats it.
+require_modules() {
+  local m run bad
+  for m in "$@"; do
+    module_loaded "$m" || now_problem "$m が読み込まれていません(modprobe $m)"
+    boot_module "$m" && continue
+    run=$(run_module_files "$m" | paste -sd, -)
+    bad=$(boot_module_bad_lines | grep -F -- "$m" | head -1)
+    if [ -n "$run" ]; then
+      boot_problem "$m は読み込まれません。$run は /run(tmpfs)にあり、再起動で消えます(/etc/modules-load.d/ に置きます)"
+    elif [ -n "$bad" ]; then
+      boot_problem "$m は読み込まれません。$bad: 行の途中のコメントは書けません(1 行にモジュール名だけ)"
+    else
+      boot_problem "$m は読み込まれません(/etc/modules-load.d/*.conf に 1 行 1 モジュールで書きます)"
+    fi
+  done
+}
+
 # ---------------------------------------------------------------- systemd units, at the next boot
 # Unit search path without the runtime directories (/run/systemd/{system.control,transient,
 # generator*,system,system.attached}): what is left when /run is empty. Generated units come back

@@ -1,2 +1,1 @@
-#!/usr/bin/env bash
-systemctl disable --now legacy-metrics-agent.service
+../../../preinstall-checks/steps/port-10250/solution.sh

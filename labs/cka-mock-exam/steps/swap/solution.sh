@@ -1,5 +1,1 @@
-#!/usr/bin/env bash
-set -e
-swapoff -a
-sed -i '/^[^#].*\sswap\s/ s/^/# /' /etc/fstab
-systemctl daemon-reload
+../../../preinstall-checks/steps/swap-off/solution.sh
