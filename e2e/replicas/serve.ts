@@ -18,7 +18,8 @@ import { createDb } from "../../server/db/client";
 import { startEmbeddedPostgres } from "../../server/db/embedded";
 import { migrateDeploy } from "../../server/db/migrate";
 import { createNetnsHosts, writeStaticHostsFile } from "../../server/testing/netns-hosts";
-import { freePort } from "../../server/testing/stack";
+import { copyMigratedDataDir } from "../../server/testing/db-template";
+import { freePort } from "../../server/testing/free-port";
 
 /** Subnet of these hosts (10.213.<n>.0/24); e2e/serve.ts uses 60. */
 const SUBNET = 61;
@@ -39,6 +40,7 @@ process.on("SIGTERM", () => void stop());
 process.on("SIGINT", () => void stop());
 
 try {
+  await copyMigratedDataDir(path.join(dir, "pg"));
   const pg = await startEmbeddedPostgres(path.join(dir, "pg"), await freePort());
   cleanups.push(() => pg.stop());
   await migrateDeploy(pg.url);

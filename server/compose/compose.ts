@@ -226,8 +226,7 @@ function lifecycle(parts: {
     (draining ??= (async () => {
       gateway.closeAll();
       // Gives the sweeper role and this process's provisioning jobs to another process at once.
-      exams.stop();
-      await Promise.all([sweeperRole.stop(), provisioner.stop()]);
+      await Promise.all([exams.stop(), sweeperRole.stop(), provisioner.stop()]);
       const checks = grader.checksInFlight;
       return { checks, drained: await grader.drain(timeoutMs) };
     })());

@@ -80,7 +80,8 @@ export function hardRestartDue(
 export class ExamScorer {
   private readonly owner = `exams-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   private timer: NodeJS.Timeout | null = null;
-  private ticking = false;
+  /** The round running now, if any (stop waits for it: no query after the database goes). */
+  private ticking: Promise<void> | null = null;
   private readonly scoring = new Set<string>();
 
   constructor(
@@ -95,16 +96,22 @@ export class ExamScorer {
     void this.tick();
   }
 
-  /** Stops claiming; scorings in flight are left to their lease (another process, or the next start, resumes them). */
-  stop(): void {
+  /**
+   * Stops claiming and waits for the round running now; scorings in flight are left to their
+   * lease (another process, or the next start, resumes them).
+   */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.ticking;
   }
 
   /** One round: deadlines, then claims. Exposed for tests. */
-  async tick(): Promise<void> {
-    if (this.ticking) return;
-    this.ticking = true;
+  tick(): Promise<void> {
+    return (this.ticking ??= this.round().finally(() => (this.ticking = null)));
+  }
+
+  private async round(): Promise<void> {
     try {
       for (const { sessionId, learnerId } of await handIn(this.deps.db, "time")) {
         this.deps.log.info({ sessionId }, "exam handed in by its deadline");
@@ -120,8 +127,6 @@ export class ExamScorer {
       }
     } catch (error) {
       this.deps.log.error({ err: (error as Error).message }, "exam scorer tick failed");
-    } finally {
-      this.ticking = false;
     }
   }
 

@@ -10,7 +10,7 @@ import { castOutput } from "../testing/cast";
 import { startTestDb } from "../testing/test-db";
 import { buildCast, CAST_PAGE_ROWS, castLines, castText, loadCast } from "./asciicast";
 import type { ChunkEvent } from "./recorder";
-import { pruneRecordings, splitEvents, TerminalRecorder } from "./recorder";
+import { GAP_WAIT_MS, pruneRecordings, splitEvents, TerminalRecorder } from "./recorder";
 
 let db: Db;
 let stop: () => Promise<void>;
@@ -57,6 +57,26 @@ it("three processes reading overlapping parts of one log write each byte once, i
   const row = await db.terminalRecording.findUniqueOrThrow({ where: { sessionId_machine: { sessionId: id, machine: "node01" } } });
   expect(row.bytes).toBe(log.length);
   expect(Number(row.holderEnd)).toBe(log.length);
+});
+
+it("a process that writes ahead of another's unwritten buffer waits for it; a gap nobody fills is accepted after GAP_WAIT_MS", async () => {
+  const id = await session();
+  const [a, b] = [0, 1].map(() => new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 }));
+  const [ta, tb] = [a!.tap(id, "node01"), b!.tap(id, "node01")];
+  ta.output("boot-1", 0, Buffer.from("0123"));
+  await a!.flushAll();
+  // B attached later (at offset 8) and writes first; A still holds 4..8 in its buffer.
+  tb.output("boot-1", 8, Buffer.from("89"));
+  const ahead = b!.flushAll();
+  ta.output("boot-1", 4, Buffer.from("4567"));
+  await a!.flushAll();
+  await ahead;
+  expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("0123456789");
+  const started = Date.now();
+  tb.output("boot-1", 20, Buffer.from("KL")); // 10..20: nobody read these
+  await b!.flushAll();
+  expect(Date.now() - started).toBeGreaterThanOrEqual(GAP_WAIT_MS - 50);
+  expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("0123456789KL");
 });
 
 it("a reboot (new boot id, offsets from 0) continues the recording", async () => {

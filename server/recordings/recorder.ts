@@ -11,7 +11,8 @@
  * nothing is recorded twice, and after a takeover the next process continues where the holder's
  * log says the recording stopped.
  *
- * Bytes no process read (every process was away, or the last one died with its buffer unwritten,
+ * A piece that starts past the recording's end waits up to GAP_WAIT_MS for another process to
+ * write the bytes before it (they may still be in its buffer). Bytes no process read (every process was away, or the last one died with its buffer unwritten,
  * while the shell went on printing) are caught up from the holder's log when a process next
  * attaches (`catchUp`): the connector reads them from where the recording ends, and the terminal's
  * live output is held back meanwhile, so the recording stays in log order.
@@ -32,6 +33,13 @@ export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 export const CATCH_UP_HOLD_BYTES = 8 * 1024 * 1024;
 /** How long a write may wait for a database connection, and then for its turn on the recording's row, ms. */
 const WRITE_WAIT_MS = 30_000;
+/**
+ * How long a piece that starts past the recording's end waits for another process to write the
+ * bytes before it, ms (each process writes what it read within FLUSH_INTERVAL_MS); after that the
+ * gap is taken as bytes nobody read.
+ */
+export const GAP_WAIT_MS = 3 * FLUSH_INTERVAL_MS;
+const GAP_POLL_MS = 100;
 
 /** Lines shown to viewers that wait for the next output byte, per terminal; beyond, the oldest go (a terminal left on the direct shell). */
 export const WAITING_NOTICES = 16;
@@ -259,14 +267,24 @@ export class TerminalRecorder {
   private async writePiece(sessionId: string, machine: string, piece: Piece): Promise<void> {
     const recording = await this.recording(sessionId, machine, piece);
     if (!recording) return;
+    const gapDeadline = Date.now() + GAP_WAIT_MS; // real time, whatever clock the events use
+    while ((await this.writeInTurn(sessionId, recording.id, piece, Date.now() >= gapDeadline)) === "gap") {
+      await new Promise((resolve) => setTimeout(resolve, GAP_POLL_MS));
+    }
+  }
+
+  /** One try at writing a piece; "gap": it starts past the recording's end and `acceptGap` is false. */
+  private async writeInTurn(sessionId: string, recordingId: string, piece: Piece, acceptGap: boolean): Promise<"gap" | void> {
     // The writers of one terminal (several processes) take turns on its row: each trims against
     // the holderEnd the one before it left. A bounded retry of a conditional update instead lost
     // chunks when three processes flushed at once on a loaded machine.
-    await this.db.$transaction(
+    return this.db.$transaction(
       async (tx) => {
-        await tx.$queryRaw`SELECT 1 FROM "TerminalRecording" WHERE "id" = ${recording.id} FOR UPDATE`;
-        const row = await tx.terminalRecording.findUnique({ where: { id: recording.id } });
+        await tx.$queryRaw`SELECT 1 FROM "TerminalRecording" WHERE "id" = ${recordingId} FOR UPDATE`;
+        const row = await tx.terminalRecording.findUnique({ where: { id: recordingId } });
         if (!row || row.truncated) return;
+        // Another process may still hold the bytes before this piece in its buffer.
+        if (!acceptGap && piece.bytes.length > 0 && piece.bootId === row.bootId && BigInt(piece.start) > row.holderEnd) return "gap";
         const trimmed = trimPiece(piece, row);
         if (!trimmed) return;
         let { bytes, events } = trimmed;

@@ -18,6 +18,8 @@ import type { PlatformBus } from "../compose/services";
 import { parseEnv } from "../config";
 import { createDb, type Db } from "../db/client";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
+import { copyMigratedDataDir } from "./db-template";
+import { freePort } from "./free-port";
 import { migrateDeploy } from "../db/migrate";
 import { examStartRequest, openAttempt } from "../exams/attempts";
 import type { ExamScorer } from "../exams/scoring";
@@ -75,19 +77,10 @@ export interface Stack {
 }
 
 /** The stack over real sshd hosts in network namespaces (static-hosts provider). */
+export { freePort };
+
 export interface TestStack extends Stack {
   hosts: NetnsHostSet;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** @param subnet third octet of the hosts' 10.213.<subnet>.0/24; distinct per concurrent stack. */
@@ -152,9 +145,10 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     await fs.rm(dir, { recursive: true, force: true });
   };
   try {
+    await copyMigratedDataDir(path.join(dir, "data"));
     const embedded: EmbeddedDatabase = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
     cleanups.push(() => embedded.stop());
-    await migrateDeploy(embedded.url);
+    await migrateDeploy(embedded.url); // every migration is applied: a check, no CLI
     const db = createDb(embedded.url);
     cleanups.push(() => db.$disconnect());
     const secret = options.secret ?? randomBytes(32);

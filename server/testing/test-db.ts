@@ -1,6 +1,7 @@
 /**
  * A real embedded PostgreSQL with the committed migrations, for domain tests that need only the
- * database (no hosts, no gateway): the same parts as the test stack, minus the network.
+ * database (no hosts, no gateway): the same parts as the test stack, minus the network. The
+ * cluster is a copy of the migrated template (db-template.ts).
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -8,11 +9,13 @@ import path from "node:path";
 import { createDb, type Db } from "../db/client";
 import { startEmbeddedPostgres } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
-import { freePort } from "./stack";
+import { copyMigratedDataDir } from "./db-template";
+import { freePort } from "./free-port";
 
 export async function startTestDb(): Promise<{ db: Db; url: string; stop(): Promise<void> }> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-db-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
+  await copyMigratedDataDir(path.join(dir, "data"));
   const embedded = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
   try {
     await migrateDeploy(embedded.url);
