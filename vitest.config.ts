@@ -45,7 +45,8 @@ export default defineConfig({
       lane("unit", null, true),
       lane("db", "db", true),
       // Network namespaces, sshd hosts and server processes: each file has subnets of its own (a
-      // subnet in use is refused, netns-hosts.ts), so files run side by side (scripts/test.sh: two).
+      // subnet in use is refused, netns-hosts.ts). One at a time by default (a developer's loop);
+      // scripts/test.sh runs two side by side.
       lane("integration", "int", false),
       ...(vmAsked ? [lane("vm", "vm", false)] : []),
     ],

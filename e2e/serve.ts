@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { copyMigratedDataDir } from "../server/testing/db-template";
 import { createNetnsHosts, writeStaticHostsFile } from "../server/testing/netns-hosts";
 import { acceptFirstAdminLink, adminLoginFile } from "./accounts";
 
@@ -34,6 +35,8 @@ const hosts = await createNetnsHosts({
 });
 const hostsFile = path.join(dir, "hosts.json");
 await writeStaticHostsFile(hosts, hostsFile, "shared");
+// The server finds its embedded database migrated (a copy of the test template), as after a first start.
+await copyMigratedDataDir(path.join(dir, "data"));
 
 const server = spawn(process.execPath, ["--import", "tsx", "server.ts"], {
   env: {

@@ -74,8 +74,9 @@ echo "==> fast lane (scripts/test-fast.sh)"
 bash scripts/test-fast.sh --reporter=default --reporter=json --outputFile.json="$reports/vitest-fast.json" || status=1
 
 echo "==> integration lane (vitest: network namespaces, fake roots, server processes)"
-# One file at a time: subnets are not yet unique per file (static-hosts-reset and the Firefox test share one).
-npx vitest run --project integration --exclude "$EGRESS_TEST" --reporter=default --reporter=json \
+# Two files side by side: each has subnets of its own (netns-hosts.ts refuses one in use) and free
+# ports; most of a file's time is waiting (databases, sshd hosts, server processes starting).
+npx vitest run --project integration --exclude "$EGRESS_TEST" --fileParallelism --maxWorkers=2 --reporter=default --reporter=json \
   --outputFile.json="$reports/vitest-integration.json" || status=1
 
 echo "==> e2e on netns hosts (Playwright, Debian Chromium)"

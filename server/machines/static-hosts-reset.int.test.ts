@@ -30,7 +30,7 @@ beforeAll(async () => {
   ({ db, stop: stopDb } = await startTestDb());
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-reset-"));
   sets = await Promise.all(
-    [61, 62].map((subnet) =>
+    [121, 122].map((subnet) =>
       createNetnsHosts({ id: `r${subnet}`, names: ["controlplane"], subnet, dir: path.join(dir, `hosts-${subnet}`), holder: false }),
     ),
   );

@@ -1,0 +1,1 @@
+../../../../../labs/cka-mock-exam/setup/node01.sh

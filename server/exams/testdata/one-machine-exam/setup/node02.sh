@@ -1,0 +1,1 @@
+../../../../../labs/cka-mock-exam/setup/node02.sh
