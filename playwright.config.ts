@@ -44,7 +44,8 @@ export default defineConfig({
     ? undefined
     : {
         // Real sshd hosts in network namespaces + the real server (production build) on embedded PostgreSQL.
-        command: `npx tsx e2e/serve.ts --port ${PORT}`,
+        // E2E_SUBNET: another host subnet, for a run beside another checkout's (CI's uses the default).
+        command: `npx tsx e2e/serve.ts --port ${PORT}${process.env.E2E_SUBNET ? ` --subnet ${Number(process.env.E2E_SUBNET)}` : ""}`,
         url: `http://127.0.0.1:${PORT}/login`,
         timeout: 180_000,
         reuseExistingServer: false,

@@ -3,7 +3,7 @@
  * (`python3 -m http.server`, typed into the lab's terminals) and opens both through the platform,
  * on their own preview origins (`*.preview.localhost`, loopback); another learner gets 403 for
  * that URL and 404 for the entry; the served page cannot read Labdeck's sign-in cookie, nor
- * Labdeck's API.
+ * Labdeck's API, nor stop later previews in the browser with cookies set on the parent domain.
  */
 import { expect, test } from "./fixtures";
 import { signInNewUser } from "./accounts";
@@ -63,9 +63,27 @@ test("a learner opens node01's and node02's web pages through the platform; anot
     }, baseURL!);
     expect(apiRead).toBe("blocked");
 
-    // node02 by the entry URL (what a lesson link opens).
+    // The page (as one served from the machine could) tosses cookies onto the parent preview
+    // domain: a forged grant and a cookie bomb of 12 x 3.8 KB, which Chromium keeps and sends to
+    // every preview origin. Previews in this browser still open: not 403 (the forged grant), not
+    // 431 (the bomb); the forged grant is cleared on the parent domain.
+    const parent = url.hostname.split(".").slice(1).join(".");
+    await preview.evaluate((domain) => {
+      document.cookie = `labdeck-preview=forged; Domain=${domain}; Path=/`;
+      for (let i = 0; i < 12; i++) document.cookie = `bomb${i}=${"x".repeat(3800)}; Domain=${domain}; Path=/`;
+    }, parent);
+    const tossed = await context.cookies(`http://${PORT}-node02-${sessionId}.${parent}/`);
+    expect(tossed.filter((c) => c.name.startsWith("bomb")).length).toBe(12);
+    expect(tossed.some((c) => c.name === "labdeck-preview" && c.value === "forged")).toBe(true);
+    const again = await preview.reload();
+    expect(again?.status()).toBe(200);
+    await expect(preview.locator("#who")).toHaveText("served by node01");
+    expect((await context.cookies(preview.url())).some((c) => c.value === "forged")).toBe(false);
+
+    // node02 by the entry URL (what a lesson link opens), with the bomb still in the browser.
     const second = await context.newPage();
-    await second.goto(`/api/labs/hello-terminal/preview?machine=node02&port=${PORT}&path=/`);
+    const opened02 = await second.goto(`/api/labs/hello-terminal/preview?machine=node02&port=${PORT}&path=/`);
+    expect(opened02?.status()).toBe(200);
     await expect(second.locator("#who")).toHaveText("served by node02");
     expect(new URL(second.url()).hostname).toBe(`${PORT}-node02-${sessionId}.preview.localhost`);
     await second.close();
