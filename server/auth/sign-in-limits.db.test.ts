@@ -1,7 +1,7 @@
 /**
  * Sign-in limits through the real sign-in route (better-auth, embedded PostgreSQL): a guesser is
  * stopped, but neither 10 cookieless wrong passwords from elsewhere nor a classroom's 100 failures
- * behind one address keep the owner of an account out.
+ * behind one address keep the owner of an account out, nor one wrong guesser a class behind one address.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -96,4 +96,19 @@ it("a guesser is stopped: 10 per address, and past 50 over all addresses only kn
   expect(await signIn("target@example.test", PASSWORD, "203.0.113.99")).toBe(429);
   // The owner's known pair goes through the lock others caused.
   expect(await signIn("target@example.test", PASSWORD, "203.0.113.1")).toBe(200);
+}, 120_000);
+
+it("a class of 40 behind one address all sign in, each for the first time, while one of them keeps guessing wrong", async () => {
+  const nat = "198.51.100.40";
+  const classmates = Array.from({ length: 40 }, (_, i) => `student-${i}@example.test`);
+  for (const email of classmates) await make(email);
+  // One student mistypes (or guesses) well past the per-account limit, from the classroom.
+  const guesses = await fail(
+    SIGN_IN_LIMITS.signInPair.points + 5,
+    () => classmates[0]!,
+    () => nat,
+  );
+  expect(guesses.filter((s) => s === 429).length).toBeGreaterThan(0); // that pair is stopped
+  const statuses = await Promise.all(classmates.slice(1).map((email) => signIn(email, PASSWORD, nat)));
+  expect(statuses).toEqual(classmates.slice(1).map(() => 200));
 }, 120_000);
