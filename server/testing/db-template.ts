@@ -24,6 +24,9 @@ const execFileAsync = promisify(execFile);
 /** How long a process waits for another one making the template, ms. */
 const MAKING_WAIT_MS = 180_000;
 const POLL_MS = 250;
+const TEMPLATE_PREFIX = "labdeck-db-template-";
+/** Age past which another migration set's template is removed, ms. */
+const STALE_MS = 24 * 60 * 60 * 1000;
 
 /** The template's key: every migration's name and SQL, and the PostgreSQL build's package. */
 async function templateKey(cwd: string): Promise<string> {
@@ -62,6 +65,21 @@ async function makeTemplate(template: string, cwd: string): Promise<void> {
     await fs.rm(work, { recursive: true, force: true });
     if (error.code !== "ENOTEMPTY" && error.code !== "EEXIST") throw error;
   });
+  await removeOldTemplates(template);
+}
+
+/** Templates of other migration sets made more than STALE_MS ago go (each is tens of MiB). */
+async function removeOldTemplates(keep: string): Promise<void> {
+  const dir = path.dirname(keep);
+  for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
+    const p = path.join(dir, name);
+    if (!name.startsWith(TEMPLATE_PREFIX) || p === keep || name.includes(".")) continue;
+    const age = await fs.stat(p).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (age > STALE_MS) await fs.rm(p, { recursive: true, force: true }).catch(() => undefined);
+  }
 }
 
 /**
@@ -70,7 +88,7 @@ async function makeTemplate(template: string, cwd: string): Promise<void> {
  * one makes the template, the others wait for it.
  */
 export async function copyMigratedDataDir(dataDir: string, cwd = process.cwd()): Promise<void> {
-  const template = path.join(os.tmpdir(), `labdeck-db-template-${await templateKey(cwd)}`);
+  const template = path.join(os.tmpdir(), `${TEMPLATE_PREFIX}${await templateKey(cwd)}`);
   const lock = `${template}.lock`;
   const waitUntil = Date.now() + MAKING_WAIT_MS;
   while (!(await exists(template))) {
