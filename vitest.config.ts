@@ -23,10 +23,17 @@ const LANES = ["db", "int", "vm"] as const;
  */
 const PARALLEL_FILES = 4;
 
+/**
+ * Integration tests' limits per test and hook, ms: real processes on a 2-core machine that CI
+ * shares with another integration file and TCG guests (a 60 s test took 58-60 s there).
+ */
+const INTEGRATION_TIMEOUT_MS = 180_000;
+
 function lane(name: string, suffix: (typeof LANES)[number] | null, parallel: boolean): TestProjectInlineConfiguration {
   const include = suffix ? TESTS.filter((p) => p.endsWith(".ts")).map((p) => p.replace(/\.test\.ts$/, `.${suffix}.test.ts`)) : TESTS;
   const exclude = suffix ? [] : LANES.flatMap((l) => [`**/*.${l}.test.ts`, `**/*.${l}.test.tsx`]);
-  return { extends: true, test: { name, include, exclude: [...exclude, "**/node_modules/**"], fileParallelism: parallel } };
+  const limits = suffix === "int" ? { testTimeout: INTEGRATION_TIMEOUT_MS, hookTimeout: INTEGRATION_TIMEOUT_MS } : {};
+  return { extends: true, test: { name, include, exclude: [...exclude, "**/node_modules/**"], fileParallelism: parallel, ...limits } };
 }
 
 const vmAsked =

@@ -335,9 +335,10 @@ describe("terminal holder over real sshd", () => {
     console.log(
       `echo idle p50 ${idle[10]!.toFixed(2)} ms; during flood p50 ${p50.toFixed(2)} ms, max ${latencies.at(-1)!.toFixed(2)} ms; holder RSS ${rss.join(", ")} KiB`,
     );
-    // The flood may slow the machine (2 cores: holder, sshds and this process share them) but the
-    // echo must not queue behind the flood's bytes: those would take seconds.
-    expect(p50).toBeLessThan(idle[10]! + 20);
+    // The flood may slow the machine (2 cores: holder, sshds and this process share them, and in
+    // CI another test file and TCG guests) but the echo must not queue behind the flood's bytes:
+    // those would take seconds. (A CI run with two files side by side: idle 9 ms, flood p50 38 ms.)
+    expect(p50).toBeLessThan(idle[10]! + 150);
     expect(watcher.gaps).toEqual([]);
     expect(watcher.gone).toEqual([]);
     // 2 MiB RAM ring (up to 2x before trimming) per terminal plus Python itself; no per-reader copies.
