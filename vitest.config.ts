@@ -52,8 +52,8 @@ export default defineConfig({
       lane("unit", null, true),
       lane("db", "db", true),
       // Network namespaces, sshd hosts and server processes: each file has subnets of its own (a
-      // subnet in use is refused, netns-hosts.ts). One at a time by default (a developer's loop);
-      // scripts/test.sh runs two side by side.
+      // subnet in use is refused, netns-hosts.ts; server/testing/subnets.test.ts). One at a time:
+      // beside the TCG guests of `npm test`, two at once slowed the whole run (scripts/test.sh).
       lane("integration", "int", false),
       ...(vmAsked ? [lane("vm", "vm", false)] : []),
     ],

@@ -1,6 +1,7 @@
 /**
- * The integration lane runs files side by side (scripts/test.sh), each on sshd hosts of its own
- * subnets (10.213.S.0/24, netns-hosts.ts): no two files may name the same one. Read from the
+ * Integration files may run side by side (`--fileParallelism`; CI runs them one at a time, a
+ * developer may not), each on sshd hosts of its own subnets (10.213.S.0/24, netns-hosts.ts): no
+ * two files may name the same one. Read from the
  * files' text: `subnet: N`, `SUBNET = N` (and BARE_SUBNET), `SUBNETS = [..]`, `[a, b].map((subnet)`.
  */
 import fs from "node:fs/promises";
