@@ -89,6 +89,13 @@ test("a prepared set survives a clean stop and a crash; a reset machine's shell 
   // that logs in again after a restart.
   // The baseline is a figure, not a check: when it cannot be taken, the line says why.
   const endpoint = await machineEndpointOf(vmServer, "controlplane").catch((error: Error) => error);
+  // Every terminal of the page, watched side by side: when it has lost the killed server and when
+  // it says connected again (its shell's link is up), whether or not its tab is shown.
+  const reconnected = machines.map(async (machine) => {
+    await expect(learner.terminal(machine)).not.toHaveAttribute("data-status", "connected", { timeout: BACK_TIMEOUT_MS });
+    await expect(learner.terminal(machine)).toHaveAttribute("data-status", "connected", { timeout: 2 * BACK_TIMEOUT_MS });
+    return Date.now();
+  });
   const { listeningMs, listeningAt } = await vmServer.restart("SIGKILL");
   const rawLogin =
     endpoint instanceof Error
@@ -103,6 +110,12 @@ test("a prepared set survives a clean stop and a crash; a reset machine's shell 
   timings.push(
     `kill -9 with the page open: listening after ${listeningMs} ms; controlplane echoing in its old shell ${controlplaneBack} ms after listening, ` +
       `node01 (reset before) ${Date.now() - listeningAt} ms; baseline: a raw SSH login into controlplane started at listening took ${await rawLogin} ms`,
+  );
+  const connectedAt = await Promise.all(reconnected);
+  const after = connectedAt.map((at) => at - listeningAt);
+  timings.push(
+    `terminals connected again after listening: ${machines.map((m, i) => `${m} ${after[i]} ms`).join(", ")}; ` +
+      `p50 ${[...after].sort((a, b) => a - b)[Math.floor(after.length / 2)]} ms, max ${Math.max(...after)} ms`,
   );
   console.log(timings.map((t) => `  ${t}`).join("\n"));
 });
