@@ -33,7 +33,12 @@ function lane(name: string, suffix: (typeof LANES)[number] | null, parallel: boo
   const include = suffix ? TESTS.filter((p) => p.endsWith(".ts")).map((p) => p.replace(/\.test\.ts$/, `.${suffix}.test.ts`)) : TESTS;
   const exclude = suffix ? [] : LANES.flatMap((l) => [`**/*.${l}.test.ts`, `**/*.${l}.test.tsx`]);
   const limits = suffix === "int" ? { testTimeout: INTEGRATION_TIMEOUT_MS, hookTimeout: INTEGRATION_TIMEOUT_MS } : {};
-  return { extends: true, test: { name, include, exclude: [...exclude, "**/node_modules/**"], fileParallelism: parallel, ...limits } };
+  // Files a run leaves to another (scripts/test.sh): vitest's --exclude does not reach a project's own list.
+  const left = (process.env.LABDECK_TEST_EXCLUDE ?? "").split(",").filter(Boolean);
+  return {
+    extends: true,
+    test: { name, include, exclude: [...exclude, ...left, "**/node_modules/**"], fileParallelism: parallel, ...limits },
+  };
 }
 
 const vmAsked =

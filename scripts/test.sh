@@ -63,7 +63,7 @@ machines_stream() {
   echo "==> [machines] egress tests (network namespaces)"
   npx vitest run --project integration "$EGRESS_TEST" --reporter=default --reporter=json --outputFile.json="$reports/vitest-egress.json" || s=1
   echo "==> [machines] vm lane (vitest, real QEMU VMs)"
-  npx vitest run --project vm --exclude "$BALANCED_VM_TEST" --reporter=default --reporter=json --outputFile.json="$reports/vitest-vm.json" || s=1
+  LABDECK_TEST_EXCLUDE="$BALANCED_VM_TEST" npx vitest run --project vm --reporter=default --reporter=json --outputFile.json="$reports/vitest-vm.json" || s=1
   echo "==> [machines] e2e on real VMs (Playwright, Debian Chromium)"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$reports/playwright-vm.json" \
     npx playwright test --project vm --reporter=list,json || s=1
@@ -81,7 +81,7 @@ echo "==> integration lane (vitest: network namespaces, fake roots, server proce
 # One file at a time. Files could run side by side (each has subnets of its own, checked by
 # server/testing/subnets.test.ts), but on 2 cores that starved the machines stream's TCG guests:
 # a clean-clone run with two at once ended the main stream 16 min earlier and the whole run 5 min later.
-npx vitest run --project integration --exclude "$EGRESS_TEST" --reporter=default --reporter=json \
+LABDECK_TEST_EXCLUDE="$EGRESS_TEST" npx vitest run --project integration --reporter=default --reporter=json \
   --outputFile.json="$reports/vitest-integration.json" || status=1
 
 echo "==> e2e on netns hosts (Playwright, Debian Chromium)"

@@ -26,7 +26,7 @@ beforeAll(async () => {
   make = (email) => createUserWithPassword(db, auth, { email, name: email, role: "learner", password: PASSWORD });
   const env = parseEnv({ NODE_ENV: "test", LABDECK_DATA_DIR: "/nonexistent", HOST: "127.0.0.1", PORT: "3000" });
   setServices({ env, db, auth } as unknown as Services);
-}, 120_000);
+}, 300_000); // sign-ins hash passwords (scrypt): minutes beside three other db files and TCG guests
 afterAll(async () => testDb?.stop());
 
 /** A cookieless sign-in from `address`, as server.ts hands it to the route: the status. */
@@ -60,7 +60,7 @@ it("10 cookieless wrong passwords from address A stop A at the 11th, not the own
   ).toEqual(new Set([401]));
   expect(await signIn("victim@example.test", PASSWORD, "192.0.2.1")).toBe(429);
   expect(await signIn("victim@example.test", PASSWORD, "192.0.2.2")).toBe(200);
-});
+}, 300_000);
 
 it("100 failures behind one address do not stop a student who signed in from there before; a newcomer there waits", async () => {
   const nat = "198.51.100.7";
@@ -77,7 +77,7 @@ it("100 failures behind one address do not stop a student who signed in from the
   expect(await signIn("newcomer@example.test", PASSWORD, nat)).toBe(429);
   // The newcomer elsewhere is not held back by the classroom's address.
   expect(await signIn("newcomer@example.test", PASSWORD, "198.51.100.8")).toBe(200);
-}, 120_000);
+}, 300_000); // sign-ins hash passwords (scrypt): minutes beside three other db files and TCG guests
 
 it("a guesser is stopped: 10 per address, and past 50 over all addresses only known pairs get in", async () => {
   await make("target@example.test");
@@ -96,7 +96,7 @@ it("a guesser is stopped: 10 per address, and past 50 over all addresses only kn
   expect(await signIn("target@example.test", PASSWORD, "203.0.113.99")).toBe(429);
   // The owner's known pair goes through the lock others caused.
   expect(await signIn("target@example.test", PASSWORD, "203.0.113.1")).toBe(200);
-}, 120_000);
+}, 300_000); // sign-ins hash passwords (scrypt): minutes beside three other db files and TCG guests
 
 it("a class of 40 behind one address all sign in, each for the first time, while one of them keeps guessing wrong", async () => {
   const nat = "198.51.100.40";
@@ -111,4 +111,4 @@ it("a class of 40 behind one address all sign in, each for the first time, while
   expect(guesses.filter((s) => s === 429).length).toBeGreaterThan(0); // that pair is stopped
   const statuses = await Promise.all(classmates.slice(1).map((email) => signIn(email, PASSWORD, nat)));
   expect(statuses).toEqual(classmates.slice(1).map(() => 200));
-}, 120_000);
+}, 300_000); // sign-ins hash passwords (scrypt): minutes beside three other db files and TCG guests
