@@ -25,7 +25,7 @@ const PARALLEL_FILES = 4;
 
 /**
  * Integration tests' limits per test and hook, ms: real processes on a 2-core machine that CI
- * shares with another integration file and TCG guests (a 60 s test took 58-60 s there).
+ * shares with TCG guests (with two integration files at once, 60 s tests took 58-60 s there).
  */
 const INTEGRATION_TIMEOUT_MS = 180_000;
 

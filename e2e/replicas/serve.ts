@@ -15,10 +15,8 @@ import path from "node:path";
 import { createAuth } from "../../server/auth/auth";
 import { createUserWithPassword } from "../../server/auth/users";
 import { createDb } from "../../server/db/client";
-import { startEmbeddedPostgres } from "../../server/db/embedded";
-import { migrateDeploy } from "../../server/db/migrate";
 import { createNetnsHosts, writeStaticHostsFile } from "../../server/testing/netns-hosts";
-import { copyMigratedDataDir } from "../../server/testing/db-template";
+import { startMigratedTestPostgres } from "../../server/testing/db-template";
 import { freePort } from "../../server/testing/free-port";
 
 /** Subnet of these hosts (10.213.<n>.0/24); e2e/serve.ts uses 60. */
@@ -40,10 +38,8 @@ process.on("SIGTERM", () => void stop());
 process.on("SIGINT", () => void stop());
 
 try {
-  await copyMigratedDataDir(path.join(dir, "pg"));
-  const pg = await startEmbeddedPostgres(path.join(dir, "pg"), await freePort());
+  const pg = await startMigratedTestPostgres(path.join(dir, "pg"));
   cleanups.push(() => pg.stop());
-  await migrateDeploy(pg.url);
   const hosts = await createNetnsHosts({
     id: "repl",
     names: ["controlplane", "node01", "node02"],

@@ -24,6 +24,13 @@ afterAll(async () => {
   await stop?.();
 });
 
+/** Two recorders (as two server processes) and their taps on one terminal. */
+function twoProcesses(sessionId: string, machine: string) {
+  const make = () => new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 });
+  const [a, b] = [make(), make()];
+  return { a, b, ta: a.tap(sessionId, machine), tb: b.tap(sessionId, machine) };
+}
+
 async function session(): Promise<string> {
   return (await db.labSession.create({ data: { labSlug: "rec", learnerId: `rec-learner-${++learners}`, provider: "static" } })).id;
 }
@@ -61,20 +68,19 @@ it("three processes reading overlapping parts of one log write each byte once, i
 
 it("a process that writes ahead of another's unwritten buffer waits for it; a gap nobody fills is accepted after GAP_WAIT_MS", async () => {
   const id = await session();
-  const [a, b] = [0, 1].map(() => new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 }));
-  const [ta, tb] = [a!.tap(id, "node01"), b!.tap(id, "node01")];
+  const { a, b, ta, tb } = twoProcesses(id, "node01");
   ta.output("boot-1", 0, Buffer.from("0123"));
-  await a!.flushAll();
+  await a.flushAll();
   // B attached later (at offset 8) and writes first; A still holds 4..8 in its buffer.
   tb.output("boot-1", 8, Buffer.from("89"));
-  const ahead = b!.flushAll();
+  const ahead = b.flushAll();
   ta.output("boot-1", 4, Buffer.from("4567"));
-  await a!.flushAll();
+  await a.flushAll();
   await ahead;
   expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("0123456789");
   const started = Date.now();
   tb.output("boot-1", 20, Buffer.from("KL")); // 10..20: nobody read these
-  await b!.flushAll();
+  await b.flushAll();
   expect(Date.now() - started).toBeGreaterThanOrEqual(GAP_WAIT_MS - 50);
   expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe("0123456789KL");
 });
@@ -112,15 +118,14 @@ it("records a notice the viewers were shown as the same line, framed by line bre
 
 it("a notice two processes showed before the same byte is recorded once; one shown during a catch-up comes after the caught-up bytes", async () => {
   const id = await session();
-  const [a, b] = [0, 1].map(() => new TerminalRecorder(db, { maxSessionBytes: 1024 * 1024, retentionDays: 30 }));
-  const [ta, tb] = [a!.tap(id, "node01"), b!.tap(id, "node01")];
+  const { a, b, ta, tb } = twoProcesses(id, "node01");
   ta.output("boot-1", 0, Buffer.from("old "));
-  await a!.flushAll();
+  await a.flushAll();
   for (const tap of [ta, tb]) tap.notice("rebooted");
   tb.output("boot-2", 0, Buffer.from("new "));
-  await b!.flushAll();
+  await b.flushAll();
   ta.output("boot-2", 0, Buffer.from("new more "));
-  await a!.flushAll();
+  await a.flushAll();
   // Process B comes back to the log after a gap: the catch-up reads what no process read, and
   // the notice it showed on attaching goes after those bytes, before the live output.
   let release!: () => void;
@@ -132,7 +137,7 @@ it("a notice two processes showed before the same byte is recorded once; one sho
   tb.notice("reconnected");
   tb.output("boot-2", 14, Buffer.from("live"));
   release();
-  await expect.poll(async () => (await b!.flushAll(), castOutput(castText((await loadCast(db, id, "node01", []))!)))).toContain("live");
+  await expect.poll(async () => (await b.flushAll(), castOutput(castText((await loadCast(db, id, "node01", []))!)))).toContain("live");
   expect(castOutput(castText((await loadCast(db, id, "node01", []))!))).toBe(
     "old \r\n[node01 が再起動されました。新しいシェルです]\r\nnew more away \r\n[node01 に再接続しました]\r\nlive",
   );

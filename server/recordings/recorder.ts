@@ -12,10 +12,11 @@
  * log says the recording stopped.
  *
  * A piece that starts past the recording's end waits up to GAP_WAIT_MS for another process to
- * write the bytes before it (they may still be in its buffer). Bytes no process read (every process was away, or the last one died with its buffer unwritten,
- * while the shell went on printing) are caught up from the holder's log when a process next
- * attaches (`catchUp`): the connector reads them from where the recording ends, and the terminal's
- * live output is held back meanwhile, so the recording stays in log order.
+ * write the bytes before it (they may still be in its buffer). Bytes no process read (every
+ * process was away, or the last one died with its buffer unwritten, while the shell went on
+ * printing) are caught up from the holder's log when a process next attaches (`catchUp`): the
+ * connector reads them from where the recording ends, and the terminal's live output is held back
+ * meanwhile, so the recording stays in log order.
  */
 import type { Db } from "../db/client";
 import type { TerminalNotice } from "../terminal/protocol";
@@ -283,10 +284,10 @@ export class TerminalRecorder {
         await tx.$queryRaw`SELECT 1 FROM "TerminalRecording" WHERE "id" = ${recordingId} FOR UPDATE`;
         const row = await tx.terminalRecording.findUnique({ where: { id: recordingId } });
         if (!row || row.truncated) return;
-        // Another process may still hold the bytes before this piece in its buffer.
-        if (!acceptGap && piece.bytes.length > 0 && piece.bootId === row.bootId && BigInt(piece.start) > row.holderEnd) return "gap";
         const trimmed = trimPiece(piece, row);
         if (!trimmed) return;
+        // Another process may still hold the bytes before this piece in its buffer.
+        if (trimmed.gap && !acceptGap) return "gap";
         let { bytes, events } = trimmed;
         const used = await tx.terminalRecording.aggregate({ where: { sessionId }, _sum: { bytes: true } });
         const room = this.options.maxSessionBytes - (used._sum.bytes ?? 0);
@@ -333,15 +334,16 @@ type Piece = { bootId: string; start: number; bytes: Buffer; events: ChunkEvent[
 /**
  * A piece trimmed against what the recording already holds: the bytes another process wrote
  * first are dropped (and their events). Null when nothing is left to write. `first`: the holder
- * offset of the first byte left.
+ * offset of the first byte left; `gap`: the piece starts past the recording's end (same boot).
  */
 export function trimPiece(
   piece: Piece,
   row: { bootId: string; holderEnd: bigint },
-): { bytes: Buffer; events: ChunkEvent[]; bootId: string; holderEnd: bigint; first: bigint } | null {
+): { bytes: Buffer; events: ChunkEvent[]; bootId: string; holderEnd: bigint; first: bigint; gap: boolean } | null {
   let { bytes, events } = piece;
   let { holderEnd, bootId } = row;
   let first = BigInt(piece.start);
+  let gap = false;
   if (bytes.length > 0) {
     if (piece.bootId !== row.bootId) {
       // The machine rebooted: its holder's log starts again at 0 under a new boot id.
@@ -359,11 +361,13 @@ export function trimPiece(
       bytes = bytes.subarray(skip);
       first = holderEnd;
     }
-    // skip < 0: nobody read those bytes (every process was away longer than the holder's
-    // repaint tail); the recording continues from here.
+    // skip < 0: a gap. Another process may still hold those bytes (writePiece waits for it), or
+    // nobody read them (every process was away longer than the holder's repaint tail): then the
+    // recording continues from here.
+    gap = skip < 0;
   }
   if (bytes.length === 0 && events.length === 0) return null;
-  return { bytes, events, bootId, holderEnd, first };
+  return { bytes, events, bootId, holderEnd, first, gap };
 }
 
 /**

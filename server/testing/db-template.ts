@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { OWNER_FILE, startEmbeddedPostgres } from "../db/embedded";
+import { OWNER_FILE, startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
 import { migrateDeploy } from "../db/migrate";
 import { freePort } from "./free-port";
 
@@ -68,12 +68,13 @@ async function makeTemplate(template: string, cwd: string): Promise<void> {
   await removeOldTemplates(template);
 }
 
-/** Templates of other migration sets made more than STALE_MS ago go (each is tens of MiB). */
+/** Templates of other migration sets, and makers' leftovers, older than STALE_MS go (each is tens of MiB). */
 async function removeOldTemplates(keep: string): Promise<void> {
   const dir = path.dirname(keep);
   for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
     const p = path.join(dir, name);
-    if (!name.startsWith(TEMPLATE_PREFIX) || p === keep || name.includes(".")) continue;
+    // Other sets' templates, and the work directories of makers that died; never a lock (it has its own age rule).
+    if (!name.startsWith(TEMPLATE_PREFIX) || p === keep || name.endsWith(".lock")) continue;
     const age = await fs.stat(p).then(
       (s) => Date.now() - s.mtimeMs,
       () => 0,
@@ -116,4 +117,20 @@ export async function copyMigratedDataDir(dataDir: string, cwd = process.cwd()):
   if (await exists(dataDir)) throw new Error(`test database: ${dataDir} exists`);
   // cp -a keeps the owner (user postgres when run as root) and the modes PostgreSQL insists on.
   await execFileAsync("cp", ["-a", path.join(template, "data"), dataDir]);
+}
+
+/**
+ * A test database: the migrated template copied into `dataDir` (which must not exist), started on
+ * a free port; the migrations are checked (all applied: no CLI runs).
+ */
+export async function startMigratedTestPostgres(dataDir: string): Promise<EmbeddedDatabase> {
+  await copyMigratedDataDir(dataDir);
+  const embedded = await startEmbeddedPostgres(dataDir, await freePort());
+  try {
+    await migrateDeploy(embedded.url);
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
+  return embedded;
 }

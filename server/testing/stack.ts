@@ -17,10 +17,6 @@ import { composePlatform } from "../compose/compose";
 import type { PlatformBus } from "../compose/services";
 import { parseEnv } from "../config";
 import { createDb, type Db } from "../db/client";
-import { startEmbeddedPostgres, type EmbeddedDatabase } from "../db/embedded";
-import { copyMigratedDataDir } from "./db-template";
-import { freePort } from "./free-port";
-import { migrateDeploy } from "../db/migrate";
 import { examStartRequest, openAttempt } from "../exams/attempts";
 import type { ExamScorer } from "../exams/scoring";
 import type { Grader, GraderOptions } from "../grader/grader";
@@ -37,7 +33,11 @@ import type { SshExecPool } from "../ssh/exec";
 import type { TerminalAuthorizer } from "../terminal/gateway";
 import type { TerminalRegistry } from "../terminal/registry";
 import { signTerminalToken } from "../terminal/token";
+import { startMigratedTestPostgres } from "./db-template";
 import { createNetnsHosts, writeStaticHostsFile, type NetnsHostSet } from "./netns-hosts";
+
+/** Re-exported for the tests and benches that take it from here. */
+export { freePort } from "./free-port";
 
 export const LAB_MACHINES = ["controlplane", "node01", "node02"] as const;
 
@@ -77,8 +77,6 @@ export interface Stack {
 }
 
 /** The stack over real sshd hosts in network namespaces (static-hosts provider). */
-export { freePort };
-
 export interface TestStack extends Stack {
   hosts: NetnsHostSet;
 }
@@ -145,10 +143,8 @@ export async function startStack(options: StackOptions & { provider: (db: Db) =>
     await fs.rm(dir, { recursive: true, force: true });
   };
   try {
-    await copyMigratedDataDir(path.join(dir, "data"));
-    const embedded: EmbeddedDatabase = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
+    const embedded = await startMigratedTestPostgres(path.join(dir, "data"));
     cleanups.push(() => embedded.stop());
-    await migrateDeploy(embedded.url); // every migration is applied: a check, no CLI
     const db = createDb(embedded.url);
     cleanups.push(() => db.$disconnect());
     const secret = options.secret ?? randomBytes(32);

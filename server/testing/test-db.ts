@@ -7,22 +7,12 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createDb, type Db } from "../db/client";
-import { startEmbeddedPostgres } from "../db/embedded";
-import { migrateDeploy } from "../db/migrate";
-import { copyMigratedDataDir } from "./db-template";
-import { freePort } from "./free-port";
+import { startMigratedTestPostgres } from "./db-template";
 
 export async function startTestDb(): Promise<{ db: Db; url: string; stop(): Promise<void> }> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "labdeck-db-"));
   await fs.chmod(dir, 0o711); // embedded PostgreSQL runs as user postgres and must enter it
-  await copyMigratedDataDir(path.join(dir, "data"));
-  const embedded = await startEmbeddedPostgres(path.join(dir, "data"), await freePort());
-  try {
-    await migrateDeploy(embedded.url);
-  } catch (error) {
-    await embedded.stop();
-    throw error;
-  }
+  const embedded = await startMigratedTestPostgres(path.join(dir, "data"));
   const db = createDb(embedded.url);
   return {
     db,
